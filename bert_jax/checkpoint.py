@@ -1,0 +1,72 @@
+"""bert_jax checkpoints (orbax).
+
+Two layouts, both recognised by `load_pretrained`:
+  saved model (`python -m bert_jax.convert` output):
+      DIR/model_config.json   BertConfig fields
+      DIR/params/             orbax pytree of the model params
+      DIR/vocab.txt           (optional) the vocabulary the model was trained with
+  training workdir (the trainer's):
+      WORKDIR/model_config.json
+      WORKDIR/checkpoints/<step>/state   orbax: {"step", "params", "opt_state"}
+      WORKDIR/checkpoints/<step>/data    JSON: the input pipeline position
+"""
+import json
+import os
+import shutil
+
+import orbax.checkpoint as ocp
+
+from bert_jax.models.config import BertConfig
+from bert_jax.models.layout import unstack_layers
+
+MODEL_CONFIG = "model_config.json"
+
+
+def is_native(path: str) -> bool:
+  return os.path.isdir(path) and os.path.exists(os.path.join(path, MODEL_CONFIG))
+
+
+def write_model_config(directory: str, config: BertConfig, **extra) -> None:
+  os.makedirs(directory, exist_ok=True)
+  with open(os.path.join(directory, MODEL_CONFIG), "w") as f:
+    json.dump({**config.to_json_dict(), **extra}, f, indent=2)
+
+
+def read_model_config(directory: str) -> BertConfig:
+  return BertConfig.from_json_file(os.path.join(directory, MODEL_CONFIG))
+
+
+def save_model(directory: str, config: BertConfig, params, vocab_path: str | None = None):
+  """Writes a saved model (see module docstring); `params` as the model uses them."""
+  directory = os.path.abspath(directory)
+  write_model_config(directory, config)
+  target = os.path.join(directory, "params")
+  if os.path.exists(target):
+    shutil.rmtree(target)
+  checkpointer = ocp.StandardCheckpointer()
+  checkpointer.save(target, params)
+  checkpointer.wait_until_finished()
+  if vocab_path:
+    shutil.copyfile(vocab_path, os.path.join(directory, "vocab.txt"))
+
+
+def load_model_params(path: str) -> tuple[BertConfig, dict]:
+  """(config, unrolled params as numpy) from a saved model or the latest step of a workdir."""
+  path = os.path.abspath(path)
+  config = read_model_config(path)
+  checkpoints = os.path.join(path, "checkpoints")
+  if os.path.isdir(checkpoints):
+    with ocp.CheckpointManager(checkpoints) as manager:
+      step = manager.latest_step()
+      if step is None:
+        raise FileNotFoundError(f"{checkpoints}: no finished checkpoint")
+      restored = manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore()))
+    params = restored["state"]["params"]
+  else:
+    target = os.path.join(path, "params")
+    if not os.path.isdir(target):
+      raise FileNotFoundError(f"{path}: no params/ folder and no checkpoints/ folder")
+    params = ocp.StandardCheckpointer().restore(target)
+  if config.scan_layers:
+    params = unstack_layers(params, config.num_hidden_layers)
+  return config, params

@@ -1,0 +1,168 @@
+"""HuggingFace BERT folders (config.json + model.safetensors) in and out.
+
+Only safetensors are read: a folder with just `pytorch_model.bin` is refused (no pickle).
+Accepted: BertModel and BertForPreTraining checkpoints, with or without the `bert.`
+prefix, old-style LayerNorm `gamma`/`beta` names, sharded safetensors with an index.
+"""
+import json
+import os
+
+import numpy as np
+from safetensors.numpy import load_file, save_file
+
+from bert_jax.convert import mapping
+from bert_jax.models.config import BertConfig
+
+_ENCODER_ROOTS = ("embeddings.", "encoder.", "pooler.")
+_BUFFERS = ("position_ids",)  # non-parameter buffers some versions saved
+
+
+def read_config(folder: str) -> BertConfig:
+  path = os.path.join(folder, "config.json")
+  if not os.path.exists(path):
+    raise FileNotFoundError(f"{folder}: no config.json (is this an HF model folder?)")
+  return BertConfig.from_json_file(path)
+
+
+def read_state(folder: str) -> dict[str, np.ndarray]:
+  """All tensors of the folder's safetensors file(s), by name."""
+  single = os.path.join(folder, "model.safetensors")
+  index = os.path.join(folder, "model.safetensors.index.json")
+  if os.path.exists(single):
+    return load_file(single)
+  if os.path.exists(index):
+    with open(index) as f:
+      shards = sorted(set(json.load(f)["weight_map"].values()))
+    state = {}
+    for shard in shards:
+      state.update(load_file(os.path.join(folder, shard)))
+    return state
+  if os.path.exists(os.path.join(folder, "pytorch_model.bin")):
+    raise ValueError(f"{folder}: only pytorch_model.bin found; pickle files are not loaded. "
+                     "Convert it to model.safetensors first.")
+  raise FileNotFoundError(f"{folder}: no model.safetensors or model.safetensors.index.json")
+
+
+def normalize_names(state: dict[str, np.ndarray], source: str) -> dict[str, np.ndarray]:
+  """Canonical BertForPreTraining names: `bert.` prefix, weight/bias, no buffers, no tied copies."""
+  out = {}
+  for name, value in state.items():
+    if name.endswith(_BUFFERS):
+      continue
+    if name.startswith(_ENCODER_ROOTS):
+      name = "bert." + name
+    name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace(
+        "LayerNorm.beta", "LayerNorm.bias")
+    out[name] = np.asarray(value)
+  decoder = out.pop("cls.predictions.decoder.weight", None)
+  if decoder is not None:
+    words = out.get("bert.embeddings.word_embeddings.weight")
+    if words is None or decoder.shape != words.shape or not np.array_equal(decoder, words):
+      raise ValueError(f"{source}: cls.predictions.decoder.weight is not tied to the word "
+                       "embeddings; untied MLM decoders are not supported")
+  decoder_bias = out.pop("cls.predictions.decoder.bias", None)
+  if decoder_bias is not None:
+    out.setdefault("cls.predictions.bias", decoder_bias)
+  return out
+
+
+def state_to_params(state: dict[str, np.ndarray], config: BertConfig, source: str,
+                    heads: str = "auto") -> tuple[dict, bool]:
+  """Canonical HF state -> our nested params. Returns (params, has_pretraining_heads).
+
+  heads: "auto" (take the pretraining heads when present), "pretraining" (require them)
+  or "none" (drop every `cls.` tensor). Any tensor left unconsumed is an error.
+  """
+  if heads not in ("auto", "pretraining", "none"):
+    raise ValueError(f"heads={heads!r}: expected 'auto', 'pretraining' or 'none'")
+  state = dict(state)
+  if heads == "none":
+    state = {k: v for k, v in state.items() if not k.startswith("cls.")}
+  with_heads = heads == "pretraining" or any(k.startswith("cls.") for k in state)
+  with_pooler = with_heads or "bert.pooler.dense.weight" in state
+  prefix = "bert/" if with_heads else ""
+  rows = mapping.all_rows(config, prefix, with_heads, with_pooler)
+  expected = expected_shapes(config, with_heads, with_pooler)
+  flat = {}
+  for ours, hf_name, layout in rows:
+    if hf_name not in state:
+      raise ValueError(f"{source}: missing tensor {hf_name}")
+    value = layout.to_ours(_check_hf_shape(state.pop(hf_name), hf_name, ours, expected,
+                                           layout, config, source), config)
+    flat[ours] = value.astype(np.float32)
+  if state:
+    names = sorted(state)
+    raise ValueError(f"{source}: unknown tensor(s) {names[:5]}"
+                     f"{' and %d more' % (len(names) - 5) if len(names) > 5 else ''}")
+  return mapping.unflatten(flat), with_heads
+
+
+def _check_hf_shape(value, hf_name, ours, expected, layout, config, source):
+  want = tuple(layout.to_hf(np.zeros(expected[ours], np.float32), config).shape)
+  if tuple(value.shape) != want:
+    hint = ""
+    if hf_name.endswith("word_embeddings.weight"):
+      hint = " (vocab size of the checkpoint vs vocab_size in the config)"
+    raise ValueError(f"{source}: tensor {hf_name} has shape {tuple(value.shape)} but the "
+                     f"config expects {want}{hint}")
+  return value
+
+
+def expected_shapes(config: BertConfig, with_heads: bool, with_pooler: bool = True):
+  """Flat {our path: shape} of the model that `state_to_params` produces."""
+  import jax  # local: the converter's numpy paths do not need jax otherwise
+  import jax.numpy as jnp
+  from flax import linen as nn
+
+  from bert_jax.models.encoder import BertModel
+  from bert_jax.models.tasks import BertForPreTraining
+
+  config = config.replace(scan_layers=False)
+  model = (BertForPreTraining(config) if with_heads
+           else BertModel(config, add_pooling_layer=with_pooler))
+  ids = jnp.zeros((1, 2), jnp.int32)
+  shapes = jax.eval_shape(lambda: nn.unbox(model.init(jax.random.key(0), ids)["params"]))
+  return {k: tuple(v.shape) for k, v in mapping.flatten(shapes).items()}
+
+
+def params_to_state(params: dict, config: BertConfig) -> dict[str, np.ndarray]:
+  """Our params (BertModel or BertForPreTraining, unscanned) -> HF state dict."""
+  flat = mapping.flatten(params)
+  with_heads = "mlm_head/output_bias" in flat
+  prefix = "bert/" if with_heads else ""
+  with_pooler = f"{prefix}pooler/dense/kernel" in flat
+  state = {}
+  for ours, hf_name, layout in mapping.all_rows(config, prefix, with_heads, with_pooler):
+    if ours not in flat:
+      raise ValueError(f"params: missing {ours}")
+    state[hf_name] = np.ascontiguousarray(layout.to_hf(np.asarray(flat.pop(ours)), config),
+                                          dtype=np.float32)
+  if flat:
+    raise ValueError(f"params: no HF name for {sorted(flat)[:5]}")
+  return state
+
+
+def load(folder: str, heads: str = "auto"):
+  """HF folder -> (BertConfig, params, has_pretraining_heads)."""
+  config = read_config(folder)
+  state = normalize_names(read_state(folder), folder)
+  params, with_heads = state_to_params(state, config, folder, heads)
+  return config, params, with_heads
+
+
+def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None = None,
+         lower_case: bool = True) -> None:
+  """Writes config.json + model.safetensors (+ vocab.txt/tokenizer_config.json)."""
+  os.makedirs(folder, exist_ok=True)
+  state = params_to_state(params, config)
+  hf_config = config.to_hf_dict()
+  if "cls.predictions.bias" not in state:
+    hf_config["architectures"] = ["BertModel"]
+  with open(os.path.join(folder, "config.json"), "w") as f:
+    json.dump(hf_config, f, indent=2)
+  save_file(state, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+  if vocab_path:
+    with open(vocab_path) as src, open(os.path.join(folder, "vocab.txt"), "w") as dst:
+      dst.write(src.read())
+    with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
+      json.dump({"do_lower_case": lower_case, "tokenizer_class": "BertTokenizer"}, f)

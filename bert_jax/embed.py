@@ -1,0 +1,109 @@
+"""Feature extraction: one embedding per input line (or per token).
+
+  python -m bert_jax.embed --model=PATH --input=sentences.txt --output=out.npy \
+      [--layers=-1 | --layers=-4,-3,-2,-1] [--pooling=cls|mean|none] [--normalize]
+
+PATH is anything `load_pretrained` reads, with a vocab.txt beside the weights. Layers are
+indices into hidden_states (0 = embeddings, -1 = last layer) and are concatenated on the
+feature axis. Output: float32 [N, D * len(layers)] for cls/mean pooling, or
+[N, max_length, D * len(layers)] for pooling=none (zeros at padding positions).
+"""
+import functools
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from absl import app, flags
+
+from bert_jax.data.tokenizer import WordPieceTokenizer
+from bert_jax.pretrained import load_pretrained
+
+POOLINGS = ("cls", "mean", "none")
+
+
+def parse_layers(spec: str) -> tuple[int, ...]:
+  try:
+    return tuple(int(x) for x in spec.split(","))
+  except ValueError:
+    raise ValueError(f"--layers={spec!r}: expected comma-separated integers like -4,-3,-2,-1")
+
+
+@functools.partial(jax.jit, static_argnames=("model", "layers", "pooling", "normalize"))
+def _features(model, variables, batch, layers, pooling, normalize):
+  out = model.apply(variables, batch["input_ids"], batch["token_type_ids"],
+                    batch["attention_mask"], output_hidden_states=True)
+  hidden = jnp.concatenate([out.hidden_states[i] for i in layers], axis=-1)  # [B, T, D]
+  mask = batch["attention_mask"][..., None].astype(hidden.dtype)
+  if pooling == "cls":
+    features = hidden[:, 0]
+  elif pooling == "mean":
+    features = (hidden * mask).sum(1) / jnp.maximum(mask.sum(1), 1e-9)
+  else:
+    features = hidden * mask
+  if normalize:
+    norm = jnp.linalg.norm(features, axis=-1, keepdims=True)
+    features = features / jnp.maximum(norm, 1e-12)
+  return features.astype(jnp.float32)
+
+
+def embed_sentences(model, variables, tokenizer, sentences, layers=(-1,), pooling="mean",
+                    max_length=128, batch_size=32, normalize=False) -> np.ndarray:
+  """Embeds `sentences` in fixed-size batches (one compile); returns float32 numpy."""
+  if pooling not in POOLINGS:
+    raise ValueError(f"pooling={pooling!r}: expected one of {POOLINGS}")
+  num_layers = model.config.num_hidden_layers
+  for i in layers:
+    if not -(num_layers + 1) <= i <= num_layers:
+      raise ValueError(f"layer {i} out of range for a {num_layers}-layer model "
+                       f"(hidden_states has {num_layers + 1} entries)")
+  chunks = []
+  for start in range(0, len(sentences), batch_size):
+    part = list(sentences[start:start + batch_size])
+    real = len(part)
+    part += [""] * (batch_size - real)  # pad the last batch: one compiled shape
+    batch = tokenizer.encode_for_model(part, max_length=max_length)
+    feats = _features(model, variables, batch, tuple(layers), pooling, normalize)
+    chunks.append(np.asarray(feats)[:real])
+  return np.concatenate(chunks) if chunks else np.zeros((0,), np.float32)
+
+
+def read_lines(path: str) -> list[str]:
+  try:
+    with open(path, encoding="utf-8") as f:
+      lines = [line.rstrip("\n") for line in f]
+  except FileNotFoundError:
+    raise FileNotFoundError(f"--input: {path} not found") from None
+  except UnicodeDecodeError as e:
+    raise ValueError(f"--input: {path} is not valid UTF-8 ({e})") from None
+  if not lines:
+    raise ValueError(f"--input: {path} is empty")
+  return lines
+
+
+_MODEL = flags.DEFINE_string("model", None, "HF folder, TF checkpoint or bert_jax checkpoint.")
+_INPUT = flags.DEFINE_string("input", None, "Text file, one sentence per line.")
+_OUTPUT = flags.DEFINE_string("output", None, "Where to write the .npy array.")
+_LAYERS = flags.DEFINE_string("layers", "-1", "hidden_states indices to concatenate.")
+_POOLING = flags.DEFINE_enum("pooling", "cls", list(POOLINGS), "How to pool tokens.")
+_NORMALIZE = flags.DEFINE_bool("normalize", False, "L2-normalise each embedding.")
+_MAX_LENGTH = flags.DEFINE_integer("max_length", 128, "Tokens per sentence (truncated).")
+_BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Sentences per forward pass.")
+
+
+def main(argv):
+  del argv
+  model, variables = load_pretrained(_MODEL.value, heads="none")
+  folder = _MODEL.value if os.path.isdir(_MODEL.value) else os.path.dirname(_MODEL.value)
+  tokenizer = WordPieceTokenizer.from_pretrained_dir(folder)
+  sentences = read_lines(_INPUT.value)
+  features = embed_sentences(model, variables, tokenizer, sentences,
+                             parse_layers(_LAYERS.value), _POOLING.value, _MAX_LENGTH.value,
+                             _BATCH_SIZE.value, _NORMALIZE.value)
+  np.save(_OUTPUT.value, features)
+  print(f"Wrote {features.shape} float32 to {_OUTPUT.value}")
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["model", "input", "output"])
+  app.run(main)

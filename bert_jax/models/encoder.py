@@ -1,0 +1,248 @@
+"""The BERT encoder: embeddings, post-LN Transformer layers, pooler.
+
+Shape legend (as in google-research/bert):
+  B: batch size            T: sequence length (F "from" / T "to" in attention)
+  H: hidden size           N: number of attention heads     D: head size (H / N)
+  I: intermediate size     V: vocabulary size               L: number of layers
+
+Every kernel carries logical axis names, mapped to mesh axes by the rules table in
+`bert_jax.sharding`: batch, length, embed, heads, kv, mlp, vocab, and `layers` for the
+stacked axis when `scan_layers` is on. Params are float32; activations run in
+`config.compute_dtype`; softmax and LayerNorm statistics are computed in float32.
+"""
+from typing import Optional
+
+import flax.linen as nn
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+from bert_jax.models.config import BertConfig
+
+# Added to the attention logits of padding keys; finite, so an all-padding row stays
+# finite (uniform) instead of NaN.
+_MASK_BIAS = -1e9
+
+
+def dense_init(config: BertConfig, axes: tuple[Optional[str], ...]):
+  """Truncated normal(std=initializer_range) kernel init carrying logical axis names."""
+  return nn.with_logical_partitioning(
+      nn.initializers.truncated_normal(config.initializer_range), axes)
+
+
+def zeros_init(axes: tuple[Optional[str], ...]):
+  return nn.with_logical_partitioning(nn.initializers.zeros_init(), axes)
+
+
+def layer_norm(config: BertConfig, name: str) -> nn.LayerNorm:
+  """LayerNorm in float32 (its output is cast back by the caller)."""
+  return nn.LayerNorm(
+      epsilon=config.layer_norm_eps, dtype=jnp.float32, param_dtype=jnp.float32,
+      scale_init=nn.with_logical_partitioning(nn.initializers.ones_init(), ("embed",)),
+      bias_init=zeros_init(("embed",)), name=name)
+
+
+def activation(name: str):
+  if name == "gelu":
+    return lambda x: jax.nn.gelu(x, approximate=False)
+  if name == "gelu_tanh":
+    return lambda x: jax.nn.gelu(x, approximate=True)
+  if name == "relu":
+    return jax.nn.relu
+  raise ValueError(f"Unknown hidden_act {name!r}")
+
+
+@flax.struct.dataclass
+class EncoderOutput:
+  """What `BertModel` returns.
+
+  sequence_output: [B, T, H] the last layer.
+  pooled_output: [B, H] tanh(dense(sequence_output[:, 0])), or None without a pooler.
+  hidden_states: (L + 1) x [B, T, H], the embedding output then each layer's output,
+    when asked for with `output_hidden_states=True`; else None.
+  """
+  sequence_output: jax.Array
+  pooled_output: Optional[jax.Array] = None
+  hidden_states: Optional[tuple[jax.Array, ...]] = None
+
+
+class Embeddings(nn.Module):
+  """Word + position + segment embeddings, then LayerNorm and dropout."""
+  config: BertConfig
+
+  def setup(self):
+    cfg = self.config
+    embed = lambda n, axes, name: nn.Embed(  # noqa: E731
+        n, cfg.hidden_size, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
+        embedding_init=dense_init(cfg, axes), name=name)
+    self.word_embeddings = embed(cfg.vocab_size, ("vocab", "embed"), "word_embeddings")
+    self.position_embeddings = embed(cfg.max_position_embeddings, (None, "embed"),
+                                     "position_embeddings")
+    self.token_type_embeddings = embed(cfg.type_vocab_size, (None, "embed"),
+                                       "token_type_embeddings")
+    self.layer_norm = layer_norm(cfg, "layer_norm")
+    self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+
+  def __call__(self, input_ids, token_type_ids, deterministic: bool):
+    cfg = self.config
+    seq_len = input_ids.shape[1]
+    if seq_len > cfg.max_position_embeddings:
+      raise ValueError(f"Sequence length {seq_len} exceeds max_position_embeddings="
+                       f"{cfg.max_position_embeddings}")
+    position_ids = jnp.arange(seq_len)[None, :]
+    x = (self.word_embeddings(input_ids) + self.position_embeddings(position_ids) +
+         self.token_type_embeddings(token_type_ids))  # [B, T, H]
+    x = self.layer_norm(x).astype(cfg.compute_dtype)
+    x = nn.with_logical_constraint(x, ("batch", "length", "embed"))
+    return self.dropout(x, deterministic=deterministic)
+
+
+class SelfAttention(nn.Module):
+  """Multi-head self-attention with the output projection (no residual, no norm)."""
+  config: BertConfig
+
+  @nn.compact
+  def __call__(self, hidden, mask_bias, deterministic: bool):
+    cfg = self.config
+    n, d = cfg.num_attention_heads, cfg.head_dim
+
+    def project(name):
+      return nn.DenseGeneral(
+          features=(n, d), axis=-1, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
+          kernel_init=dense_init(cfg, ("embed", "heads", "kv")),
+          bias_init=zeros_init(("heads", "kv")), name=name)(hidden)  # [B, T, N, D]
+
+    query, key, value = project("query"), project("key"), project("value")
+    query = query / jnp.sqrt(d).astype(cfg.compute_dtype)
+    logits = jnp.einsum("bfnd,btnd->bnft", query, key,
+                        preferred_element_type=jnp.float32)  # [B, N, F, T]
+    probs = jax.nn.softmax(logits + mask_bias, axis=-1)
+    probs = nn.Dropout(cfg.attention_probs_dropout_prob)(probs, deterministic=deterministic)
+    context = jnp.einsum("bnft,btnd->bfnd", probs.astype(cfg.compute_dtype), value)
+    context = nn.with_logical_constraint(context, ("batch", "length", "heads", "kv"))
+    return nn.DenseGeneral(
+        features=cfg.hidden_size, axis=(-2, -1), dtype=cfg.compute_dtype,
+        param_dtype=jnp.float32, kernel_init=dense_init(cfg, ("heads", "kv", "embed")),
+        bias_init=zeros_init(("embed",)), name="out")(context)  # [B, F, H]
+
+
+class TransformerLayer(nn.Module):
+  """One post-LN layer: x = LN(x + Attn(x)); x = LN(x + FFN(x))."""
+  config: BertConfig
+
+  @nn.compact
+  def __call__(self, hidden, mask_bias, deterministic: bool):
+    cfg = self.config
+    dropout = nn.Dropout(cfg.hidden_dropout_prob)
+
+    def dense(features, axes, name):
+      return nn.Dense(features, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
+                      kernel_init=dense_init(cfg, axes), bias_init=zeros_init(axes[-1:]),
+                      name=name)
+
+    attended = SelfAttention(cfg, name="attention")(hidden, mask_bias, deterministic)
+    attended = dropout(attended, deterministic=deterministic)
+    hidden = layer_norm(cfg, "attention_layer_norm")(hidden + attended)
+    hidden = hidden.astype(cfg.compute_dtype)
+
+    ffn = dense(cfg.intermediate_size, ("embed", "mlp"), "intermediate")(hidden)  # [B, T, I]
+    ffn = activation(cfg.hidden_act)(ffn)
+    ffn = nn.with_logical_constraint(ffn, ("batch", "length", "mlp"))
+    ffn = dense(cfg.hidden_size, ("mlp", "embed"), "output")(ffn)  # [B, T, H]
+    ffn = dropout(ffn, deterministic=deterministic)
+    hidden = layer_norm(cfg, "output_layer_norm")(hidden + ffn).astype(cfg.compute_dtype)
+    return nn.with_logical_constraint(hidden, ("batch", "length", "embed"))
+
+
+def _remat_layer_class(policy: str):
+  if policy == "none":
+    return TransformerLayer
+  checkpoint_policy = {"full": None, "dots": jax.checkpoint_policies.checkpoint_dots}[policy]
+  # Argument 3 (counting self) is `deterministic`, a Python bool.
+  return nn.remat(TransformerLayer, policy=checkpoint_policy, static_argnums=(3,))
+
+
+class _ScannedLayer(nn.Module):
+  """Adapts TransformerLayer to nn.scan's (carry, x) -> (carry, y) signature."""
+  config: BertConfig
+  deterministic: bool
+
+  @nn.compact
+  def __call__(self, hidden, mask_bias):
+    layer_cls = _remat_layer_class(self.config.remat_policy)
+    hidden = layer_cls(self.config, name="layer")(hidden, mask_bias, self.deterministic)
+    return hidden, hidden
+
+
+class Encoder(nn.Module):
+  """L Transformer layers: unrolled (`layer_0` ...) or scanned (`layers`, stacked)."""
+  config: BertConfig
+
+  @nn.compact
+  def __call__(self, hidden, mask_bias, deterministic: bool, output_hidden_states: bool):
+    cfg = self.config
+    if cfg.scan_layers:
+      scanned = nn.scan(
+          _ScannedLayer, variable_axes={"params": 0}, split_rngs={"params": True, "dropout": True},
+          in_axes=nn.broadcast, length=cfg.num_hidden_layers,
+          metadata_params={nn.PARTITION_NAME: "layers"})
+      out, per_layer = scanned(cfg, deterministic, name="layers")(hidden, mask_bias)
+      all_states = (hidden,) + tuple(per_layer[i] for i in range(cfg.num_hidden_layers))
+      return out, (all_states if output_hidden_states else None)
+    layer_cls = _remat_layer_class(cfg.remat_policy)
+    all_states = [hidden]
+    for i in range(cfg.num_hidden_layers):
+      hidden = layer_cls(cfg, name=f"layer_{i}")(hidden, mask_bias, deterministic)
+      all_states.append(hidden)
+    return hidden, (tuple(all_states) if output_hidden_states else None)
+
+
+class Pooler(nn.Module):
+  """tanh(dense(hidden[:, 0])): the [CLS] summary used by NSP and classification."""
+  config: BertConfig
+
+  @nn.compact
+  def __call__(self, sequence_output):
+    cfg = self.config
+    first = sequence_output[:, 0]  # [B, H]
+    pooled = nn.Dense(cfg.hidden_size, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
+                      kernel_init=dense_init(cfg, ("embed", "mlp")),
+                      bias_init=zeros_init(("mlp",)), name="dense")(first)
+    return jnp.tanh(pooled)
+
+
+def attention_mask_bias(attention_mask, dtype=jnp.float32):
+  """[B, T] 1/0 mask -> [B, 1, 1, T] additive bias (0 keep, large negative drop)."""
+  keep = attention_mask[:, None, None, :].astype(dtype)
+  return (1.0 - keep) * _MASK_BIAS
+
+
+class BertModel(nn.Module):
+  """Embeddings + encoder (+ pooler). Heads are separate modules (see tasks.py)."""
+  config: BertConfig
+  add_pooling_layer: bool = True
+
+  def setup(self):
+    self.embeddings = Embeddings(self.config)
+    self.encoder = Encoder(self.config)
+    if self.add_pooling_layer:
+      self.pooler = Pooler(self.config)
+
+  def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
+               deterministic: bool = True, output_hidden_states: bool = False) -> EncoderOutput:
+    """input_ids, token_type_ids, attention_mask: int [B, T]; the last two default to 0s/1s."""
+    if token_type_ids is None:
+      token_type_ids = jnp.zeros_like(input_ids)
+    if attention_mask is None:
+      attention_mask = jnp.ones_like(input_ids)
+    input_ids = nn.with_logical_constraint(input_ids, ("batch", "length"))
+    hidden = self.embeddings(input_ids, token_type_ids, deterministic)
+    sequence_output, hidden_states = self.encoder(
+        hidden, attention_mask_bias(attention_mask), deterministic, output_hidden_states)
+    pooled = self.pooler(sequence_output) if self.add_pooling_layer else None
+    return EncoderOutput(sequence_output=sequence_output, pooled_output=pooled,
+                         hidden_states=hidden_states)
+
+  def word_embedding_table(self):
+    """[V, H] float32 word embeddings, for decoders tied to them (MLM)."""
+    return self.embeddings.word_embeddings.embedding

@@ -1,0 +1,70 @@
+"""Heads that sit on top of `BertModel`: each is its own module, composed in tasks.py.
+
+Shape legend: B batch, T length, H hidden, V vocab, P masked positions per sequence,
+C classes (or choices).
+"""
+import flax.linen as nn
+import jax.numpy as jnp
+
+from bert_jax.models.config import BertConfig
+from bert_jax.models.encoder import activation, dense_init, layer_norm, zeros_init
+
+
+def gather_positions(sequence, positions):
+  """sequence [B, T, H], positions int [B, P] -> [B, P, H]."""
+  return jnp.take_along_axis(sequence, positions[:, :, None].astype(jnp.int32), axis=1)
+
+
+class MaskedLMHead(nn.Module):
+  """dense + act + LayerNorm transform, then a decoder tied to the word embeddings + bias.
+
+  Logits come only at `masked_positions` ([B, P] -> [B, P, V]) when given, as the original
+  BERT computes them; at every position ([B, T, V]) otherwise. Logits are float32.
+  """
+  config: BertConfig
+
+  @nn.compact
+  def __call__(self, sequence_output, embedding_table, masked_positions=None):
+    cfg = self.config
+    x = sequence_output
+    if masked_positions is not None:
+      x = gather_positions(x, masked_positions)
+    x = nn.Dense(cfg.hidden_size, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
+                 kernel_init=dense_init(cfg, ("embed", "mlp")), bias_init=zeros_init(("mlp",)),
+                 name="transform")(x)
+    x = activation(cfg.hidden_act)(x)
+    x = layer_norm(cfg, "transform_layer_norm")(x).astype(cfg.compute_dtype)
+    logits = jnp.einsum("bph,vh->bpv", x, embedding_table.astype(cfg.compute_dtype),
+                        preferred_element_type=jnp.float32)
+    bias = self.param("output_bias", zeros_init(("vocab",)), (cfg.vocab_size,), jnp.float32)
+    return nn.with_logical_constraint(logits + bias, ("batch", "length", "vocab"))
+
+
+class NextSentenceHead(nn.Module):
+  """Pooled [B, H] -> [B, 2] logits (index 0 = IsNext, 1 = NotNext)."""
+  config: BertConfig
+
+  @nn.compact
+  def __call__(self, pooled_output):
+    return nn.Dense(2, dtype=jnp.float32, param_dtype=jnp.float32,
+                    kernel_init=dense_init(self.config, ("embed", None)),
+                    bias_init=zeros_init((None,)), name="dense")(pooled_output)
+
+
+class LinearHead(nn.Module):
+  """Dropout then a linear layer to `num_outputs`: the classifier of every fine-tuning task.
+
+  [..., H] -> [..., num_outputs] float32; works on pooled ([B, H]) or per-token ([B, T, H])
+  features alike. `dropout_rate` None means the encoder's hidden dropout.
+  """
+  config: BertConfig
+  num_outputs: int
+  dropout_rate: float | None = None
+
+  @nn.compact
+  def __call__(self, features, deterministic: bool):
+    rate = self.config.hidden_dropout_prob if self.dropout_rate is None else self.dropout_rate
+    features = nn.Dropout(rate)(features, deterministic=deterministic)
+    return nn.Dense(self.num_outputs, dtype=jnp.float32, param_dtype=jnp.float32,
+                    kernel_init=dense_init(self.config, ("embed", None)),
+                    bias_init=zeros_init((None,)), name="dense")(features)

@@ -1,0 +1,181 @@
+"""Weights in and out: TF checkpoints, HF folders, our saved models; and bad input."""
+import json
+import os
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from bert_jax.convert import hf, mapping, tf_checkpoint
+from bert_jax.models.config import BertConfig
+from bert_jax.pretrained import load_params, load_pretrained
+
+CONFIG = BertConfig(vocab_size=50, hidden_size=24, num_hidden_layers=2, num_attention_heads=2,
+                    intermediate_size=40, max_position_embeddings=16)
+
+
+def _random_state(config=CONFIG, seed=0, heads=True):
+  """An HF-named state dict with random values of the right shapes."""
+  rng = np.random.default_rng(seed)
+  shapes = hf.expected_shapes(config, with_heads=heads)
+  prefix = "bert/" if heads else ""
+  state = {}
+  for ours, hf_name, layout in mapping.all_rows(config, prefix, heads):
+    ours_value = rng.normal(size=shapes[ours]).astype(np.float32)
+    state[hf_name] = layout.to_hf(ours_value, config)
+  return state
+
+
+def _write_hf(folder, state, config=CONFIG, vocab_entries=None):
+  os.makedirs(folder, exist_ok=True)
+  from safetensors.numpy import save_file
+  save_file(state, os.path.join(folder, "model.safetensors"))
+  with open(os.path.join(folder, "config.json"), "w") as f:
+    json.dump(config.to_hf_dict(), f)
+  if vocab_entries is not None:
+    with open(os.path.join(folder, "vocab.txt"), "w") as f:
+      f.write("\n".join(f"tok{i}" for i in range(vocab_entries)) + "\n")
+  return str(folder)
+
+
+def _hf_to_tf_name(name):
+  special = {v: k for k, v in tf_checkpoint._SPECIAL.items()}
+  if name in special:
+    return special[name], False
+  parts = name.split(".")
+  leaf = parts[-1]
+  body = "/".join(parts[:-1])
+  body = re.sub(r"layer/(\d+)", r"layer_\1", body.replace(".", "/"))
+  if "LayerNorm" in body:
+    return f"{body}/{ {'weight': 'gamma', 'bias': 'beta'}[leaf] }", False
+  if "embeddings" in body and leaf == "weight":
+    return body, False
+  return f"{body}/{'kernel' if leaf == 'weight' else 'bias'}", leaf == "weight"
+
+
+def test_tf_checkpoint_matches_hf_import(tmp_path):
+  tf = pytest.importorskip("tensorflow")
+  state = _random_state()
+  names, tensors = [], []
+  for name, value in state.items():
+    tf_name, transpose = _hf_to_tf_name(name)
+    names.append(tf_name)
+    tensors.append(tf.constant(value.T if transpose else value))
+    names.append(tf_name + "/adam_m")  # optimizer slots are skipped
+    tensors.append(tf.constant(np.zeros_like(value)))
+  names.append("global_step")
+  tensors.append(tf.constant(np.int64(1000)))
+  prefix = str(tmp_path / "bert_model.ckpt")
+  tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
+                    tensors=tensors)
+  with open(tmp_path / "bert_config.json", "w") as f:
+    json.dump(CONFIG.to_json_dict(), f)
+  config, params, with_heads = load_params(str(tmp_path))
+  assert with_heads and config == CONFIG
+  expected, _ = hf.state_to_params(state, CONFIG, "ref")
+  flat, ref = mapping.flatten(params), mapping.flatten(expected)
+  assert flat.keys() == ref.keys()
+  for k in ref:
+    np.testing.assert_array_equal(flat[k], ref[k], err_msg=k)
+
+
+def test_hf_folder_without_prefix_and_old_layernorm_names(tmp_path):
+  state = _random_state(heads=False)
+  renamed = {}
+  for k, v in state.items():
+    k = k[len("bert."):].replace("LayerNorm.weight", "LayerNorm.gamma")
+    renamed[k.replace("LayerNorm.bias", "LayerNorm.beta")] = v
+  renamed["embeddings.position_ids"] = np.arange(16)[None]
+  folder = _write_hf(tmp_path / "m", renamed)
+  model, variables = load_pretrained(folder)
+  assert type(model).__name__ == "BertModel"
+  ids = np.array([[1, 2, 3]], np.int32)
+  assert model.apply(variables, ids).sequence_output.shape == (1, 3, 24)
+
+
+def test_native_save_restore_and_scan_layout(tmp_path):
+  import jax
+  from bert_jax import checkpoint
+  folder = _write_hf(tmp_path / "hf", _random_state())
+  config, params, _ = load_params(folder)
+  checkpoint.save_model(str(tmp_path / "native"), config, params)
+  model, variables = load_pretrained(str(tmp_path / "native"))
+  scanned_model, scanned_vars = load_pretrained(str(tmp_path / "native"), scan_layers=True)
+  assert "layers" in scanned_vars["params"]["bert"]["encoder"]
+  ids = np.array([[5, 6, 7, 8], [9, 10, 0, 0]], np.int32)
+  mask = (ids > 0).astype(np.int32)
+  a = model.apply(variables, ids, None, mask)
+  b = scanned_model.apply(scanned_vars, ids, None, mask)
+  np.testing.assert_allclose(a.mlm_logits, b.mlm_logits, atol=1e-5)
+  ref = hf.load(folder)[1]
+  for k, v in mapping.flatten(ref).items():
+    np.testing.assert_array_equal(np.asarray(mapping.flatten(jax.device_get(
+        variables["params"]))[k]), v, err_msg=k)
+
+
+# --- bad input: one clear error each -------------------------------------------------
+
+def test_missing_path_and_missing_weights(tmp_path):
+  with pytest.raises(FileNotFoundError, match="no such file"):
+    load_pretrained(str(tmp_path / "nope"))
+  os.makedirs(tmp_path / "empty")
+  (tmp_path / "empty" / "config.json").write_text(json.dumps(CONFIG.to_hf_dict()))
+  with pytest.raises(FileNotFoundError, match="no model.safetensors"):
+    load_pretrained(str(tmp_path / "empty"))
+  (tmp_path / "empty" / "pytorch_model.bin").write_bytes(b"\x80")
+  with pytest.raises(ValueError, match="pickle"):
+    load_pretrained(str(tmp_path / "empty"))
+
+
+def test_wrong_shape_names_tensor_and_both_shapes(tmp_path):
+  folder = _write_hf(tmp_path / "m", _random_state(), config=CONFIG.replace(vocab_size=51))
+  with pytest.raises(ValueError, match=r"word_embeddings.weight has shape \(50, 24\) but the "
+                                       r"config expects \(51, 24\).*vocab size"):
+    load_pretrained(folder)
+
+
+def test_unknown_tensor(tmp_path):
+  state = _random_state()
+  state["bert.encoder.layer.0.extra.weight"] = np.zeros(3, np.float32)
+  with pytest.raises(ValueError, match="unknown tensor.*layer.0.extra.weight"):
+    load_pretrained(_write_hf(tmp_path / "m", state))
+
+
+def test_missing_tensor(tmp_path):
+  state = _random_state()
+  del state["bert.encoder.layer.1.output.dense.bias"]
+  with pytest.raises(ValueError, match="missing tensor bert.encoder.layer.1.output.dense.bias"):
+    load_pretrained(_write_hf(tmp_path / "m", state))
+
+
+def test_vocab_file_must_match_embedding(tmp_path):
+  folder = _write_hf(tmp_path / "m", _random_state(), vocab_entries=49)
+  with pytest.raises(ValueError, match="vocab.txt: 49 entries but the model's vocab_size is 50"):
+    load_pretrained(folder)
+
+
+def test_untied_decoder_refused(tmp_path):
+  state = _random_state()
+  state["cls.predictions.decoder.weight"] = np.ones((50, 24), np.float32)
+  with pytest.raises(ValueError, match="not tied"):
+    load_pretrained(_write_hf(tmp_path / "m", state))
+
+
+def test_heads_none_drops_pretraining_heads(tmp_path):
+  model, variables = load_pretrained(_write_hf(tmp_path / "m", _random_state()), heads="none")
+  assert type(model).__name__ == "BertModel" and "pooler" in variables["params"]
+
+
+def test_convert_cli_round_trip(tmp_path):
+  from bert_jax.convert.__main__ import convert
+  folder = _write_hf(tmp_path / "hf", _random_state(), vocab_entries=50)
+  convert(folder, str(tmp_path / "native"), to="native")
+  assert os.path.exists(tmp_path / "native" / "vocab.txt")
+  convert(str(tmp_path / "native"), str(tmp_path / "back"), to="hf")
+  original = hf.read_state(folder)
+  back = hf.read_state(str(tmp_path / "back"))
+  assert original.keys() == back.keys()
+  for k in original:
+    np.testing.assert_array_equal(original[k], back[k], err_msg=k)
+  shutil.rmtree(tmp_path / "native")

@@ -1,0 +1,129 @@
+"""The encoder and heads: sizes, parameter counts, layouts, dtypes, task models."""
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bert_jax.models import tasks
+from bert_jax.models.config import BertConfig, config_for_size
+from bert_jax.models.encoder import BertModel
+from bert_jax.models.layout import stack_layers, unstack_layers
+
+SMALL = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                   intermediate_size=32, max_position_embeddings=12)
+IDS = jnp.array([[2, 3, 4, 5, 0, 0], [6, 7, 8, 9, 10, 11]], jnp.int32)
+MASK = (IDS > 0).astype(jnp.int32)
+
+
+def _count(module, ids=IDS):
+  shapes = jax.eval_shape(lambda: module.init(jax.random.key(0), ids))
+  return sum(x.size for x in jax.tree.leaves(nn.unbox(shapes["params"])))
+
+
+@pytest.mark.parametrize("size,cls,expected", [
+    ("base", tasks.BertForPreTraining, 110_106_428),
+    ("base", BertModel, 109_482_240),
+    ("large", BertModel, 335_141_888),
+])
+def test_exact_parameter_counts(size, cls, expected):
+  assert _count(cls(config_for_size(size))) == expected
+
+
+def test_every_param_has_logical_axes():
+  boxed = jax.eval_shape(lambda: tasks.BertForPreTraining(SMALL).init(jax.random.key(0), IDS))
+  leaves = jax.tree.leaves(boxed["params"], is_leaf=lambda x: isinstance(x, nn.Partitioned))
+  assert leaves and all(isinstance(x, nn.LogicallyPartitioned) for x in leaves)
+  specs = nn.get_partition_spec(boxed)["params"]
+  assert specs["bert"]["embeddings"]["word_embeddings"]["embedding"] == jax.sharding.PartitionSpec("vocab", "embed")
+  q = specs["bert"]["encoder"]["layer_0"]["attention"]["query"]["kernel"]
+  assert q == jax.sharding.PartitionSpec("embed", "heads", "kv")
+
+
+def test_scan_and_remat_match_unrolled():
+  model = tasks.BertForPreTraining(SMALL)
+  params = nn.unbox(model.init(jax.random.key(1), IDS)["params"])
+  ref = model.apply({"params": params}, IDS, None, MASK, output_hidden_states=True)
+  for changes in (dict(scan_layers=True), dict(remat_policy="full"),
+                  dict(scan_layers=True, remat_policy="dots")):
+    cfg = SMALL.replace(**changes)
+    p = stack_layers(params, SMALL.num_hidden_layers) if cfg.scan_layers else params
+    out = tasks.BertForPreTraining(cfg).apply({"params": p}, IDS, None, MASK,
+                                              output_hidden_states=True)
+    np.testing.assert_allclose(out.mlm_logits, ref.mlm_logits, atol=1e-5, err_msg=str(changes))
+    np.testing.assert_allclose(out.hidden_states[1], ref.hidden_states[1], atol=1e-5)
+  # Gradients through the scanned+remat model match too.
+  loss = lambda m, p: m.apply({"params": p}, IDS, None, MASK).mlm_logits.sum()  # noqa: E731
+  g_ref = jax.grad(lambda p: loss(model, p))(params)
+  cfg = SMALL.replace(scan_layers=True, remat_policy="full")
+  g_scan = jax.grad(lambda p: loss(tasks.BertForPreTraining(cfg), p))(
+      stack_layers(params, SMALL.num_hidden_layers))
+  g_scan = unstack_layers(g_scan, SMALL.num_hidden_layers)
+  for a, b in zip(jax.tree.leaves(g_ref), jax.tree.leaves(g_scan)):
+    np.testing.assert_allclose(a, b, atol=1e-4)
+
+
+def test_bfloat16_compute_keeps_float32_params_and_close_outputs():
+  model = tasks.BertForPreTraining(SMALL)
+  params = nn.unbox(model.init(jax.random.key(2), IDS)["params"])
+  assert all(x.dtype == jnp.float32 for x in jax.tree.leaves(params))
+  ref = model.apply({"params": params}, IDS, None, MASK)
+  out = tasks.BertForPreTraining(SMALL.replace(dtype="bfloat16")).apply(
+      {"params": params}, IDS, None, MASK)
+  assert out.sequence_output.dtype == jnp.bfloat16
+  assert out.mlm_logits.dtype == jnp.float32
+  np.testing.assert_allclose(out.mlm_logits, ref.mlm_logits, atol=0.1)
+
+
+def test_dropout_is_off_by_default_and_seeded_when_on():
+  model = BertModel(SMALL)
+  params = model.init(jax.random.key(0), IDS)
+  a = model.apply(params, IDS).sequence_output
+  np.testing.assert_array_equal(a, model.apply(params, IDS).sequence_output)
+  rng = {"dropout": jax.random.key(5)}
+  b = model.apply(params, IDS, deterministic=False, rngs=rng).sequence_output
+  c = model.apply(params, IDS, deterministic=False, rngs=rng).sequence_output
+  np.testing.assert_array_equal(b, c)
+  assert not np.allclose(a, b)
+
+
+def test_padding_does_not_change_real_tokens():
+  model = BertModel(SMALL)
+  params = model.init(jax.random.key(0), IDS)
+  short = model.apply(params, IDS[:1, :4], None, MASK[:1, :4]).sequence_output
+  padded = model.apply(params, IDS[:1], None, MASK[:1]).sequence_output[:, :4]
+  np.testing.assert_allclose(short, padded, atol=1e-6)
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda: tasks.BertForSequenceClassification(SMALL, num_labels=3), (2, 3)),
+    (lambda: tasks.BertForSequenceClassification(SMALL, num_labels=1), (2, 1)),
+    (lambda: tasks.BertForTokenClassification(SMALL, num_labels=9), (2, 6, 9)),
+])
+def test_classifier_heads(make, shape):
+  model = make()
+  variables = model.init(jax.random.key(0), IDS, None, MASK)
+  assert model.apply(variables, IDS, None, MASK).logits.shape == shape
+
+
+def test_question_answering_and_multiple_choice():
+  qa = tasks.BertForQuestionAnswering(SMALL)
+  out = qa.apply(qa.init(jax.random.key(0), IDS), IDS)
+  assert out.start_logits.shape == out.end_logits.shape == (2, 6)
+  choices = jnp.stack([IDS, IDS[::-1], IDS], axis=1)  # [B=2, C=3, T=6]
+  mc = tasks.BertForMultipleChoice(SMALL)
+  variables = mc.init(jax.random.key(0), choices)
+  logits = mc.apply(variables, choices).logits
+  assert logits.shape == (2, 3)
+  np.testing.assert_allclose(logits[0, 0], logits[0, 2], atol=1e-6)  # same text, same score
+
+
+def test_config_errors_are_clear():
+  with pytest.raises(ValueError, match="not divisible"):
+    BertConfig(hidden_size=10, num_attention_heads=3)
+  with pytest.raises(ValueError, match="hidden_act"):
+    BertConfig(hidden_act="swish")
+  with pytest.raises(ValueError, match="max_position_embeddings=12"):
+    BertModel(SMALL).init(jax.random.key(0), jnp.zeros((1, 13), jnp.int32))
+  with pytest.raises(ValueError, match="Unknown model size"):
+    config_for_size("huge")
