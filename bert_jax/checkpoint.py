@@ -70,3 +70,35 @@ def load_model_params(path: str) -> tuple[BertConfig, dict]:
   if config.scan_layers:
     params = unstack_layers(params, config.num_hidden_layers)
   return config, params
+
+
+class TrainCheckpoints:
+  """WORKDIR/checkpoints: the train state AND the input position, saved together.
+
+  Saving is collective (every process calls it; orbax writes each process's shards).
+  """
+
+  def __init__(self, workdir: str, max_to_keep: int = 3):
+    self.directory = os.path.join(os.path.abspath(workdir), "checkpoints")
+    self.manager = ocp.CheckpointManager(
+        self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep,
+                                                             create=True))
+
+  def latest_step(self) -> int | None:
+    return self.manager.latest_step()
+
+  def save(self, step: int, state, data_position: dict) -> None:
+    self.manager.save(step, args=ocp.args.Composite(
+        state=ocp.args.StandardSave(state), data=ocp.args.JsonSave(data_position)))
+
+  def restore(self, step: int, abstract_state):
+    """abstract_state: ShapeDtypeStructs with shardings (restores onto any mesh)."""
+    restored = self.manager.restore(step, args=ocp.args.Composite(
+        state=ocp.args.StandardRestore(abstract_state), data=ocp.args.JsonRestore()))
+    return restored["state"], restored["data"]
+
+  def wait(self) -> None:
+    self.manager.wait_until_finished()
+
+  def close(self) -> None:
+    self.manager.close()

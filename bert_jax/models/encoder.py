@@ -6,8 +6,8 @@ Shape legend (as in google-research/bert):
   I: intermediate size     V: vocabulary size               L: number of layers
 
 Every kernel carries logical axis names, mapped to mesh axes by the rules table in
-`bert_jax.sharding`: batch, length, embed, heads, kv, mlp, vocab, and `layers` for the
-stacked axis when `scan_layers` is on. Params are float32; activations run in
+`bert_jax.sharding`: embed, heads, kv, mlp, vocab, and `layers` for the stacked axis when
+`scan_layers` is on; activations use `activation_*` names (batch, length, embed, ...). Params are float32; activations run in
 `config.compute_dtype`; softmax and LayerNorm statistics are computed in float32.
 """
 from typing import Optional
@@ -22,6 +22,13 @@ from bert_jax.models.config import BertConfig
 # Added to the attention logits of padding keys; finite, so an all-padding row stays
 # finite (uniform) instead of NaN.
 _MASK_BIAS = -1e9
+
+# Logical names of activations (params use embed/heads/kv/mlp/vocab; see sharding.py).
+ACT_BT = ("activation_batch", "activation_length")
+ACT_BTH = ACT_BT + ("activation_embed",)
+ACT_BTND = ACT_BT + ("activation_heads", "activation_kv")
+ACT_BTI = ACT_BT + ("activation_mlp",)
+ACT_BTV = ACT_BT + ("activation_vocab",)
 
 
 def dense_init(config: BertConfig, axes: tuple[Optional[str], ...]):
@@ -93,8 +100,31 @@ class Embeddings(nn.Module):
     x = (self.word_embeddings(input_ids) + self.position_embeddings(position_ids) +
          self.token_type_embeddings(token_type_ids))  # [B, T, H]
     x = self.layer_norm(x).astype(cfg.compute_dtype)
-    x = nn.with_logical_constraint(x, ("batch", "length", "embed"))
+    x = nn.with_logical_constraint(x, ACT_BTH)
     return self.dropout(x, deterministic=deterministic)
+
+
+class HeadProjection(nn.Module):
+  """A dense layer with a multi-axis kernel, written as one einsum.
+
+  In to heads: "btH,HND->btND" (kernel [H, N, D]); heads out: "btND,NDH->btH".
+  (nn.DenseGeneral initialises a flattened kernel, which defeats logical sharding.)
+  """
+  config: BertConfig
+  kernel_shape: tuple[int, ...]
+  kernel_axes: tuple[str, ...]
+  bias_axes: tuple[str, ...]
+  equation: str
+
+  @nn.compact
+  def __call__(self, x):
+    cfg = self.config
+    kernel = self.param("kernel", dense_init(cfg, self.kernel_axes), self.kernel_shape,
+                        jnp.float32)
+    bias_shape = self.kernel_shape[-len(self.bias_axes):]
+    bias = self.param("bias", zeros_init(self.bias_axes), bias_shape, jnp.float32)
+    y = jnp.einsum(self.equation, x.astype(cfg.compute_dtype), kernel.astype(cfg.compute_dtype))
+    return y + bias.astype(cfg.compute_dtype)
 
 
 class SelfAttention(nn.Module):
@@ -104,13 +134,11 @@ class SelfAttention(nn.Module):
   @nn.compact
   def __call__(self, hidden, mask_bias, deterministic: bool):
     cfg = self.config
-    n, d = cfg.num_attention_heads, cfg.head_dim
+    h, n, d = cfg.hidden_size, cfg.num_attention_heads, cfg.head_dim
 
     def project(name):
-      return nn.DenseGeneral(
-          features=(n, d), axis=-1, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
-          kernel_init=dense_init(cfg, ("embed", "heads", "kv")),
-          bias_init=zeros_init(("heads", "kv")), name=name)(hidden)  # [B, T, N, D]
+      return HeadProjection(cfg, (h, n, d), ("embed", "heads", "kv"), ("heads", "kv"),
+                            "bth,hnd->btnd", name=name)(hidden)  # [B, T, N, D]
 
     query, key, value = project("query"), project("key"), project("value")
     query = query / jnp.sqrt(d).astype(cfg.compute_dtype)
@@ -119,11 +147,9 @@ class SelfAttention(nn.Module):
     probs = jax.nn.softmax(logits + mask_bias, axis=-1)
     probs = nn.Dropout(cfg.attention_probs_dropout_prob)(probs, deterministic=deterministic)
     context = jnp.einsum("bnft,btnd->bfnd", probs.astype(cfg.compute_dtype), value)
-    context = nn.with_logical_constraint(context, ("batch", "length", "heads", "kv"))
-    return nn.DenseGeneral(
-        features=cfg.hidden_size, axis=(-2, -1), dtype=cfg.compute_dtype,
-        param_dtype=jnp.float32, kernel_init=dense_init(cfg, ("heads", "kv", "embed")),
-        bias_init=zeros_init(("embed",)), name="out")(context)  # [B, F, H]
+    context = nn.with_logical_constraint(context, ACT_BTND)
+    return HeadProjection(cfg, (n, d, h), ("heads", "kv", "embed"), ("embed",),
+                          "bfnd,ndh->bfh", name="out")(context)  # [B, F, H]
 
 
 class TransformerLayer(nn.Module):
@@ -147,11 +173,11 @@ class TransformerLayer(nn.Module):
 
     ffn = dense(cfg.intermediate_size, ("embed", "mlp"), "intermediate")(hidden)  # [B, T, I]
     ffn = activation(cfg.hidden_act)(ffn)
-    ffn = nn.with_logical_constraint(ffn, ("batch", "length", "mlp"))
+    ffn = nn.with_logical_constraint(ffn, ACT_BTI)
     ffn = dense(cfg.hidden_size, ("mlp", "embed"), "output")(ffn)  # [B, T, H]
     ffn = dropout(ffn, deterministic=deterministic)
     hidden = layer_norm(cfg, "output_layer_norm")(hidden + ffn).astype(cfg.compute_dtype)
-    return nn.with_logical_constraint(hidden, ("batch", "length", "embed"))
+    return nn.with_logical_constraint(hidden, ACT_BTH)
 
 
 def _remat_layer_class(policy: str):
@@ -235,7 +261,7 @@ class BertModel(nn.Module):
       token_type_ids = jnp.zeros_like(input_ids)
     if attention_mask is None:
       attention_mask = jnp.ones_like(input_ids)
-    input_ids = nn.with_logical_constraint(input_ids, ("batch", "length"))
+    input_ids = nn.with_logical_constraint(input_ids, ACT_BT)
     hidden = self.embeddings(input_ids, token_type_ids, deterministic)
     sequence_output, hidden_states = self.encoder(
         hidden, attention_mask_bias(attention_mask), deterministic, output_hidden_states)

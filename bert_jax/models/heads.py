@@ -7,7 +7,7 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from bert_jax.models.config import BertConfig
-from bert_jax.models.encoder import activation, dense_init, layer_norm, zeros_init
+from bert_jax.models.encoder import ACT_BTV, activation, dense_init, layer_norm, zeros_init
 
 
 def gather_positions(sequence, positions):
@@ -37,7 +37,7 @@ class MaskedLMHead(nn.Module):
     logits = jnp.einsum("bph,vh->bpv", x, embedding_table.astype(cfg.compute_dtype),
                         preferred_element_type=jnp.float32)
     bias = self.param("output_bias", zeros_init(("vocab",)), (cfg.vocab_size,), jnp.float32)
-    return nn.with_logical_constraint(logits + bias, ("batch", "length", "vocab"))
+    return nn.with_logical_constraint(logits + bias, ACT_BTV)
 
 
 class NextSentenceHead(nn.Module):

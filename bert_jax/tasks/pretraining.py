@@ -1,0 +1,81 @@
+"""The BERT pretraining task: masked LM + next-sentence prediction.
+
+Loss terms are sums over examples/predictions; the trainer divides them by the whole
+batch's denominators, so splitting a batch into micro-batches gives the same loss and
+gradient as the whole batch.
+"""
+import jax
+import jax.numpy as jnp
+import optax
+
+from bert_jax.data import pretraining as pretraining_data
+from bert_jax.models.config import BertConfig
+from bert_jax.models.tasks import BertForPreTraining
+
+
+def weighted_xent_sums(logits, labels, weights):
+  """logits [..., C] float32, labels int [...], weights [...] -> (loss, correct) sums."""
+  losses = optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), labels)
+  correct = (jnp.argmax(logits, -1) == labels).astype(jnp.float32)
+  return jnp.sum(losses * weights), jnp.sum(correct * weights)
+
+
+class PretrainingTask:
+  """MLM + NSP on the batches of `bert_jax.data.pretraining`."""
+
+  name = "pretraining"
+  metric_names = ("loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy")
+
+  def build_model(self, model_config: BertConfig) -> BertForPreTraining:
+    return BertForPreTraining(model_config)
+
+  def make_inputs(self, config, process_index: int, process_count: int):
+    """(train input, eval input or None); see bert_jax.data.pretraining."""
+    return pretraining_data.make_inputs(config.data, process_index=process_index,
+                                        process_count=process_count)
+
+  def example_batch(self, config, batch_size: int):
+    """Zeros of the batch contract's shapes, for init and compile-only runs."""
+    t, p = config.data.max_seq_length, config.data.max_predictions_per_seq
+    return {
+        "input_ids": jnp.zeros((batch_size, t), jnp.int32),
+        "token_type_ids": jnp.zeros((batch_size, t), jnp.int32),
+        "attention_mask": jnp.ones((batch_size, t), jnp.int32),
+        "masked_lm_positions": jnp.zeros((batch_size, p), jnp.int32),
+        "masked_lm_ids": jnp.zeros((batch_size, p), jnp.int32),
+        "masked_lm_weights": jnp.zeros((batch_size, p), jnp.float32),
+        "next_sentence_labels": jnp.zeros((batch_size,), jnp.int32),
+    }
+
+  def forward(self, model, params, batch, *, deterministic: bool, rng=None):
+    rngs = None if deterministic else {"dropout": rng}
+    return model.apply({"params": params}, batch["input_ids"], batch["token_type_ids"],
+                       batch["attention_mask"], batch["masked_lm_positions"],
+                       deterministic=deterministic, rngs=rngs)
+
+  def loss_sums(self, outputs, batch) -> dict[str, jax.Array]:
+    weights = batch["masked_lm_weights"].astype(jnp.float32)
+    mlm_loss, mlm_correct = weighted_xent_sums(outputs.mlm_logits, batch["masked_lm_ids"],
+                                               weights)
+    nsp_weights = jnp.ones(batch["next_sentence_labels"].shape, jnp.float32)
+    nsp_loss, nsp_correct = weighted_xent_sums(outputs.nsp_logits,
+                                               batch["next_sentence_labels"], nsp_weights)
+    return {"mlm_loss": mlm_loss, "mlm_correct": mlm_correct, "nsp_loss": nsp_loss,
+            "nsp_correct": nsp_correct}
+
+  def denominators(self, batch) -> dict[str, jax.Array]:
+    return {"mlm": jnp.maximum(jnp.sum(batch["masked_lm_weights"].astype(jnp.float32)), 1.0),
+            "nsp": jnp.float32(batch["next_sentence_labels"].shape[0])}
+
+  def loss(self, sums, denominators) -> jax.Array:
+    return sums["mlm_loss"] / denominators["mlm"] + sums["nsp_loss"] / denominators["nsp"]
+
+  def metrics(self, sums, denominators) -> dict[str, jax.Array]:
+    mlm_loss = sums["mlm_loss"] / denominators["mlm"]
+    nsp_loss = sums["nsp_loss"] / denominators["nsp"]
+    return {"loss": mlm_loss + nsp_loss, "mlm_loss": mlm_loss,
+            "mlm_accuracy": sums["mlm_correct"] / denominators["mlm"],
+            "nsp_loss": nsp_loss, "nsp_accuracy": sums["nsp_correct"] / denominators["nsp"]}
+
+  def tokens(self, batch) -> int:
+    return int(batch["input_ids"].size)

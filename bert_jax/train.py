@@ -1,0 +1,54 @@
+"""Entry point: parses flags and hands the config to the trainer.
+
+  python -m bert_jax.train --config=configs/tiny.py --workdir=runs/tiny \
+      [--config.optim.learning_rate=1e-3 ...]
+
+Multi-host: add --coordinator_address=HOST:PORT --num_processes=N --process_id=I, or
+--distributed=auto where jax.distributed.initialize() finds the cluster itself (TPU VMs).
+"""
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+
+from absl import app, flags, logging  # noqa: E402
+from ml_collections import config_flags  # noqa: E402
+
+_CONFIG = config_flags.DEFINE_config_file("config", None, "Experiment config file.",
+                                          lock_config=True)
+_WORKDIR = flags.DEFINE_string("workdir", None, "Checkpoints, metrics and logs go here.")
+_DISTRIBUTED = flags.DEFINE_enum("distributed", "off", ["off", "auto", "explicit"],
+                                 "auto: jax.distributed.initialize() detects the cluster; "
+                                 "explicit: use the three flags below.")
+_COORDINATOR = flags.DEFINE_string("coordinator_address", None, "HOST:PORT of process 0.")
+_NUM_PROCESSES = flags.DEFINE_integer("num_processes", None, "Number of processes.")
+_PROCESS_ID = flags.DEFINE_integer("process_id", None, "This process's index.")
+_VERBOSE = flags.DEFINE_bool("verbose", False, "Keep INFO logs of orbax/absl.")
+_INIT_TIMEOUT = flags.DEFINE_integer("initialization_timeout", 300,
+                                     "Seconds to wait for every process to join.")
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+  if not _VERBOSE.value:
+    logging.set_verbosity(logging.WARNING)  # orbax logs every file it writes at INFO
+  import jax
+  import tensorflow as tf
+  tf.config.set_visible_devices([], "GPU")  # tf.data only; accelerators belong to JAX
+  distributed = _DISTRIBUTED.value
+  if _COORDINATOR.value and distributed == "off":
+    distributed = "explicit"
+  if distributed == "auto":
+    jax.distributed.initialize(initialization_timeout=_INIT_TIMEOUT.value)
+  elif distributed == "explicit":
+    jax.distributed.initialize(coordinator_address=_COORDINATOR.value,
+                               num_processes=_NUM_PROCESSES.value,
+                               process_id=_PROCESS_ID.value,
+                               initialization_timeout=_INIT_TIMEOUT.value)
+  from bert_jax import trainer  # after distributed init
+  trainer.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["config", "workdir"])
+  app.run(main)

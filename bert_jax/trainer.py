@@ -1,0 +1,253 @@
+"""The training loop: flat, one banner per phase. Fork it rather than configure it.
+
+  mesh + logging -> data -> model + optimizer (sharded init) -> init_from / restore
+  -> jitted train/eval steps -> loop (log, eval, checkpoint) -> final eval
+
+Everything is sharded through the logical-axis rules (bert_jax.sharding): the same code
+runs on 1 CPU, a simulated 8-device mesh and a pod slice.
+"""
+import json
+import os
+import time
+
+import flax.linen as nn
+import flax.struct
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+
+from bert_jax import checkpoint, optim, sharding
+from bert_jax.metric_writers import MetricWriter, format_progress
+from bert_jax.models.config import BertConfig
+from bert_jax.models.layout import stack_layers
+from bert_jax.pretrained import load_params
+from bert_jax.tasks import get_task
+
+
+@flax.struct.dataclass
+class TrainState:
+  step: jax.Array
+  params: dict
+  opt_state: optax.OptState
+
+
+def _tree_norm(tree):
+  return jnp.sqrt(sum(jnp.sum(jnp.square(x.astype(jnp.float32))) for x in jax.tree.leaves(tree)))
+
+
+def _merge_pretrained(params, pretrained, path: str):
+  """Copies every tensor of `pretrained` into `params`; shapes and names must match."""
+  def merge(ours, theirs, prefix):
+    if not isinstance(theirs, dict):
+      if ours.shape != theirs.shape:
+        raise ValueError(f"init_from {path}: {prefix} has shape {theirs.shape}, the model "
+                         f"expects {ours.shape}")
+      return jnp.asarray(theirs, ours.dtype)
+    unknown = set(theirs) - set(ours)
+    if unknown:
+      raise ValueError(f"init_from {path}: {prefix or 'params'} has no {sorted(unknown)}")
+    return {k: merge(ours[k], theirs[k], f"{prefix}/{k}" if prefix else k) if k in theirs
+            else ours[k] for k in ours}
+  if "bert" in params and "bert" not in pretrained:
+    pretrained = {"bert": pretrained}  # an encoder-only checkpoint under a task model
+  return merge(params, pretrained, "")
+
+
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
+  """Trains per `config`, resuming from WORKDIR/checkpoints; returns the final metrics."""
+  # ------------------------------------------------------------------------------------
+  # Setup: task, mesh, logging.
+  # ------------------------------------------------------------------------------------
+  task = get_task(config.task)
+  model_config = BertConfig(**config.model)
+  mesh = sharding.make_mesh(config.mesh)
+  rules = sharding.rules_from_config(config.logical_axis_rules)
+  is_chief = jax.process_index() == 0
+  writer = MetricWriter(workdir, enabled=is_chief)
+  if is_chief:
+    checkpoint.write_model_config(workdir, model_config, task=config.task)
+    with open(os.path.join(workdir, "config.json"), "w") as f:
+      f.write(config.to_json_best_effort(indent=2))
+  total_steps = int(config.num_train_steps)
+  accum = int(config.grad_accum_steps)
+  if config.data.batch_size % (accum * jax.process_count()):
+    raise ValueError(f"config.data.batch_size={config.data.batch_size} must divide by "
+                     f"grad_accum_steps x processes = {accum * jax.process_count()}")
+
+  # ------------------------------------------------------------------------------------
+  # Data.
+  # ------------------------------------------------------------------------------------
+  train_input, eval_input = task.make_inputs(config, jax.process_index(), jax.process_count())
+
+  # ------------------------------------------------------------------------------------
+  # Model and optimizer, initialised directly into their shardings.
+  # ------------------------------------------------------------------------------------
+  model = task.build_model(model_config)
+  tx, schedule = optim.make_optimizer(config.optim, total_steps)
+
+  def init_state(rng):
+    example = task.example_batch(config, batch_size=1)
+    params = model.init({"params": rng}, example["input_ids"], example["token_type_ids"],
+                        example["attention_mask"])["params"]
+    return TrainState(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params))
+
+  rng = jax.random.key(config.seed)
+  init_rng, dropout_rng = jax.random.split(rng)
+  abstract_boxed = jax.eval_shape(init_state, init_rng)
+  state_sharding = nn.logical_to_mesh_sharding(nn.get_partition_spec(abstract_boxed), mesh,
+                                               rules)
+  batch_sharding = sharding.batch_sharding(mesh, rules)
+  replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+
+  with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
+    state = jax.jit(lambda r: nn.unbox(init_state(r)), out_shardings=state_sharding)(init_rng)
+
+  # ------------------------------------------------------------------------------------
+  # Restore (automatic, from the workdir) or init_from pretrained weights.
+  # ------------------------------------------------------------------------------------
+  checkpoints = checkpoint.TrainCheckpoints(workdir, config.max_checkpoints_to_keep)
+  latest = checkpoints.latest_step()
+  if latest is not None:
+    abstract = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
+                            state, state_sharding)
+    state, position = checkpoints.restore(latest, abstract)
+    train_input.restore(position)
+    writer.truncate_after(latest)
+    print(f"Resumed from {checkpoints.directory} at step {latest}", flush=True)
+  elif config.init_from:
+    pretrained_config, pretrained, _ = load_params(config.init_from)
+    if pretrained_config.vocab_size != model_config.vocab_size:
+      raise ValueError(f"init_from {config.init_from}: vocab_size "
+                       f"{pretrained_config.vocab_size} != config.model.vocab_size "
+                       f"{model_config.vocab_size}")
+    if model_config.scan_layers:
+      pretrained = stack_layers(pretrained, model_config.num_hidden_layers)
+    params = _merge_pretrained(jax.device_get(state.params), pretrained, config.init_from)
+    state = state.replace(params=jax.device_put(params, state_sharding.params))
+    print(f"Initialised from {config.init_from}", flush=True)
+
+  # ------------------------------------------------------------------------------------
+  # Steps.
+  # ------------------------------------------------------------------------------------
+  def grads_and_sums(params, batch, rng, denominators):
+    def loss_fn(p, micro, micro_rng):
+      outputs = task.forward(model, p, micro, deterministic=False, rng=micro_rng)
+      sums = task.loss_sums(outputs, micro)
+      return task.loss(sums, denominators), sums
+    grad_fn = jax.grad(loss_fn, has_aux=True)
+    if accum == 1:
+      return grad_fn(params, batch, rng)
+    # Micro-batch i takes rows i, i+k, i+2k, ...: each device keeps its own rows.
+    micro = jax.tree.map(lambda x: x.reshape(-1, accum, *x.shape[1:]).swapaxes(0, 1), batch)
+
+    def body(carry, xs):
+      grads, sums = carry
+      micro_batch, i = xs
+      g, s = grad_fn(params, micro_batch, jax.random.fold_in(rng, i))
+      return (jax.tree.map(jnp.add, grads, g), jax.tree.map(jnp.add, sums, s)), None
+
+    zeros = (jax.tree.map(jnp.zeros_like, params),
+             jax.tree.map(lambda x: jnp.zeros((), jnp.float32),
+                          jax.eval_shape(lambda: grad_fn(params, jax.tree.map(
+                              lambda x: x[0], micro), rng)[1])))
+    (grads, sums), _ = jax.lax.scan(body, zeros, (micro, jnp.arange(accum)))
+    return grads, sums
+
+  def train_step(state, batch):
+    denominators = task.denominators(batch)
+    step_rng = jax.random.fold_in(dropout_rng, state.step)
+    grads, sums = grads_and_sums(state.params, batch, step_rng, denominators)
+    updates, opt_state = tx.update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    metrics = task.metrics(sums, denominators)
+    metrics.update(learning_rate=schedule(state.step), grad_norm=_tree_norm(grads),
+                   param_norm=_tree_norm(params))
+    return TrainState(step=state.step + 1, params=params, opt_state=opt_state), metrics
+
+  def eval_step(params, batch):
+    outputs = task.forward(model, params, batch, deterministic=True)
+    return task.loss_sums(outputs, batch), task.denominators(batch)
+
+  p_train_step = jax.jit(train_step, in_shardings=(state_sharding, batch_sharding),
+                         out_shardings=(state_sharding, replicated), donate_argnums=0)
+  p_eval_step = jax.jit(eval_step, in_shardings=(state_sharding.params, batch_sharding),
+                        out_shardings=replicated)
+
+  def evaluate(params) -> dict:
+    if eval_input is None:
+      return {}
+    sums = denominators = None
+    for i, local in enumerate(eval_input.epoch_batches(0)):
+      if config.eval_batches and i >= config.eval_batches:
+        break
+      with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
+        s, d = p_eval_step(params, sharding.global_batch(local, mesh, rules))
+      sums = s if sums is None else jax.tree.map(jnp.add, sums, s)
+      denominators = d if denominators is None else jax.tree.map(jnp.add, denominators, d)
+    if sums is None:
+      return {}
+    return {f"eval_{k}": float(v) for k, v in task.metrics(sums, denominators).items()}
+
+  # ------------------------------------------------------------------------------------
+  # Loop.
+  # ------------------------------------------------------------------------------------
+  step = int(jax.device_get(state.step))
+  last_metrics: dict = {}
+  tokens_since, time_since, loop_start, start_step = 0, time.time(), None, step
+  while step < total_steps:
+    local = next(train_input)
+    with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
+      state, metrics = p_train_step(state, sharding.global_batch(local, mesh, rules))
+    step += 1
+    tokens_since += task.tokens(local) * jax.process_count()
+    if loop_start is None:  # the first step includes compilation; time from the second
+      jax.block_until_ready(metrics)
+      loop_start, time_since, tokens_since, start_step = time.time(), time.time(), 0, step
+
+    if step % config.log_every_steps == 0 or step == total_steps:
+      metrics = jax.device_get(metrics)
+      if not np.isfinite(metrics["loss"]):
+        raise FloatingPointError(f"step {step}: loss is {metrics['loss']} (grad_norm "
+                                 f"{metrics['grad_norm']}); stopping")
+      now = time.time()
+      metrics["tokens_per_sec"] = tokens_since / max(now - time_since, 1e-9)
+      tokens_since, time_since = 0, now
+      per_step = (now - loop_start) / max(step - start_step, 1)
+      last_metrics = {k: float(v) for k, v in metrics.items()}
+      writer.write(step, last_metrics)
+      if is_chief:
+        print(format_progress(step, total_steps, last_metrics, per_step * (total_steps - step)),
+              flush=True)
+
+    if config.eval_every_steps and step % config.eval_every_steps == 0 and step < total_steps:
+      eval_metrics = evaluate(state.params)
+      if eval_metrics:
+        writer.write(step, eval_metrics)
+        if is_chief:
+          print("eval: " + ", ".join(f"{k} {v:.4f}" for k, v in eval_metrics.items()),
+                flush=True)
+
+    if step % config.checkpoint_every_steps == 0 or step == total_steps:
+      checkpoints.save(step, state, train_input.state())
+
+  # ------------------------------------------------------------------------------------
+  # Final eval.
+  # ------------------------------------------------------------------------------------
+  checkpoints.wait()
+  final = dict(last_metrics)
+  eval_metrics = evaluate(state.params)
+  if eval_metrics:
+    writer.write(step, eval_metrics)
+    final.update(eval_metrics)
+  checkpoints.close()
+  if is_chief:
+    summary = ", ".join(f"{k} {v:.4f}" for k, v in final.items()
+                        if k.split("eval_")[-1] in task.metric_names)
+    print(f"Finished at step {step}: {summary}", flush=True)
+    with open(os.path.join(workdir, "final_metrics.json"), "w") as f:
+      json.dump({"step": step, **final}, f, indent=2)
+  return final
+
+

@@ -1,0 +1,132 @@
+"""End-to-end training on a shrunken config: real steps on real text (lm1b train_test style)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from bert_jax import trainer
+from configs import tiny
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, data_dir):
+  out = tmp_path_factory.mktemp("corpus") / "pretrain.txt"
+  subprocess.run([sys.executable, "-m", "bert_jax.data.prepare",
+                  "--source=wikitext-2/valid.txt", f"--output={out}"], check=True, cwd=REPO,
+                 capture_output=True)
+  return str(out)
+
+
+def small_config(corpus, **changes):
+  config = tiny.get_config(f"corpus={corpus},runlocal=True")
+  config.model.hidden_size = 32
+  config.model.intermediate_size = 64
+  config.model.num_attention_heads = 2
+  config.model.max_position_embeddings = 64
+  config.data.max_seq_length = 32
+  config.data.max_predictions_per_seq = 5
+  config.data.cache_dir = ""
+  config.num_train_steps = 12
+  config.log_every_steps = 1
+  config.checkpoint_every_steps = 4
+  for key, value in changes.items():
+    node = config
+    *parents, leaf = key.split(".")
+    for p in parents:
+      node = node[p]
+    node[leaf] = value
+  return config
+
+
+def read_rows(workdir):
+  with open(os.path.join(workdir, "metrics.jsonl")) as f:
+    return [json.loads(line) for line in f]
+
+
+def train_losses(workdir):
+  return {r["step"]: r["loss"] for r in read_rows(workdir) if "loss" in r}
+
+
+def test_training_reduces_loss_and_writes_outputs(corpus, tmp_path):
+  config = small_config(corpus, num_train_steps=30, **{"optim.learning_rate": 3e-3})
+  final = trainer.train_and_evaluate(config, str(tmp_path))
+  losses = train_losses(str(tmp_path))
+  assert sorted(losses) == list(range(1, 31))
+  assert np.mean([losses[s] for s in range(26, 31)]) < losses[1] - 0.5
+  rows = read_rows(str(tmp_path))
+  required = {"step", "loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy",
+              "learning_rate", "tokens_per_sec"}
+  assert required <= set(rows[0])
+  assert any("eval_mlm_accuracy" in r for r in rows)
+  assert "eval_mlm_accuracy" in final
+  assert os.listdir(tmp_path / "tensorboard")
+  assert sorted(os.listdir(tmp_path / "checkpoints"))[-1] == "30" or "30" in os.listdir(
+      tmp_path / "checkpoints")
+
+
+def test_grad_accumulation_equals_big_batch(corpus, tmp_path):
+  no_dropout = {"model.hidden_dropout_prob": 0.0, "model.attention_probs_dropout_prob": 0.0,
+                "num_train_steps": 3, "eval_every_steps": 0}
+  trainer.train_and_evaluate(small_config(corpus, **no_dropout), str(tmp_path / "big"))
+  trainer.train_and_evaluate(small_config(corpus, grad_accum_steps=4, **no_dropout),
+                             str(tmp_path / "accum"))
+  big, accum = train_losses(str(tmp_path / "big")), train_losses(str(tmp_path / "accum"))
+  assert big.keys() == accum.keys() == {1, 2, 3}
+  for step in big:
+    assert abs(big[step] - accum[step]) <= 1e-5 * abs(big[step]), (step, big, accum)
+
+
+def test_init_from_pretrained_workdir(corpus, tmp_path):
+  first = str(tmp_path / "first")
+  trainer.train_and_evaluate(small_config(corpus, num_train_steps=4, eval_every_steps=0), first)
+  second = small_config(corpus, num_train_steps=1, init_from=first, eval_every_steps=0)
+  trainer.train_and_evaluate(second, str(tmp_path / "second"))
+  assert train_losses(str(tmp_path / "second"))[1] < train_losses(first)[1]
+  wrong = small_config(corpus, num_train_steps=1, init_from=first)
+  wrong.model.intermediate_size = 48
+  with pytest.raises(ValueError, match="intermediate.*shape"):
+    trainer.train_and_evaluate(wrong, str(tmp_path / "third"))
+
+
+def _train_cmd(corpus, workdir):
+  overrides = ["--config.model.hidden_size=32", "--config.model.intermediate_size=64",
+               "--config.model.max_position_embeddings=64", "--config.data.max_seq_length=32",
+               "--config.data.max_predictions_per_seq=5", "--config.data.cache_dir=",
+               "--config.num_train_steps=16", "--config.log_every_steps=1",
+               "--config.checkpoint_every_steps=4", "--config.eval_every_steps=0"]
+  return [sys.executable, "-m", "bert_jax.train",
+          f"--config={REPO}/configs/tiny.py:corpus={corpus},runlocal=True",
+          f"--workdir={workdir}", *overrides]
+
+
+def test_sigkill_and_resume_gives_identical_losses(corpus, tmp_path):
+  """Kill -9 mid-run, start the same command again: the losses equal an uninterrupted run's."""
+  reference, resumed = str(tmp_path / "reference"), str(tmp_path / "resumed")
+  subprocess.run(_train_cmd(corpus, reference), check=True, cwd=REPO, capture_output=True)
+  proc = subprocess.Popen(_train_cmd(corpus, resumed), cwd=REPO, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+  deadline = time.time() + 300
+  while time.time() < deadline:
+    if os.path.isdir(os.path.join(resumed, "checkpoints", "8")) and \
+        max(train_losses(resumed), default=0) >= 10:
+      break
+    time.sleep(0.2)
+  proc.send_signal(signal.SIGKILL)
+  proc.wait()
+  killed_at = max(train_losses(resumed))
+  assert 8 <= killed_at < 16, killed_at
+  out = subprocess.run(_train_cmd(corpus, resumed), check=True, cwd=REPO, capture_output=True,
+                       text=True)
+  assert "Resumed" in out.stdout
+  ref, got = train_losses(reference), train_losses(resumed)
+  assert sorted(got) == list(range(1, 17))
+  for step in ref:
+    assert abs(ref[step] - got[step]) <= 1e-6 * max(1.0, abs(ref[step])), (step, ref[step],
+                                                                          got[step])
