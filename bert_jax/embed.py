@@ -81,14 +81,15 @@ def read_lines(path: str) -> list[str]:
   return lines
 
 
-_MODEL = flags.DEFINE_string("model", None, "HF folder, TF checkpoint or bert_jax checkpoint.")
-_INPUT = flags.DEFINE_string("input", None, "Text file, one sentence per line.")
-_OUTPUT = flags.DEFINE_string("output", None, "Where to write the .npy array.")
-_LAYERS = flags.DEFINE_string("layers", "-1", "hidden_states indices to concatenate.")
-_POOLING = flags.DEFINE_enum("pooling", "cls", list(POOLINGS), "How to pool tokens.")
-_NORMALIZE = flags.DEFINE_bool("normalize", False, "L2-normalise each embedding.")
-_MAX_LENGTH = flags.DEFINE_integer("max_length", 128, "Tokens per sentence (truncated).")
-_BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Sentences per forward pass.")
+if __name__ == "__main__":  # flags exist only when run as a program
+  _MODEL = flags.DEFINE_string("model", None, "HF folder, TF checkpoint or bert_jax checkpoint.")
+  _INPUT = flags.DEFINE_string("input", None, "Text file, one sentence per line.")
+  _OUTPUT = flags.DEFINE_string("output", None, "Where to write the .npy array.")
+  _LAYERS = flags.DEFINE_string("layers", "-1", "hidden_states indices to concatenate.")
+  _POOLING = flags.DEFINE_enum("pooling", "cls", list(POOLINGS), "How to pool tokens.")
+  _NORMALIZE = flags.DEFINE_bool("normalize", False, "L2-normalise each embedding.")
+  _MAX_LENGTH = flags.DEFINE_integer("max_length", 128, "Tokens per sentence (truncated).")
+  _BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Sentences per forward pass.")
 
 
 def main(argv):

@@ -22,6 +22,9 @@ _DISTRIBUTED = flags.DEFINE_enum("distributed", "off", ["off", "auto", "explicit
 _COORDINATOR = flags.DEFINE_string("coordinator_address", None, "HOST:PORT of process 0.")
 _NUM_PROCESSES = flags.DEFINE_integer("num_processes", None, "Number of processes.")
 _PROCESS_ID = flags.DEFINE_integer("process_id", None, "This process's index.")
+_COMPILE_ONLY = flags.DEFINE_bool(
+    "compile_only", False, "Compile the train step for the configured mesh and print "
+    "per-device memory and FLOPs (see bert_jax/compile_report.py); no training.")
 _VERBOSE = flags.DEFINE_bool("verbose", False, "Keep INFO logs of orbax/absl.")
 _INIT_TIMEOUT = flags.DEFINE_integer("initialization_timeout", 300,
                                      "Seconds to wait for every process to join.")
@@ -45,6 +48,10 @@ def main(argv):
                                num_processes=_NUM_PROCESSES.value,
                                process_id=_PROCESS_ID.value,
                                initialization_timeout=_INIT_TIMEOUT.value)
+  if _COMPILE_ONLY.value:
+    from bert_jax import compile_report
+    print(compile_report.format_report(compile_report.compile_report(_CONFIG.value)))
+    return
   from bert_jax import trainer  # after distributed init
   trainer.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
 

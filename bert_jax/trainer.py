@@ -6,6 +6,7 @@
 Everything is sharded through the logical-axis rules (bert_jax.sharding): the same code
 runs on 1 CPU, a simulated 8-device mesh and a pod slice.
 """
+import dataclasses
 import json
 import os
 import time
@@ -19,6 +20,7 @@ import numpy as np
 import optax
 
 from bert_jax import checkpoint, optim, sharding
+from bert_jax import flops as flops_lib
 from bert_jax.metric_writers import MetricWriter, format_progress
 from bert_jax.models.config import BertConfig
 from bert_jax.models.layout import stack_layers
@@ -55,37 +57,88 @@ def _merge_pretrained(params, pretrained, path: str):
   return merge(params, pretrained, "")
 
 
-def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
-  """Trains per `config`, resuming from WORKDIR/checkpoints; returns the final metrics."""
-  # ------------------------------------------------------------------------------------
-  # Setup: task, mesh, logging.
-  # ------------------------------------------------------------------------------------
+def make_train_step(task, model, tx, schedule, accum: int, dropout_rng):
+  """(state, batch) -> (state, metrics): one optimizer update over `accum` micro-batches.
+
+  Losses are the task's sums divided by the WHOLE batch's denominators, so accumulating
+  micro-batch gradients gives the big batch's gradient (up to summation order).
+  """
+  def grads_and_sums(params, batch, rng, denominators):
+    def loss_fn(p, micro, micro_rng):
+      outputs = task.forward(model, p, micro, deterministic=False, rng=micro_rng)
+      sums = task.loss_sums(outputs, micro)
+      return task.loss(sums, denominators), sums
+    grad_fn = jax.grad(loss_fn, has_aux=True)
+    if accum == 1:
+      return grad_fn(params, batch, rng)
+    # Micro-batch i takes rows i, i+k, i+2k, ...: each device keeps its own rows.
+    micro = jax.tree.map(lambda x: x.reshape(-1, accum, *x.shape[1:]).swapaxes(0, 1), batch)
+    first = jax.tree.map(lambda x: x[0], micro)
+    sums_shape = jax.eval_shape(lambda: grad_fn(params, first, rng)[1])
+
+    def body(carry, xs):
+      grads, sums = carry
+      micro_batch, i = xs
+      g, s = grad_fn(params, micro_batch, jax.random.fold_in(rng, i))
+      return (jax.tree.map(jnp.add, grads, g), jax.tree.map(jnp.add, sums, s)), None
+
+    zeros = (jax.tree.map(jnp.zeros_like, params),
+             jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), sums_shape))
+    (grads, sums), _ = jax.lax.scan(body, zeros, (micro, jnp.arange(accum)))
+    return grads, sums
+
+  def train_step(state, batch):
+    denominators = task.denominators(batch)
+    step_rng = jax.random.fold_in(dropout_rng, state.step)
+    grads, sums = grads_and_sums(state.params, batch, step_rng, denominators)
+    updates, opt_state = tx.update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    metrics = task.metrics(sums, denominators)
+    metrics.update(learning_rate=schedule(state.step), grad_norm=_tree_norm(grads),
+                   param_norm=_tree_norm(params))
+    return TrainState(step=state.step + 1, params=params, opt_state=opt_state), metrics
+
+  return train_step
+
+
+def make_eval_step(task, model):
+  """(params, batch) -> (loss sums, denominators), deterministic."""
+  def eval_step(params, batch):
+    outputs = task.forward(model, params, batch, deterministic=True)
+    return task.loss_sums(outputs, batch), task.denominators(batch)
+  return eval_step
+
+
+@dataclasses.dataclass(frozen=True)
+class Setup:
+  """Everything about the model that does not depend on data or the workdir."""
+  task: object
+  model_config: BertConfig
+  model: nn.Module
+  tx: optax.GradientTransformation
+  schedule: optax.Schedule
+  mesh: jax.sharding.Mesh
+  rules: tuple
+  init_state: object  # rng -> boxed TrainState
+  abstract_state: TrainState  # unboxed ShapeDtypeStructs
+  state_sharding: TrainState
+  batch_sharding: jax.sharding.NamedSharding
+  init_rng: jax.Array
+  dropout_rng: jax.Array
+
+
+def build(config: ml_collections.ConfigDict) -> Setup:
+  """Task, mesh, model, optimizer and the shardings of the train state, from the config."""
   task = get_task(config.task)
   model_config = BertConfig(**config.model)
   mesh = sharding.make_mesh(config.mesh)
   rules = sharding.rules_from_config(config.logical_axis_rules)
-  is_chief = jax.process_index() == 0
-  writer = MetricWriter(workdir, enabled=is_chief)
-  if is_chief:
-    checkpoint.write_model_config(workdir, model_config, task=config.task)
-    with open(os.path.join(workdir, "config.json"), "w") as f:
-      f.write(config.to_json_best_effort(indent=2))
-  total_steps = int(config.num_train_steps)
   accum = int(config.grad_accum_steps)
   if config.data.batch_size % (accum * jax.process_count()):
     raise ValueError(f"config.data.batch_size={config.data.batch_size} must divide by "
                      f"grad_accum_steps x processes = {accum * jax.process_count()}")
-
-  # ------------------------------------------------------------------------------------
-  # Data.
-  # ------------------------------------------------------------------------------------
-  train_input, eval_input = task.make_inputs(config, jax.process_index(), jax.process_count())
-
-  # ------------------------------------------------------------------------------------
-  # Model and optimizer, initialised directly into their shardings.
-  # ------------------------------------------------------------------------------------
   model = task.build_model(model_config)
-  tx, schedule = optim.make_optimizer(config.optim, total_steps)
+  tx, schedule = optim.make_optimizer(config.optim, int(config.num_train_steps))
 
   def init_state(rng):
     example = task.example_batch(config, batch_size=1)
@@ -93,16 +146,47 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
                         example["attention_mask"])["params"]
     return TrainState(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params))
 
-  rng = jax.random.key(config.seed)
-  init_rng, dropout_rng = jax.random.split(rng)
+  init_rng, dropout_rng = jax.random.split(jax.random.key(config.seed))
   abstract_boxed = jax.eval_shape(init_state, init_rng)
   state_sharding = nn.logical_to_mesh_sharding(nn.get_partition_spec(abstract_boxed), mesh,
                                                rules)
-  batch_sharding = sharding.batch_sharding(mesh, rules)
-  replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+  return Setup(task=task, model_config=model_config, model=model, tx=tx, schedule=schedule,
+               mesh=mesh, rules=rules, init_state=init_state,
+               abstract_state=nn.unbox(abstract_boxed), state_sharding=state_sharding,
+               batch_sharding=sharding.batch_sharding(mesh, rules), init_rng=init_rng,
+               dropout_rng=dropout_rng)
 
+
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
+  """Trains per `config`, resuming from WORKDIR/checkpoints; returns the final metrics."""
+  # ------------------------------------------------------------------------------------
+  # Setup: task, mesh, model, optimizer, shardings; logging.
+  # ------------------------------------------------------------------------------------
+  setup = build(config)
+  task, model_config, mesh, rules = setup.task, setup.model_config, setup.mesh, setup.rules
+  state_sharding, batch_sharding = setup.state_sharding, setup.batch_sharding
+  replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+  is_chief = jax.process_index() == 0
+  writer = MetricWriter(workdir, enabled=is_chief)
+  if is_chief:
+    checkpoint.write_model_config(workdir, model_config, task=config.task)
+    with open(os.path.join(workdir, "config.json"), "w") as f:
+      f.write(config.to_json_best_effort(indent=2))
+  total_steps = int(config.num_train_steps)
+  step_flops = task.step_flops(config)
+  peak_flops = flops_lib.device_peak_flops(model_config.dtype) * jax.device_count()
+
+  # ------------------------------------------------------------------------------------
+  # Data.
+  # ------------------------------------------------------------------------------------
+  train_input, eval_input = task.make_inputs(config, jax.process_index(), jax.process_count())
+
+  # ------------------------------------------------------------------------------------
+  # Initialise params and optimizer state directly into their shardings.
+  # ------------------------------------------------------------------------------------
   with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
-    state = jax.jit(lambda r: nn.unbox(init_state(r)), out_shardings=state_sharding)(init_rng)
+    state = jax.jit(lambda r: nn.unbox(setup.init_state(r)),
+                    out_shardings=state_sharding)(setup.init_rng)
 
   # ------------------------------------------------------------------------------------
   # Restore (automatic, from the workdir) or init_from pretrained weights.
@@ -131,44 +215,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   # ------------------------------------------------------------------------------------
   # Steps.
   # ------------------------------------------------------------------------------------
-  def grads_and_sums(params, batch, rng, denominators):
-    def loss_fn(p, micro, micro_rng):
-      outputs = task.forward(model, p, micro, deterministic=False, rng=micro_rng)
-      sums = task.loss_sums(outputs, micro)
-      return task.loss(sums, denominators), sums
-    grad_fn = jax.grad(loss_fn, has_aux=True)
-    if accum == 1:
-      return grad_fn(params, batch, rng)
-    # Micro-batch i takes rows i, i+k, i+2k, ...: each device keeps its own rows.
-    micro = jax.tree.map(lambda x: x.reshape(-1, accum, *x.shape[1:]).swapaxes(0, 1), batch)
-
-    def body(carry, xs):
-      grads, sums = carry
-      micro_batch, i = xs
-      g, s = grad_fn(params, micro_batch, jax.random.fold_in(rng, i))
-      return (jax.tree.map(jnp.add, grads, g), jax.tree.map(jnp.add, sums, s)), None
-
-    zeros = (jax.tree.map(jnp.zeros_like, params),
-             jax.tree.map(lambda x: jnp.zeros((), jnp.float32),
-                          jax.eval_shape(lambda: grad_fn(params, jax.tree.map(
-                              lambda x: x[0], micro), rng)[1])))
-    (grads, sums), _ = jax.lax.scan(body, zeros, (micro, jnp.arange(accum)))
-    return grads, sums
-
-  def train_step(state, batch):
-    denominators = task.denominators(batch)
-    step_rng = jax.random.fold_in(dropout_rng, state.step)
-    grads, sums = grads_and_sums(state.params, batch, step_rng, denominators)
-    updates, opt_state = tx.update(grads, state.opt_state, state.params)
-    params = optax.apply_updates(state.params, updates)
-    metrics = task.metrics(sums, denominators)
-    metrics.update(learning_rate=schedule(state.step), grad_norm=_tree_norm(grads),
-                   param_norm=_tree_norm(params))
-    return TrainState(step=state.step + 1, params=params, opt_state=opt_state), metrics
-
-  def eval_step(params, batch):
-    outputs = task.forward(model, params, batch, deterministic=True)
-    return task.loss_sums(outputs, batch), task.denominators(batch)
+  train_step = make_train_step(task, setup.model, setup.tx, setup.schedule,
+                               int(config.grad_accum_steps), setup.dropout_rng)
+  eval_step = make_eval_step(task, setup.model)
 
   p_train_step = jax.jit(train_step, in_shardings=(state_sharding, batch_sharding),
                          out_shardings=(state_sharding, replicated), donate_argnums=0)
@@ -215,6 +264,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
       metrics["tokens_per_sec"] = tokens_since / max(now - time_since, 1e-9)
       tokens_since, time_since = 0, now
       per_step = (now - loop_start) / max(step - start_step, 1)
+      metrics["mfu"] = step_flops / max(per_step, 1e-9) / peak_flops
       last_metrics = {k: float(v) for k, v in metrics.items()}
       writer.write(step, last_metrics)
       if is_chief:

@@ -15,11 +15,12 @@ from bert_jax import checkpoint
 from bert_jax.convert import hf
 from bert_jax.pretrained import load_params
 
-_INPUT = flags.DEFINE_string("input", None, "Weights to read (HF, TF, or bert_jax).")
-_OUTPUT = flags.DEFINE_string("output", None, "Folder to write.")
-_TO = flags.DEFINE_enum("to", "native", ["native", "hf"], "Output format.")
-_HEADS = flags.DEFINE_enum("heads", "auto", ["auto", "pretraining", "none"],
-                           "Keep the MLM/NSP heads when present (auto), require or drop them.")
+if __name__ == "__main__":  # flags exist only when run as a program
+  _INPUT = flags.DEFINE_string("input", None, "Weights to read (HF, TF, or bert_jax).")
+  _OUTPUT = flags.DEFINE_string("output", None, "Folder to write.")
+  _TO = flags.DEFINE_enum("to", "native", ["native", "hf"], "Output format.")
+  _HEADS = flags.DEFINE_enum("heads", "auto", ["auto", "pretraining", "none"],
+                             "Keep the MLM/NSP heads when present (auto), require or drop them.")
 
 
 def convert(input_path: str, output: str, to: str = "native", heads: str = "auto") -> None:

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from bert_jax import flops
 from bert_jax.data import pretraining as pretraining_data
 from bert_jax.models.config import BertConfig
 from bert_jax.models.tasks import BertForPreTraining
@@ -76,6 +77,12 @@ class PretrainingTask:
     return {"loss": mlm_loss + nsp_loss, "mlm_loss": mlm_loss,
             "mlm_accuracy": sums["mlm_correct"] / denominators["mlm"],
             "nsp_loss": nsp_loss, "nsp_accuracy": sums["nsp_correct"] / denominators["nsp"]}
+
+  def step_flops(self, config) -> float:
+    """Model FLOPs of one training step at the configured global batch."""
+    return flops.pretraining_step_flops(BertConfig(**config.model), config.data.batch_size,
+                                        config.data.max_seq_length,
+                                        config.data.max_predictions_per_seq)
 
   def tokens(self, batch) -> int:
     return int(batch["input_ids"].size)

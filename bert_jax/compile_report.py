@@ -1,0 +1,82 @@
+"""Memory and cost planning without the hardware: compile the train step, report bytes.
+
+  python -m bert_jax.train --config=configs/large.py --workdir=/tmp/x --compile_only \
+      --config.mesh.fsdp=8      # with XLA_FLAGS=--xla_force_host_platform_device_count=8
+
+Compiles the exact train step for the configured mesh from abstract shapes (nothing is
+allocated) and reports per-device bytes of params and optimizer state (from their
+shardings), XLA's compiled memory analysis (arguments, outputs, temporaries = activations
+and workspace), and FLOPs per step (XLA's count for one device, and the model count).
+"""
+import json
+
+import flax.linen as nn
+import jax
+import numpy as np
+
+from bert_jax import trainer
+
+
+def _per_device_bytes(tree, shardings) -> int:
+  total = 0
+  for leaf, s in zip(jax.tree.leaves(tree), jax.tree.leaves(shardings)):
+    total += int(np.prod(s.shard_shape(leaf.shape))) * leaf.dtype.itemsize
+  return total
+
+
+def _total_bytes(tree) -> int:
+  return sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(tree))
+
+
+def compile_report(config) -> dict:
+  setup = trainer.build(config)
+  abstract, shardings = setup.abstract_state, setup.state_sharding
+  batch = setup.task.example_batch(config, config.data.batch_size)
+  batch = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype,
+                                                      sharding=setup.batch_sharding), batch)
+  state = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
+                       abstract, shardings)
+  step = trainer.make_train_step(setup.task, setup.model, setup.tx, setup.schedule,
+                                 int(config.grad_accum_steps), setup.dropout_rng)
+  with jax.set_mesh(setup.mesh), nn.logical_axis_rules(setup.rules):
+    compiled = jax.jit(step, in_shardings=(shardings, setup.batch_sharding),
+                       donate_argnums=0).lower(state, batch).compile()
+  memory = compiled.memory_analysis()
+  cost = compiled.cost_analysis() or {}
+  if isinstance(cost, list):  # older jax returned one dict per program
+    cost = cost[0]
+  report = {
+      "devices": jax.device_count(),
+      "mesh": dict(setup.mesh.shape),
+      "global_batch": int(config.data.batch_size),
+      "seq_len": int(config.data.max_seq_length),
+      "params_total_bytes": _total_bytes(abstract.params),
+      "params_bytes_per_device": _per_device_bytes(abstract.params, shardings.params),
+      "opt_state_total_bytes": _total_bytes(abstract.opt_state),
+      "opt_state_bytes_per_device": _per_device_bytes(abstract.opt_state,
+                                                      shardings.opt_state),
+      "argument_bytes_per_device": int(memory.argument_size_in_bytes),
+      "output_bytes_per_device": int(memory.output_size_in_bytes),
+      "alias_bytes_per_device": int(memory.alias_size_in_bytes),
+      "temp_bytes_per_device": int(memory.temp_size_in_bytes),
+      "xla_flops_per_device": float(cost.get("flops", 0.0)),
+      "model_flops_per_step": float(setup.task.step_flops(config)),
+  }
+  report["peak_bytes_per_device"] = (report["argument_bytes_per_device"] +
+                                     report["output_bytes_per_device"] -
+                                     report["alias_bytes_per_device"] +
+                                     report["temp_bytes_per_device"])
+  return report
+
+
+def format_report(report: dict) -> str:
+  gib = lambda b: f"{b / 2 ** 30:8.3f} GiB"  # noqa: E731
+  lines = [f"mesh {report['mesh']} over {report['devices']} devices, global batch "
+           f"{report['global_batch']} x seq {report['seq_len']}"]
+  for key in ("params_bytes_per_device", "opt_state_bytes_per_device",
+              "temp_bytes_per_device", "peak_bytes_per_device"):
+    lines.append(f"  {key:30s} {gib(report[key])}")
+  lines.append(f"  {'model TFLOPs per step':30s} {report['model_flops_per_step'] / 1e12:8.3f}")
+  lines.append(f"  {'XLA TFLOPs per device':30s} {report['xla_flops_per_device'] / 1e12:8.3f}")
+  lines.append("JSON: " + json.dumps(report))
+  return "\n".join(lines)

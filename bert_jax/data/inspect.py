@@ -1,0 +1,150 @@
+r"""Looks at what the pretraining input produces: decoded examples and statistics.
+
+  python -m bert_jax.data.inspect --config=configs/tiny.py --batches=100 [--json]
+
+Reads config.data (the fields of pretraining.default_data_config()) and takes the first
+--batches batches of epoch 0 of the training input (as process 0 of 1). Without --json it
+prints --examples decoded examples, WordPiece by WordPiece, with each prediction shown as
+`[MASK:orig]` (now [MASK]), `[new~orig]` (now a random token) or `[=orig]` (kept), then
+the statistics. With --json it prints one JSON object, nothing else, with:
+
+  selected_fraction   predictions / eligible (non-special) tokens; ~masked_lm_prob
+  mask_fraction       of the predictions, the share now [MASK];      ~mask_token_prob
+  random_fraction     the share now another token;                   ~random_token_prob
+  kept_fraction       the share left as it was;                      ~the rest
+  is_next_fraction    share of IsNext pairs (label 0);               ~1 - random_next_prob
+  pad_fraction        share of [PAD] positions
+  epoch_mask_overlap  the same pairs masked as epoch 0 and as epoch 1: shared positions /
+                      positions; static masking gives 1.0, dynamic about masked_lm_prob
+
+A random replacement that happens to equal the original token counts as kept.
+"""
+import json
+import sys
+
+import numpy as np
+from absl import app
+from absl import flags
+from ml_collections import config_flags
+
+from bert_jax.data import pretraining
+
+if __name__ == "__main__":  # flags exist only when run as a program
+  _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file; reads config.data.")
+  _BATCHES = flags.DEFINE_integer("batches", 50, "How many batches of epoch 0 to look at.")
+  _EXAMPLES = flags.DEFINE_integer("examples", 2, "Decoded examples to print (not with --json).")
+  _JSON = flags.DEFINE_bool("json", False, "Print one JSON object of statistics only.")
+
+
+def original_ids(batch: dict[str, np.ndarray]) -> np.ndarray:
+  """The input_ids [B, T] before masking: the predictions' ids put back."""
+  ids = batch["input_ids"].copy()
+  rows, slots = np.nonzero(batch["masked_lm_weights"] > 0)
+  ids[rows, batch["masked_lm_positions"][rows, slots]] = batch["masked_lm_ids"][rows, slots]
+  return ids
+
+
+def batch_counts(batch: dict[str, np.ndarray], special_ids, mask_id: int) -> dict[str, int]:
+  """Counts behind the statistics, for one batch."""
+  is_prediction = batch["masked_lm_weights"] > 0                                   # [B, P]
+  now = np.take_along_axis(batch["input_ids"], batch["masked_lm_positions"], axis=1)
+  to_mask = is_prediction & (now == mask_id)
+  kept = is_prediction & (now == batch["masked_lm_ids"])
+  eligible = (batch["attention_mask"] > 0) & ~np.isin(original_ids(batch), special_ids)
+  return {
+      "eligible": int(eligible.sum()),
+      "selected": int(is_prediction.sum()),
+      "mask": int(to_mask.sum()),
+      "kept": int(kept.sum()),
+      "random": int((is_prediction & ~to_mask & ~kept).sum()),
+      "is_next": int((batch["next_sentence_labels"] == 0).sum()),
+      "examples": len(batch["next_sentence_labels"]),
+      "pad": int((batch["attention_mask"] == 0).sum()),
+      "positions": int(batch["attention_mask"].size),
+  }
+
+
+def mask_overlap(first: dict[str, np.ndarray], second: dict[str, np.ndarray]) -> tuple[int, int]:
+  """(positions predicted in both, positions predicted in `first`) for the same pairs."""
+  shared, total = 0, 0
+  for row in range(len(first["masked_lm_positions"])):
+    a = set(first["masked_lm_positions"][row][first["masked_lm_weights"][row] > 0].tolist())
+    b = set(second["masked_lm_positions"][row][second["masked_lm_weights"][row] > 0].tolist())
+    shared, total = shared + len(a & b), total + len(a)
+  return shared, total
+
+
+def statistics(train_input: pretraining.PretrainingInput, num_batches: int, special_ids,
+               mask_id: int) -> tuple[dict[str, float], list[dict[str, np.ndarray]]]:
+  """The module docstring's statistics over the first num_batches of epoch 0."""
+  steps = train_input.steps_in_epoch(0)
+  if num_batches > steps:
+    print(f"inspect: epoch 0 has {steps} batches; looking at all of them", file=sys.stderr)
+    num_batches = steps
+  as_epoch_0 = train_input.epoch_batches(0)
+  as_epoch_1 = train_input.epoch_batches(0, mask_epoch=1)
+  totals, shared, predicted, batches = {}, 0, 0, []
+  for _ in range(num_batches):
+    batch, remasked = next(as_epoch_0), next(as_epoch_1)
+    for key, count in batch_counts(batch, special_ids, mask_id).items():
+      totals[key] = totals.get(key, 0) + count
+    both, total = mask_overlap(batch, remasked)
+    shared, predicted = shared + both, predicted + total
+    batches.append(batch)
+  selected = max(totals["selected"], 1)
+  return {
+      "selected_fraction": totals["selected"] / max(totals["eligible"], 1),
+      "mask_fraction": totals["mask"] / selected,
+      "random_fraction": totals["random"] / selected,
+      "kept_fraction": totals["kept"] / selected,
+      "is_next_fraction": totals["is_next"] / totals["examples"],
+      "pad_fraction": totals["pad"] / totals["positions"],
+      "epoch_mask_overlap": shared / max(predicted, 1),
+  }, batches
+
+
+def render_example(batch: dict[str, np.ndarray], row: int, tokenizer) -> str:
+  """One example as WordPieces, predictions annotated (module docstring)."""
+  vocab, now = tokenizer.vocab, batch["input_ids"][row]
+  notes = {}
+  for position, original, weight in zip(batch["masked_lm_positions"][row],
+                                        batch["masked_lm_ids"][row],
+                                        batch["masked_lm_weights"][row]):
+    if weight > 0:
+      if now[position] == tokenizer.mask_id:
+        notes[position] = f"[MASK:{vocab[original]}]"
+      elif now[position] == original:
+        notes[position] = f"[={vocab[original]}]"
+      else:
+        notes[position] = f"[{vocab[now[position]]}~{vocab[original]}]"
+  length = int(batch["attention_mask"][row].sum())
+  words = [notes.get(i, vocab[now[i]]) for i in range(length)]
+  label = "IsNext" if batch["next_sentence_labels"][row] == 0 else "NotNext"
+  return f"({label}, {length} tokens + {len(now) - length} pad) " + " ".join(words)
+
+
+def main(argv):
+  del argv
+  if _CONFIG.value is None:
+    raise app.UsageError("--config is required")
+  data_config = _CONFIG.value.data
+  tokenizer = pretraining.make_tokenizer(data_config)
+  train_corpus, _ = pretraining.load_corpora(data_config, tokenizer)
+  train_input = pretraining.PretrainingInput(train_corpus, tokenizer, data_config)
+  special_ids = (tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id)
+  stats, batches = statistics(train_input, _BATCHES.value, special_ids, tokenizer.mask_id)
+  if _JSON.value:
+    print(json.dumps({key: round(value, 4) for key, value in stats.items()}))
+    return
+  print(f"corpus: {train_corpus.num_documents} documents, {train_corpus.num_sentences} "
+        f"sentences, {train_corpus.num_tokens} tokens; epoch 0: "
+        f"{train_input.steps_in_epoch(0)} batches of {train_input.global_batch_size}")
+  for row in range(min(_EXAMPLES.value, len(batches[0]["input_ids"]))):
+    print(f"\nexample {row} " + render_example(batches[0], row, tokenizer))
+  print()
+  for key, value in stats.items():
+    print(f"{key:20s} {value:.4f}")
+
+
+if __name__ == "__main__":
+  app.run(main)

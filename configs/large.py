@@ -1,0 +1,28 @@
+r"""BERT-Large (L24/H1024/A16, 340M) pretraining, the recipe of Devlin et al. (2019).
+
+  python -m bert_jax.train --config=configs/large.py:corpus=/data/wiki_books/*.txt \
+      --workdir=gs://bucket/bert_large --config.mesh.fsdp=8
+
+Same schedule as base (batch 256, lr 1e-4, 10k warmup, 1M steps) with layers scanned and
+rematerialised ("dots") to fit seq 512 on 16 GiB accelerators. `runlocal=True` for a
+smoke test.
+"""
+from configs.base import set_pretraining_data
+from configs.common import parse_arg, pretraining_config
+
+
+def get_config(arg=None):
+  arg = parse_arg(arg, corpus="", tfds="", seq=128, runlocal=False)
+  config = pretraining_config("large", scan_layers=True, remat_policy="dots")
+  set_pretraining_data(config, arg)
+  config.optim.learning_rate = 1e-4
+  config.optim.warmup_steps = 10_000
+  config.num_train_steps = 1_000_000
+  if arg.runlocal:
+    config.data.batch_size = 4
+    config.data.max_seq_length = 32
+    config.num_train_steps = 4
+    config.log_every_steps = 1
+    config.eval_every_steps = 0
+    config.checkpoint_every_steps = 4
+  return config

@@ -1,0 +1,135 @@
+"""CoNLL-2003 reader, first-sub-token features, word-level scoring and bad input."""
+import collections
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from bert_jax import metrics
+from bert_jax.data import conll
+from bert_jax.data.task_sources import DataFormatError
+from bert_jax.data.tokenizer import WordPieceTokenizer
+
+
+@pytest.fixture(scope="module")
+def tokenizer(vocab_path):
+  if not os.path.isfile(vocab_path):
+    pytest.skip(f"no vocab at {vocab_path}")
+  return WordPieceTokenizer(vocab_path)
+
+
+@pytest.fixture(scope="module")
+def valid(data_dir):
+  return conll.read_examples("conll2003/valid.txt", data_dir=data_dir)
+
+
+def test_valid_file_matches_published_statistics(valid):
+  assert len(valid) == 3250
+  assert sum(len(s.words) for s in valid) == 51362
+  entities = collections.Counter(
+      type_ for s in valid for type_, _, _ in metrics.get_entities(list(s.tags)))
+  assert entities == {"LOC": 1837, "MISC": 922, "ORG": 1341, "PER": 1842}
+  assert valid[0].words == ("CRICKET", "-", "LEICESTERSHIRE", "TAKE", "OVER", "AT",
+                            "TOP", "AFTER", "INNINGS", "VICTORY", ".")
+  assert valid[0].provenance.endswith("valid.txt:3")  # After -DOCSTART- and a blank.
+
+
+def test_load_split_defaults_to_the_standard_files(data_dir, tokenizer):
+  features, metadata = conll.load_split({"data_dir": data_dir}, "test", tokenizer, 64)
+  assert len(metadata.sentences) == 3453 == features["input_ids"].shape[0]
+  assert sum(len(s.words) for s in metadata.sentences) == 46435
+
+
+def test_features_label_first_sub_tokens(valid, tokenizer):
+  sentences = valid[:200]
+  features = conll.featurize(sentences, tokenizer, max_seq_length=128)
+  assert {k: (v.shape, v.dtype) for k, v in features.items()} == {
+      "input_ids": ((200, 128), np.int32), "token_type_ids": ((200, 128), np.int32),
+      "attention_mask": ((200, 128), np.int32), "labels": ((200, 128), np.int32),
+      "label_weights": ((200, 128), np.float32), "word_index": ((200, 128), np.int32),
+      "example_index": ((200,), np.int32)}
+  joined = tokenizer.encode([" ".join(s.words) for s in sentences])
+  for row, sentence in enumerate(sentences):
+    length = features["attention_mask"][row].sum()
+    ids = features["input_ids"][row, :length]
+    assert ids[0] == tokenizer.cls_id and ids[-1] == tokenizer.sep_id
+    # Words tokenized one by one give the pieces of the whole sentence.
+    assert list(ids[1:-1]) == joined[row][:126]
+    first = np.flatnonzero(features["word_index"][row] >= 0)
+    np.testing.assert_array_equal(features["word_index"][row, first],
+                                  np.arange(len(first)))
+    assert len(first) == len(sentence.words)  # No sentence here is cut at 128.
+    np.testing.assert_array_equal(features["labels"][row, first],
+                                  [conll.LABEL_IDS[t] for t in sentence.tags])
+    np.testing.assert_array_equal(np.flatnonzero(features["label_weights"][row]), first)
+    assert not features["labels"][row][features["word_index"][row] < 0].any()
+    for token, word in zip(first, sentence.words):  # A first piece starts its word.
+      piece = tokenizer.vocab[ids[token]]
+      assert not piece.startswith("##")
+      assert word.lower().startswith(piece) or piece == "[UNK]"
+
+
+def _gold_logits(features):
+  logits = np.zeros(features["labels"].shape + (len(conll.LABELS),), np.float32)
+  np.put_along_axis(logits, features["labels"][..., None], 1.0, axis=-1)
+  return logits
+
+
+def test_gold_predictions_score_perfectly_and_cut_words_are_counted(valid, tokenizer):
+  sentences = valid[:300]
+  features = conll.featurize(sentences, tokenizer, 128)
+  metadata = conll.TaggingMetadata(sentences, features["word_index"])
+  result = conll.score(_gold_logits(features), metadata)
+  assert (result["f1"], result["precision"], result["recall"]) == (1.0, 1.0, 1.0)
+  assert result["cut_words"] == 0
+  short = conll.featurize(sentences, tokenizer, 12)
+  metadata = conll.TaggingMetadata(sentences, short["word_index"])
+  tags, cut = conll.word_tags(short["labels"], short["word_index"], sentences)
+  kept = (short["word_index"] >= 0).sum()
+  assert cut == sum(len(s.words) for s in sentences) - kept > 0
+  result = conll.score(_gold_logits(short), metadata)
+  assert result["cut_words"] == cut
+  cut_gold = [[t if (row >= 0).sum() > i else "O" for i, t in enumerate(s.tags)]
+              for s, row in zip(sentences, short["word_index"])]
+  assert tags == cut_gold  # Gold tags on the kept words, "O" on the cut ones.
+  expected = metrics.entity_scores([s.tags for s in sentences], cut_gold)
+  assert result["f1"] == expected["f1"] < 1.0
+
+
+def test_tfds_conll2003_maps_class_names():
+  record = {"tokens": ["EU", "rejects", "German"], "pos": [22, 42, 16],
+            "chunks": [11, 21, 11], "ner": [3, 0, 7]}
+
+  def as_dataset(self, split, **unused_kwargs):
+    assert split == "dev"
+    spec = self.info.features.get_tensor_spec()
+    return tf.data.Dataset.from_generator(lambda: iter([record]), output_signature=spec)
+
+  with tfds.testing.mock_data(as_dataset_fn=as_dataset):
+    (sentence,) = conll.read_examples("tfds:conll2003", "dev")
+  assert sentence.words == ("EU", "rejects", "German")
+  assert sentence.tags == ("B-ORG", "O", "B-MISC")
+
+
+def _write(tmp_path, name, text):
+  path = tmp_path / name
+  path.write_text(text, encoding="utf-8")
+  return str(path)
+
+
+def test_bad_input_names_file_and_line(tmp_path):
+  good = "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\n"
+  with pytest.raises(DataFormatError, match=r"tag\.txt:4: NER tag 'B-FOO'"):
+    conll.read_examples(_write(tmp_path, "tag.txt", good + "x NN I-NP B-FOO\n"))
+  with pytest.raises(DataFormatError, match=r"cols\.txt:4: expected 4"):
+    conll.read_examples(_write(tmp_path, "cols.txt", good + "x NN B-ORG\n"))
+  with pytest.raises(DataFormatError, match=r"empty\.txt:1: the file is empty"):
+    conll.read_examples(_write(tmp_path, "empty.txt", ""))
+  with pytest.raises(DataFormatError, match=r"docs\.txt:1: no sentences"):
+    conll.read_examples(_write(tmp_path, "docs.txt", "-DOCSTART- -X- -X- O\n\n"))
+  (sentence,) = conll.read_examples(_write(tmp_path, "ok.txt", good))
+  assert sentence.tags == ("B-ORG",)
+  with pytest.raises(ValueError, match="Expected logits"):
+    conll.score(np.zeros((1, 4, 3)), conll.TaggingMetadata([sentence], np.zeros((1, 4))))

@@ -1,0 +1,210 @@
+"""prepare.py (raw sources -> plain format) and corpus.py (plain / tfds -> TokenizedCorpus)."""
+import os
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_jax.data import corpus
+from bert_jax.data import prepare
+from bert_jax.data.tokenizer import WordPieceTokenizer
+
+
+@pytest.fixture(scope="module")
+def tokenizer(vocab_path):
+  return WordPieceTokenizer(vocab_path)
+
+
+def write(path, text, mode="w"):
+  with open(path, mode) as f:
+    f.write(text)
+  return str(path)
+
+
+# ------------------------------------------------------------------ sentence rule
+@pytest.mark.parametrize("paragraph, sentences", [
+    ("One here. Two there! Three?", ["One here.", "Two there!", "Three?"]),
+    ("Mr. Smith met Dr. Who. Then W. N. Francis left.",
+     ["Mr. Smith met Dr. Who.", "Then W. N. Francis left."]),
+    ("e.g. this stays. lower case after a period stays.",
+     ["e.g. this stays. lower case after a period stays."]),
+    ('He said "Go!" Then wrapped\nlines   join.', ['He said "Go!"', "Then wrapped lines join."]),
+    ("(An aside.) 1999 was next.", ["(An aside.)", "1999 was next."]),
+    ("   ", []),
+])
+def test_split_sentences(paragraph, sentences):
+  assert prepare.split_sentences(paragraph) == sentences
+
+
+def test_in_graph_split_matches_python_rule():
+  text = ("Mr. Smith met Dr. Who. Then W. N. Francis left! lower stays. \"Quoted.\" Next one?"
+          "\nA second paragraph.  With   spaces. (Bracket.) Done")
+  expected = [s for line in text.split("\n") for s in prepare.split_sentences(line)]
+  got = [s.decode() for s in corpus.tfds_text_to_sentences(tf.constant(text)).numpy()]
+  assert got == expected
+
+
+# ------------------------------------------------------------------ prepare
+def make_zip(path, members: dict[str, bytes]):
+  with zipfile.ZipFile(path, "w") as archive:
+    for name, data in members.items():
+      archive.writestr(name, data)
+  return str(path)
+
+
+def read_documents(path):
+  with open(path, encoding="utf-8") as f:
+    return [block.split("\n") for block in f.read().strip("\n").split("\n\n")]
+
+
+def test_prepare_zip_of_documents(tmp_path):
+  source = make_zip(tmp_path / "books.zip", {
+      "books/README": b"About these books.",
+      "books/a.txt": (b"Title line\n\nFirst sentence of a\nwrapped paragraph. Second one."
+                      b"\n\n\nNew par."),
+      "books/b.txt": b"Only. Two.",
+      "books/empty.txt": b"\n \n",
+  })
+  output = str(tmp_path / "out" / "corpus.txt")
+  counts, = prepare.prepare([source], output)
+  assert read_documents(output) == [
+      ["Title line", "First sentence of a wrapped paragraph.", "Second one.", "New par."],
+      ["Only.", "Two."]]
+  assert (counts.documents, counts.sentences) == (2, 6)
+  assert (counts.skipped_members, counts.skipped_empty_documents) == (1, 1)
+
+
+def test_prepare_brown_strips_tags_and_movie_reviews_keep_lines(tmp_path):
+  brown = make_zip(tmp_path / "brown.zip", {
+      "brown/ca01": b"\n\n\tThe/at jury/nn said/vbd ``/`` yes/rb ''/'' ./.\nIt/pps left/vbd ./.\n",
+      "brown/cats.txt": b"ca01 news\n"})
+  reviews = make_zip(tmp_path / "movie_reviews.zip", {
+      "movie_reviews/pos/cv1.txt": b"a lowercased sentence . \nanother one . \n"})
+  output = str(tmp_path / "corpus.txt")
+  prepare.prepare([brown, reviews], output)
+  assert read_documents(output) == [
+      ['The jury said " yes " .', "It left ."],
+      ["a lowercased sentence .", "another one ."]]
+
+
+def test_prepare_wikitext_articles(tmp_path):
+  source = write(tmp_path / "wiki.txt", (
+      " \n = Lobster = \n \n Homarus is big . It weighs 1 @,@ 000 g or 0 @.@ 5 kg . \n"
+      " \n = = Description = = \n \n A <unk> claw @-@ like part . \n"
+      " = Second Article = \n Text here . \n"))
+  output = str(tmp_path / "corpus.txt")
+  counts, = prepare.prepare([source + ":wikitext"], output)
+  assert read_documents(output) == [
+      ["Homarus is big .", "It weighs 1,000 g or 0.5 kg .", "A claw-like part ."],
+      ["Text here ."]]
+  assert counts.documents == 2
+
+
+def test_prepare_invalid_utf8_policies(tmp_path):
+  source = make_zip(tmp_path / "old.zip", {"old/a.txt": "Caf\u00e9 here. Fine.".encode("latin-1"),
+                                           "old/b.txt": b"Good. Text."})
+  output = str(tmp_path / "corpus.txt")
+  counts, = prepare.prepare([source], output)  # default: read as Latin-1, listed
+  assert read_documents(output)[0] == ["Caf\u00e9 here.", "Fine."]
+  assert counts.invalid_utf8_members == [f"{source}!old/a.txt"]
+  counts, = prepare.prepare([source], output, invalid_utf8="skip")
+  assert read_documents(output) == [["Good.", "Text."]]
+  with pytest.raises(prepare.PrepareError, match="old.zip!old/a.txt: invalid UTF-8"):
+    prepare.prepare([source], output, invalid_utf8="error")
+
+
+def test_prepare_errors_name_the_source(tmp_path):
+  with pytest.raises(prepare.PrepareError, match="missing.zip"):
+    prepare.prepare([str(tmp_path / "missing.zip")], str(tmp_path / "out.txt"))
+  empty = make_zip(tmp_path / "empty.zip", {"e/README": b"nothing"})
+  with pytest.raises(prepare.PrepareError, match="no text found.*empty.zip"):
+    prepare.prepare([empty], str(tmp_path / "out.txt"))
+  assert not os.path.exists(tmp_path / "out.txt")
+
+
+def test_prepare_cli(tmp_path):
+  source = write(tmp_path / "plain.txt", "A one. A two.\n\nB one.\nB two.\n")
+  output = tmp_path / "corpus.txt"
+  result = subprocess.run(
+      [sys.executable, "-m", "bert_jax.data.prepare", f"--source={source}",
+       f"--output={output}"], capture_output=True, text=True, check=True)
+  assert "wrote 2 documents, 3 sentences" in result.stdout
+  assert read_documents(output) == [["A one. A two."], ["B one.", "B two."]]
+
+
+# ------------------------------------------------------------------ corpus
+def test_read_files_layout(tmp_path, tokenizer):
+  first = write(tmp_path / "a.txt", "Hello world.\nSecond line here.\n\n\n\nNext doc.\nMore.\n")
+  second = write(tmp_path / "b.txt", "Other file.\n  \t\nLast doc.\n\u200b\nEnd [SEP] here.")
+  result = corpus.read_files(
+      corpus.expand_file_patterns(["*.txt"], str(tmp_path)), tokenizer)
+  assert result.num_documents == 4 and result.num_sentences == 7
+  assert result.skipped_lines == 1  # the zero-width-space line has no WordPiece
+  texts = [[tokenizer.decode(s.tolist()) for s in result.document_sentences(d)]
+           for d in range(result.num_documents)]
+  assert texts == [["hello world .", "second line here ."], ["next doc .", "more ."],
+                   ["other file ."], ["last doc .", "end here ."]]  # literal [SEP] dropped
+  assert result.sources == (first, second)
+  subset = result.select_documents([3, 0])
+  assert [len(subset.document_sentences(d)) for d in range(2)] == [2, 2]
+  np.testing.assert_array_equal(subset.document_sentences(0)[0], result.document_sentences(3)[0])
+
+
+def test_corpus_save_load_roundtrip(tmp_path, tokenizer):
+  path = write(tmp_path / "a.txt", "One.\nTwo.\n\nThree.\n")
+  original = corpus.read_files([path], tokenizer)
+  original.save(str(tmp_path / "c.npz"))
+  loaded = corpus.TokenizedCorpus.load(str(tmp_path / "c.npz"))
+  for field in ("token_ids", "sentence_starts", "document_starts"):
+    np.testing.assert_array_equal(getattr(loaded, field), getattr(original, field))
+  assert loaded.sources == original.sources
+
+
+def test_read_tfds_through_the_same_path(tokenizer):
+  import tensorflow_datasets as tfds
+  texts = ["Mr. Smith went home. He slept.\nNext paragraph here.", "Second doc. Also two."]
+
+  def as_dataset_fn(self, split, shuffle_files=False, **kwargs):
+    del self, split, shuffle_files, kwargs
+    return tf.data.Dataset.from_tensor_slices({"text": texts, "title": ["a", "b"]})
+  with tfds.testing.mock_data(as_dataset_fn=as_dataset_fn):
+    result = corpus.read_tfds("wikipedia/20230601.en", "train", "text", tokenizer)
+  assert result.num_documents == 2 and result.num_sentences == 5
+  assert tokenizer.decode(result.document_sentences(0)[0].tolist()) == "mr . smith went home ."
+  assert result.sources == ("tfds wikipedia/20230601.en/train",)
+
+
+def test_invalid_utf8_names_file_and_line(tmp_path, tokenizer):
+  path = write(tmp_path / "bad.txt", b"Fine line.\nAlso fine.\n\nBroken \xe8 here.\n", "wb")
+  with pytest.raises(corpus.CorpusError, match=r"bad\.txt:4: invalid UTF-8"):
+    corpus.read_files([path], tokenizer)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "empty corpus: no line in .*empty.txt"),
+    ("\n\n  \n", "empty corpus: no sentence in .*empty.txt"),
+    ("One.\nTwo.\nThree.\n", "single document"),
+    ("One.\n\nTwo.\n\nThree.\n", "has a single sentence"),
+])
+def test_unusable_corpora_are_clear_errors(tmp_path, tokenizer, text, message):
+  path = write(tmp_path / "empty.txt", text)
+  with pytest.raises(corpus.CorpusError, match=message):
+    corpus.read_files([path], tokenizer).check_usable_for_nsp()
+
+
+def test_pattern_without_files_is_an_error(tmp_path):
+  with pytest.raises(corpus.CorpusError, match=r"'nothing/\*.txt'.*matches no file"):
+    corpus.expand_file_patterns(["nothing/*.txt"], str(tmp_path))
+
+
+def test_prepare_real_wikitext(data_dir, tmp_path, tokenizer):
+  """Bounded real-corpus check: WikiText-2 valid becomes its 60 articles."""
+  output = str(tmp_path / "wiki.txt")
+  counts, = prepare.prepare(["wikitext-2/valid.txt"], output, data_dir)
+  assert counts.documents == 60 and counts.sentences > 7000
+  result = corpus.read_files([output], tokenizer)
+  result.check_usable_for_nsp()
+  assert result.num_documents == 60 and result.num_tokens > 200_000

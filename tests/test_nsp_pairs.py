@@ -1,0 +1,132 @@
+"""NSP pair instances: the create_pretraining_data.py rules, redrawn per epoch."""
+import numpy as np
+import pytest
+
+from bert_jax.data.corpus import TokenizedCorpus
+from bert_jax.data import nsp_pairs
+
+
+def synthetic_corpus(sentences_per_document, seed=0, min_len=3, max_len=30) -> TokenizedCorpus:
+  """Token i of the corpus has id i, so spans are easy to check."""
+  rng = np.random.default_rng(seed)
+  lengths = [rng.integers(min_len, max_len + 1, size=n) for n in sentences_per_document]
+  sentence_lengths = np.concatenate(lengths)
+  sentence_starts = np.concatenate([[0], np.cumsum(sentence_lengths)])
+  document_starts = np.concatenate([[0], np.cumsum(sentences_per_document)])
+  return TokenizedCorpus(np.arange(sentence_starts[-1], dtype=np.int32), sentence_starts,
+                         document_starts, sources=("synthetic",))
+
+
+def document_of_token(corpus, token):
+  sentence = np.searchsorted(corpus.sentence_starts, token, side="right") - 1
+  return np.searchsorted(corpus.document_starts, sentence, side="right") - 1
+
+
+@pytest.fixture(scope="module")
+def corpus():
+  return synthetic_corpus(np.random.default_rng(1).integers(2, 40, size=300))
+
+
+def build(corpus, seed=0, **options):
+  return nsp_pairs.build_pair_instances(
+      corpus, nsp_pairs.PairOptions(**options), np.random.default_rng(seed))
+
+
+def test_pairs_fit_and_are_well_formed(corpus):
+  instances = build(corpus, max_seq_length=64)
+  assert len(instances) > 500
+  assert (instances.a_lengths >= 1).all() and (instances.b_lengths >= 1).all()
+  assert (instances.a_lengths + instances.b_lengths <= 64 - 3).all()
+  a_documents = document_of_token(corpus, instances.a_starts)
+  a_last_tokens = instances.a_starts + instances.a_lengths - 1
+  assert (a_documents == document_of_token(corpus, a_last_tokens)).all()
+  b_documents = document_of_token(corpus, instances.b_starts)
+  is_next = ~instances.is_random_next
+  assert (a_documents[is_next] == b_documents[is_next]).all()
+  a_ends = instances.a_starts + instances.a_lengths
+  assert (instances.b_starts[is_next] >= a_ends[is_next]).all()
+  assert (a_documents[~is_next] != b_documents[~is_next]).all()
+
+
+def test_untruncated_pairs_are_whole_sentences_and_true_continuations(corpus):
+  instances = build(corpus, max_seq_length=2000)  # nothing gets truncated
+  starts = set(corpus.sentence_starts.tolist())
+  a_ends = instances.a_starts + instances.a_lengths
+  assert all(int(s) in starts for s in instances.a_starts)
+  assert all(int(e) in starts for e in a_ends)
+  is_next = ~instances.is_random_next
+  np.testing.assert_array_equal(instances.b_starts[is_next], a_ends[is_next])
+  assert all(int(s) in starts for s in instances.b_starts)
+
+
+def test_is_next_rate_and_lengths(corpus):
+  instances = build(corpus, max_seq_length=128)
+  assert abs((~instances.is_random_next).mean() - 0.5) < 0.03
+  total = instances.a_lengths + instances.b_lengths
+  assert (total == 125).mean() > 0.5  # mostly full: short only when drawn so, or at doc ends
+  short = build(corpus, max_seq_length=128, short_seq_prob=1.0)
+  assert (short.a_lengths + short.b_lengths).mean() < 0.75 * total.mean()
+  always_random = build(corpus, random_next_prob=1.0)
+  assert always_random.is_random_next.all()
+
+
+def test_redrawn_per_epoch_and_reproducible(corpus):
+  first, again, other = build(corpus, seed=5), build(corpus, seed=5), build(corpus, seed=6)
+  for field in ("a_starts", "a_lengths", "b_starts", "b_lengths", "is_random_next"):
+    np.testing.assert_array_equal(getattr(first, field), getattr(again, field))
+  shared = set(zip(first.a_starts.tolist(), first.b_starts.tolist())) & set(
+      zip(other.a_starts.tolist(), other.b_starts.tolist()))
+  assert len(shared) < 0.5 * len(first)
+
+
+def test_one_sentence_documents_give_not_next_only():
+  corpus = synthetic_corpus([1] * 50 + [6] * 50)
+  instances = build(corpus)
+  single = document_of_token(corpus, instances.a_starts) < 50
+  assert single.any() and instances.is_random_next[single].all()
+
+
+def reference_truncation_counts(a_length, b_length, max_tokens):
+  """The token-by-token rule: trim the longer side (B on ties) until it fits."""
+  a_cut = b_cut = 0
+  while (a_length - a_cut) + (b_length - b_cut) > max_tokens:
+    if a_length - a_cut > b_length - b_cut:
+      a_cut += 1
+    else:
+      b_cut += 1
+  return a_cut, b_cut
+
+
+def test_closed_form_truncation_matches_the_loop():
+  rng = np.random.default_rng(0)
+  a_lengths, b_lengths = rng.integers(1, 200, size=500), rng.integers(1, 200, size=500)
+  a_starts, b_starts = rng.integers(0, 1000, size=500), rng.integers(0, 1000, size=500)
+  new_a, a_kept, new_b, b_kept = nsp_pairs._truncate_pairs(
+      a_starts, a_lengths, b_starts, b_lengths, 125, rng)
+  for i in range(500):
+    a_cut, b_cut = reference_truncation_counts(a_lengths[i], b_lengths[i], 125)
+    assert (a_kept[i], b_kept[i]) == (a_lengths[i] - a_cut, b_lengths[i] - b_cut)
+    assert 0 <= new_a[i] - a_starts[i] <= a_cut and 0 <= new_b[i] - b_starts[i] <= b_cut
+  front_cut = (new_a - a_starts)[a_lengths - a_kept > 20]
+  back_cut = (a_starts + a_lengths - new_a - a_kept)[a_lengths - a_kept > 20]
+  assert front_cut.sum() > 0 and back_cut.sum() > 0  # both ends get trimmed
+
+
+def test_pack_layout():
+  corpus = synthetic_corpus([3, 3])
+  instances = nsp_pairs.PairInstances(
+      a_starts=np.array([10, 0]), a_lengths=np.array([2, 3]), b_starts=np.array([20, 5]),
+      b_lengths=np.array([3, 1]), is_random_next=np.array([True, False]))
+  ids = nsp_pairs.pack_pair_instances(instances, corpus.token_ids + 1000, 10,
+                                      cls_id=101, sep_id=102, pad_id=0)
+  np.testing.assert_array_equal(ids, [
+      [101, 1010, 1011, 102, 1020, 1021, 1022, 102, 0, 0],
+      [101, 1000, 1001, 1002, 102, 1005, 102, 0, 0, 0]])
+  assert ids.dtype == np.int32
+
+
+def test_options_are_validated():
+  with pytest.raises(ValueError, match="max_seq_length"):
+    nsp_pairs.PairOptions(max_seq_length=4)
+  with pytest.raises(ValueError, match="random_next_prob"):
+    nsp_pairs.PairOptions(random_next_prob=1.5)

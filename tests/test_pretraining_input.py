@@ -1,0 +1,272 @@
+"""The assembled pretraining input: batch contract, resumption, epochs, shards, errors."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_jax.data import corpus as corpus_lib
+from bert_jax.data import inspect as inspect_lib
+from bert_jax.data import prepare
+from bert_jax.data import pretraining
+from bert_jax.data.tokenizer import WordPieceTokenizer
+
+KEYS = {"input_ids": np.int32, "token_type_ids": np.int32, "attention_mask": np.int32,
+        "masked_lm_positions": np.int32, "masked_lm_ids": np.int32,
+        "masked_lm_weights": np.float32, "next_sentence_labels": np.int32}
+WORDS = ("the a cat dog sat on mat ran fast slow house tree river bird sings loud quiet "
+         "green blue red big small old new city road car train boat sea sky sun rain "
+         "snow wind hill stone bread milk water fire light night day morning").split()
+
+
+def synthetic_documents(num_documents, seed=0):
+  rng = np.random.default_rng(seed)
+  return [[" ".join(rng.choice(WORDS, rng.integers(4, 15))).capitalize() + "."
+           for _ in range(rng.integers(3, 12))] for _ in range(num_documents)]
+
+
+def write_corpus(path, documents):
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("\n\n".join("\n".join(sentences) for sentences in documents) + "\n")
+  return str(path)
+
+
+@pytest.fixture(scope="module")
+def tokenizer(vocab_path):
+  return WordPieceTokenizer(vocab_path)
+
+
+@pytest.fixture(scope="module")
+def corpus_file(tmp_path_factory):
+  return write_corpus(tmp_path_factory.mktemp("corpus") / "train.txt", synthetic_documents(120))
+
+
+def data_config(vocab_path, train_files, **overrides):
+  config = pretraining.default_data_config()
+  config.update(dict(train_files=tuple(train_files), vocab_path=vocab_path,
+                     max_seq_length=64, max_predictions_per_seq=10, batch_size=8, seed=3))
+  config.update(overrides)
+  return config
+
+
+@pytest.fixture(scope="module")
+def small_corpus(vocab_path, corpus_file, tokenizer):
+  config = data_config(vocab_path, [corpus_file])
+  return pretraining.load_corpora(config, tokenizer)[0]
+
+
+def make_input(small_corpus, tokenizer, vocab_path, corpus_file, **overrides):
+  process = {k: overrides.pop(k) for k in ("process_index", "process_count") if k in overrides}
+  config = data_config(vocab_path, [corpus_file], **overrides)
+  return pretraining.PretrainingInput(small_corpus, tokenizer, config, **process)
+
+
+@pytest.fixture
+def train_input(small_corpus, tokenizer, vocab_path, corpus_file):
+  return make_input(small_corpus, tokenizer, vocab_path, corpus_file)
+
+
+def take(iterator, count):
+  return [next(iterator) for _ in range(count)]
+
+
+def assert_batches_equal(first, second):
+  assert len(first) == len(second)
+  for a, b in zip(first, second):
+    for key in KEYS:
+      np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+def test_batch_contract(train_input, tokenizer):
+  batch = next(train_input)
+  assert set(batch) == set(KEYS)
+  for key, dtype in KEYS.items():
+    assert batch[key].dtype == dtype, key
+  assert batch["input_ids"].shape == batch["token_type_ids"].shape == (8, 64)
+  assert batch["masked_lm_positions"].shape == batch["masked_lm_weights"].shape == (8, 10)
+  assert batch["next_sentence_labels"].shape == (8,)
+  assert set(np.unique(batch["next_sentence_labels"])) <= {0, 1}
+  ids = inspect_lib.original_ids(batch)
+  for row in range(8):
+    length = int(batch["attention_mask"][row].sum())
+    np.testing.assert_array_equal(batch["attention_mask"][row], [1] * length + [0] * (64 - length))
+    assert ids[row, 0] == tokenizer.cls_id and (ids[row, length:] == tokenizer.pad_id).all()
+    separators = np.flatnonzero(ids[row] == tokenizer.sep_id)
+    assert len(separators) == 2 and separators[1] == length - 1
+    expected_types = np.zeros(64, np.int32)
+    expected_types[separators[0] + 1:length] = 1
+    np.testing.assert_array_equal(batch["token_type_ids"][row], expected_types)
+
+
+def test_specials_and_padding_never_masked(train_input, tokenizer):
+  specials = [tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id]
+  for batch in take(train_input, 10):
+    chosen = batch["masked_lm_weights"] > 0
+    positions = batch["masked_lm_positions"][chosen]
+    rows = np.nonzero(chosen)[0]
+    assert not np.isin(batch["masked_lm_ids"][chosen], specials).any()
+    assert (batch["attention_mask"][rows, positions] == 1).all()
+    assert (positions > 0).all()
+
+
+def test_resume_from_state_gives_identical_batches(small_corpus, tokenizer, vocab_path,
+                                                   corpus_file):
+  first = make_input(small_corpus, tokenizer, vocab_path, corpus_file)
+  steps = first.steps_in_epoch(0)
+  states, batches = [], []
+  for _ in range(steps + 5):  # crosses into epoch 1
+    states.append(first.state())
+    batches.append(next(first))
+  assert states[steps] == {"epoch": 1, "step_in_epoch": 0, "seed": 3, "batch_size": 8,
+                           "corpus_tokens": small_corpus.num_tokens}
+  for resume_at in (3, steps - 1, steps + 2):
+    resumed = make_input(small_corpus, tokenizer, vocab_path, corpus_file)
+    resumed.restore(json.loads(json.dumps(states[resume_at])))  # survives a JSON round trip
+    assert_batches_equal(take(resumed, len(batches) - resume_at), batches[resume_at:])
+  with pytest.raises(ValueError, match="seed=3"):
+    make_input(small_corpus, tokenizer, vocab_path, corpus_file, seed=4).restore(states[1])
+  beyond = make_input(small_corpus, tokenizer, vocab_path, corpus_file)
+  beyond.restore({"epoch": 0, "step_in_epoch": steps + 1})
+  with pytest.raises(ValueError, match="past its"):
+    next(beyond)
+
+
+def test_epochs_redraw_pairs_and_masks(train_input):
+  epoch_0 = list(train_input.epoch_batches(0))
+  epoch_1 = list(train_input.epoch_batches(1))
+  assert not np.array_equal(epoch_0[0]["input_ids"], epoch_1[0]["input_ids"])
+  assert_batches_equal(epoch_0, list(train_input.epoch_batches(0)))
+  remasked = list(train_input.epoch_batches(0, mask_epoch=1))
+  shared = total = 0
+  for a, b in zip(epoch_0, remasked):
+    shared_batch, total_batch = inspect_lib.mask_overlap(a, b)
+    shared, total = shared + shared_batch, total + total_batch
+    np.testing.assert_array_equal(inspect_lib.original_ids(a), inspect_lib.original_ids(b))
+  assert shared / total < 0.3
+
+
+def test_process_shards_concatenate_to_the_global_batch(small_corpus, tokenizer, vocab_path,
+                                                        corpus_file):
+  whole = make_input(small_corpus, tokenizer, vocab_path, corpus_file)
+  shards = [make_input(small_corpus, tokenizer, vocab_path, corpus_file,
+                       process_index=p, process_count=2) for p in range(2)]
+  assert shards[1].steps_in_epoch(0) == whole.steps_in_epoch(0)
+  for _ in range(3):
+    global_batch, local = next(whole), [next(shard) for shard in shards]
+    assert local[0]["input_ids"].shape == (4, 64)
+    for key in KEYS:
+      np.testing.assert_array_equal(np.concatenate([l[key] for l in local]), global_batch[key])
+  with pytest.raises(ValueError, match="not divisible"):
+    make_input(small_corpus, tokenizer, vocab_path, corpus_file, process_count=3)
+
+
+def test_statistics_within_tolerance(train_input, tokenizer):
+  specials = (tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id)
+  stats, _ = inspect_lib.statistics(train_input, 1000, specials, tokenizer.mask_id)
+  assert abs(stats["selected_fraction"] - 0.15) < 0.01
+  assert abs(stats["mask_fraction"] - 0.8) < 0.04
+  assert abs(stats["random_fraction"] - 0.1) < 0.04
+  assert abs(stats["kept_fraction"] - 0.1) < 0.04
+  assert abs(stats["is_next_fraction"] - 0.5) < 0.1
+  assert stats["epoch_mask_overlap"] < 0.3
+
+
+def test_held_out_documents_make_a_fixed_eval_input(vocab_path, corpus_file, tokenizer):
+  config = data_config(vocab_path, [corpus_file], eval_held_out_docs=40)
+  train_input, eval_input = pretraining.make_inputs(config, tokenizer=tokenizer)
+  assert train_input.corpus.num_documents == 80 and eval_input.corpus.num_documents == 40
+  assert_batches_equal(list(eval_input.epoch_batches(0)), list(eval_input.epoch_batches(0)))
+  train_tokens = set(map(bytes, (train_input.corpus.document_sentences(d)[0].tobytes()
+                                 for d in range(80))))
+  eval_tokens = set(map(bytes, (eval_input.corpus.document_sentences(d)[0].tobytes()
+                                for d in range(40))))
+  assert not train_tokens & eval_tokens
+  config.eval_held_out_docs = 119
+  with pytest.raises(corpus_lib.CorpusError, match="leaves fewer than 2"):
+    pretraining.load_corpora(config, tokenizer)
+
+
+def test_tfds_mock_data_path(vocab_path, tokenizer):
+  import tensorflow_datasets as tfds
+  texts = [" ".join(document) for document in synthetic_documents(60, seed=1)]
+
+  def as_dataset_fn(self, split, shuffle_files=False, **kwargs):
+    del self, split, shuffle_files, kwargs
+    return tf.data.Dataset.from_tensor_slices({"text": texts, "title": ["t"] * len(texts)})
+  config = data_config(vocab_path, [], tfds_name="wikipedia/20230601.en")
+  with tfds.testing.mock_data(as_dataset_fn=as_dataset_fn):
+    train_input, _ = pretraining.make_inputs(config, tokenizer=tokenizer)
+  assert train_input.corpus.num_documents == 60
+  assert train_input.corpus.num_sentences == sum(len(d) for d in synthetic_documents(60, seed=1))
+  batch = next(train_input)
+  assert batch["input_ids"].shape == (8, 64) and set(batch) == set(KEYS)
+
+
+# ------------------------------------------------------------------ bad input
+def test_missing_vocab_names_the_file(tmp_path, corpus_file):
+  config = data_config(str(tmp_path / "nope" / "vocab.txt"), [corpus_file])
+  with pytest.raises(FileNotFoundError, match="nope/vocab.txt"):
+    pretraining.make_inputs(config)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "empty corpus.*bad.txt"),
+    (b"One sentence.\n\nAnother one.\n\nA third.\n", "bad.txt has a single sentence"),
+    (b"Fine.\nOkay.\n\nBroken \xff byte.\nMore.\n", r"bad.txt:4: invalid UTF-8"),
+    (b"Just.\nOne.\nDocument.\n", "bad.txt holds a single document"),
+])
+def test_bad_corpora_are_one_clear_error(tmp_path, vocab_path, tokenizer, content, message):
+  path = tmp_path / "bad.txt"
+  path.write_bytes(content)
+  config = data_config(vocab_path, ["bad.txt"], data_dir=str(tmp_path))
+  with pytest.raises(corpus_lib.CorpusError, match=message):
+    pretraining.make_inputs(config, tokenizer=tokenizer)
+
+
+def test_config_errors(tmp_path, vocab_path, tokenizer, corpus_file):
+  with pytest.raises(corpus_lib.CorpusError, match="names no text"):
+    pretraining.make_inputs(data_config(vocab_path, []), tokenizer=tokenizer)
+  with pytest.raises(corpus_lib.CorpusError, match="do not fill one batch of 4096"):
+    pretraining.make_inputs(data_config(vocab_path, [corpus_file], batch_size=4096),
+                            tokenizer=tokenizer)[0].steps_in_epoch(0)
+
+
+def test_tokenized_corpus_cache(tmp_path, vocab_path, corpus_file, tokenizer):
+  config = data_config(vocab_path, [corpus_file], cache_dir=str(tmp_path / "cache"))
+  built, _ = pretraining.load_corpora(config, tokenizer)
+  assert len(os.listdir(tmp_path / "cache")) == 1
+  cached, _ = pretraining.load_corpora(config, tokenizer)
+  np.testing.assert_array_equal(built.token_ids, cached.token_ids)
+  np.testing.assert_array_equal(built.document_starts, cached.document_starts)
+
+
+# ------------------------------------------------------------------ the real corpus
+def test_inspect_cli_on_real_text(data_dir, vocab_path, tmp_path):
+  """Bounded real-corpus check through the CLI: WikiText-2 valid + inaugural addresses."""
+  corpus_path = str(tmp_path / "real.txt")
+  prepare.prepare(["wikitext-2/valid.txt", "nltk_corpora/inaugural.zip"], corpus_path, data_dir)
+  config_path = tmp_path / "config.py"
+  config_path.write_text(
+      "import ml_collections\nfrom bert_jax.data import pretraining\n"
+      "def get_config():\n"
+      "  config = ml_collections.ConfigDict()\n"
+      "  config.data = pretraining.default_data_config()\n"
+      f"  config.data.train_files = ({corpus_path!r},)\n"
+      f"  config.data.vocab_path = {vocab_path!r}\n"
+      "  return config\n")
+  result = subprocess.run(
+      [sys.executable, "-m", "bert_jax.data.inspect", f"--config={config_path}",
+       "--batches=120", "--json"], capture_output=True, text=True, check=True)
+  stats = json.loads(result.stdout)
+  assert set(stats) == {"selected_fraction", "mask_fraction", "random_fraction",
+                        "kept_fraction", "is_next_fraction", "pad_fraction",
+                        "epoch_mask_overlap"}
+  assert abs(stats["selected_fraction"] - 0.15) < 0.01
+  assert abs(stats["mask_fraction"] - 0.8) < 0.02
+  assert abs(stats["random_fraction"] - 0.1) < 0.02
+  assert abs(stats["kept_fraction"] - 0.1) < 0.02
+  assert abs(stats["is_next_fraction"] - 0.5) < 0.03
+  assert stats["epoch_mask_overlap"] < 0.3
