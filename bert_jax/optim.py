@@ -4,7 +4,8 @@ BERT's recipe: no weight decay on LayerNorm params or biases; linear warmup to t
 learning rate, then linear decay to `end_learning_rate` at the last step; global-norm
 clipping at 1.0. (optax's Adam applies bias correction; the original TF optimizer did not.)
 
-config.optim fields: name ("adamw" | "lamb"), learning_rate, warmup_steps,
+config.optim fields: name ("adamw" | "lamb"), learning_rate, warmup_steps (or, when it
+is 0, warmup_fraction of the total steps: BERT fine-tuning warms up over 10%),
 end_learning_rate, b1, b2, eps, weight_decay, grad_clip_norm (0 = off).
 """
 import jax
@@ -16,13 +17,15 @@ _NO_DECAY_LEAVES = ("bias", "scale", "output_bias")  # LayerNorm scale/bias, eve
 
 def default_optim_config() -> ml_collections.ConfigDict:
   return ml_collections.ConfigDict(dict(
-      name="adamw", learning_rate=1e-4, warmup_steps=10_000, end_learning_rate=0.0,
+      name="adamw", learning_rate=1e-4, warmup_steps=10_000, warmup_fraction=0.0,
+      end_learning_rate=0.0,
       b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.01, grad_clip_norm=1.0))
 
 
 def learning_rate_schedule(optim: ml_collections.ConfigDict, total_steps: int):
   """Linear warmup from 0 to the peak over warmup_steps, then linear decay to the end."""
-  warmup = min(int(optim.warmup_steps), total_steps)
+  warmup = int(optim.warmup_steps) or round(optim.warmup_fraction * total_steps)
+  warmup = min(warmup, total_steps)
   decay_steps = max(total_steps - warmup, 1)
   return optax.join_schedules(
       [optax.linear_schedule(0.0, optim.learning_rate, max(warmup, 1)),

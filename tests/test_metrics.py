@@ -76,6 +76,15 @@ def test_get_entities_like_seqeval(tags, entities):
   assert metrics.get_entities(tags) == entities
 
 
+def test_entity_scores_on_seqevals_documented_example():
+  true = [["O", "O", "O", "B-MISC", "I-MISC", "I-MISC", "O"], ["B-PER", "I-PER", "O"]]
+  pred = [["O", "O", "B-MISC", "I-MISC", "I-MISC", "I-MISC", "O"], ["B-PER", "I-PER", "O"]]
+  result = metrics.entity_scores(true, pred)
+  assert (result["precision"], result["recall"], result["f1"]) == (0.5, 0.5, 0.5)
+  assert result["per_type"]["MISC"]["f1"] == 0.0
+  assert result["per_type"]["PER"]["f1"] == 1.0
+
+
 def test_entity_scores_micro_and_per_type():
   true = [["B-PER", "I-PER", "O", "B-LOC"], ["B-ORG", "O"]]
   pred = [["B-PER", "I-PER", "O", "B-ORG"], ["I-ORG", "O"]]

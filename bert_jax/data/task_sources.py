@@ -40,7 +40,7 @@ def tfds_name(source: str) -> str:
 
 def resolve_file(source: str, data_dir: str | None) -> str:
   """The absolute path of a file source; raises FileNotFoundError if it is missing."""
-  if data_dir is None and not os.path.isabs(source):
+  if not data_dir and not os.path.isabs(source):
     data_dir = paths.default_data_dir()
   path = paths.resolve(data_dir, source)
   if not os.path.isfile(path):

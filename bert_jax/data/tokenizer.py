@@ -345,6 +345,14 @@ class WordPieceTokenizer(SubwordTokenizer):
         lower_case = bool(json.load(f).get("do_lower_case", True))
     return cls(os.path.join(path, "vocab.txt"), lower_case=lower_case)
 
+  def save(self, folder: str) -> None:
+    """Writes vocab.txt and tokenizer_config.json, as `from_pretrained_dir` reads them."""
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "vocab.txt"), "w", encoding="utf-8") as f:
+      f.write("".join(token + "\n" for token in self.vocab))
+    with open(os.path.join(folder, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+      json.dump({"do_lower_case": self.lower_case, "tokenizer_class": "BertTokenizer"}, f)
+
   def split_words(self, texts: tf.Tensor) -> tf.RaggedTensor:
     """Normalised words [N, (words)] before WordPiece; over-long words -> sentinel."""
     words = _normalize_and_split(texts, self.lower_case)

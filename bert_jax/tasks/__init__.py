@@ -11,7 +11,16 @@ def _pretraining():
   return PretrainingTask()
 
 
-TASKS = {"pretraining": _pretraining}
+def _family(name):
+  def make():
+    from bert_jax.tasks import families
+    return {"glue": families.GlueTask, "conll": families.ConllTask,
+            "squad": families.SquadTask, "swag": families.SwagTask}[name]()
+  return make
+
+
+TASKS = {"pretraining": _pretraining, "glue": _family("glue"), "conll": _family("conll"),
+         "squad": _family("squad"), "swag": _family("swag")}
 
 
 def get_task(name: str):

@@ -27,13 +27,15 @@ class PretrainingTask:
   name = "pretraining"
   metric_names = ("loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy")
 
-  def build_model(self, model_config: BertConfig) -> BertForPreTraining:
+  def build_model(self, model_config: BertConfig, config=None) -> BertForPreTraining:
+    del config
     return BertForPreTraining(model_config)
 
   def make_inputs(self, config, process_index: int, process_count: int):
     """(train input, eval input or None); see bert_jax.data.pretraining."""
+    self.tokenizer = pretraining_data.make_tokenizer(config.data)
     return pretraining_data.make_inputs(config.data, process_index=process_index,
-                                        process_count=process_count)
+                                        process_count=process_count, tokenizer=self.tokenizer)
 
   def example_batch(self, config, batch_size: int):
     """Zeros of the batch contract's shapes, for init and compile-only runs."""
@@ -78,11 +80,27 @@ class PretrainingTask:
             "mlm_accuracy": sums["mlm_correct"] / denominators["mlm"],
             "nsp_loss": nsp_loss, "nsp_accuracy": sums["nsp_correct"] / denominators["nsp"]}
 
-  def step_flops(self, config) -> float:
+  def step_flops(self, config, model_config: BertConfig) -> float:
     """Model FLOPs of one training step at the configured global batch."""
-    return flops.pretraining_step_flops(BertConfig(**config.model), config.data.batch_size,
+    return flops.pretraining_step_flops(model_config, config.data.batch_size,
                                         config.data.max_seq_length,
                                         config.data.max_predictions_per_seq)
+
+  def eval_outputs(self, outputs, batch):
+    return self.loss_sums(outputs, batch), self.denominators(batch)
+
+  def evaluate(self, run_eval, eval_input, config) -> dict:
+    """MLM/NSP loss and accuracy over the held-out batches (config.eval_batches, 0 = all)."""
+    sums = denominators = None
+    for i, local in enumerate(eval_input.epoch_batches(0)):
+      if config.eval_batches and i >= config.eval_batches:
+        break
+      s, d = run_eval(local)
+      sums = s if sums is None else jax.tree.map(jnp.add, sums, s)
+      denominators = d if denominators is None else jax.tree.map(jnp.add, denominators, d)
+    if sums is None:
+      return {}
+    return {k: float(v) for k, v in self.metrics(sums, denominators).items()}
 
   def tokens(self, batch) -> int:
     return int(batch["input_ids"].size)

@@ -1,0 +1,90 @@
+"""Batches from in-memory feature arrays (fine-tuning sets), deterministic and resumable.
+
+  train = ArrayInput(features, global_batch_size=32, seed=0, process_index=p,
+                     process_count=n)
+  batch = next(train)             # local rows of the next global batch, reshuffled per epoch
+  saved = train.state()           # {"epoch", "step_in_epoch", ...}: JSON, goes in checkpoints
+  train.restore(saved)            # the following batches equal an uninterrupted run's
+  for batch in eval_input.epoch_batches(0): ...   # every row once, in order, padded
+
+Epoch e's order is a permutation drawn from numpy Generator(seed, e); a training epoch
+drops the last partial batch. `epoch_batches` of an unshuffled input (eval) visits every
+row in order and pads the last batch by repeating row 0, with `valid` = 0 on padding rows
+so scorers can drop them. Process p of n takes rows [p*B, (p+1)*B) of each global batch.
+"""
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+
+
+class ArrayInput:
+  """An endless, reshuffled-per-epoch iterator over the rows of `features`."""
+
+  def __init__(self, features: Mapping[str, np.ndarray], global_batch_size: int, seed: int = 0,
+               *, shuffle: bool = True, process_index: int = 0, process_count: int = 1,
+               name: str = "features"):
+    sizes = {k: len(v) for k, v in features.items()}
+    if len(set(sizes.values())) != 1:
+      raise ValueError(f"{name}: feature arrays have different lengths {sizes}")
+    self.num_rows = next(iter(sizes.values()))
+    if self.num_rows == 0:
+      raise ValueError(f"{name}: no examples")
+    if global_batch_size % process_count:
+      raise ValueError(f"batch_size={global_batch_size} does not divide by {process_count} "
+                       "processes")
+    self.features = {k: np.asarray(v) for k, v in features.items()}
+    self.global_batch_size = global_batch_size
+    self.local_batch_size = global_batch_size // process_count
+    self.seed, self.shuffle = seed, shuffle
+    self.process_index = process_index
+    self.steps_per_epoch = self.num_rows // global_batch_size
+    if shuffle and self.steps_per_epoch == 0:
+      raise ValueError(f"{name}: {self.num_rows} examples is fewer than one batch of "
+                       f"{global_batch_size}")
+    self._epoch, self._step = 0, 0
+
+  def _order(self, epoch: int) -> np.ndarray:
+    if not self.shuffle:
+      return np.arange(self.num_rows)
+    return np.random.default_rng([self.seed, epoch]).permutation(self.num_rows)
+
+  def _local(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+    start = self.process_index * self.local_batch_size
+    mine = rows[start:start + self.local_batch_size]
+    return {k: v[mine] for k, v in self.features.items()}
+
+  def __iter__(self):
+    return self
+
+  def __next__(self) -> dict[str, np.ndarray]:
+    if self._step >= self.steps_per_epoch:
+      self._epoch, self._step = self._epoch + 1, 0
+    order = self._order(self._epoch)
+    rows = order[self._step * self.global_batch_size:(self._step + 1) * self.global_batch_size]
+    self._step += 1
+    return self._local(rows)
+
+  def epoch_batches(self, epoch: int = 0) -> Iterator[dict[str, np.ndarray]]:
+    """Every row of the epoch once (padded last batch, `valid` marks real rows)."""
+    order = self._order(epoch)
+    for start in range(0, self.num_rows, self.global_batch_size):
+      rows = order[start:start + self.global_batch_size]
+      valid = np.ones(self.global_batch_size, np.int32)
+      if len(rows) < self.global_batch_size:
+        valid[len(rows):] = 0
+        rows = np.concatenate([rows, np.zeros(self.global_batch_size - len(rows), rows.dtype)])
+      batch = self._local(rows)
+      start_local = self.process_index * self.local_batch_size
+      batch["valid"] = valid[start_local:start_local + self.local_batch_size]
+      yield batch
+
+  def state(self) -> dict:
+    return {"epoch": self._epoch, "step_in_epoch": self._step, "seed": self.seed,
+            "batch_size": self.global_batch_size, "num_rows": self.num_rows}
+
+  def restore(self, state: Mapping) -> None:
+    for key, mine in (("seed", self.seed), ("batch_size", self.global_batch_size),
+                      ("num_rows", self.num_rows)):
+      if int(state[key]) != mine:
+        raise ValueError(f"checkpointed input has {key}={state[key]}, this run has {mine}")
+    self._epoch, self._step = int(state["epoch"]), int(state["step_in_epoch"])

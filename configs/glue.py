@@ -1,0 +1,33 @@
+r"""GLUE fine-tuning (any of the nine tasks), by default from all-MiniLM-L6-v2.
+
+  python -m bert_jax.train --config=configs/glue.py:task=sst2 --workdir=runs/sst2 \
+      [--config.init_from=PATH] [--config.data.sources.train=glue/SST-2/train.tsv]
+
+task: cola sst2 mrpc stsb qqp mnli qnli rte wnli. Sources default to the GLUE files
+under the data root (mnli evaluates dev_matched; dev_mismatched via
+--config.data.eval_split=dev_mismatched); "tfds:glue/<name>" reads tfds instead.
+`train_examples=N` trains on the first N examples of a shuffled copy (quick runs);
+`runlocal=True` is a smoke test. Writes WORKDIR/eval_results.json
+(+ predictions_<task>.tsv with --config.predict=true).
+
+BERT's recipe: 3 epochs, batch 32, lr in {2,3,5}e-5, 10% warmup, seq 128.
+"""
+from bert_jax.data import glue
+from configs.common import finetuning_config, parse_arg
+
+
+def get_config(arg=None):
+  arg = parse_arg(arg, task="sst2", train_examples=0, runlocal=False)
+  task = glue.get_task(arg.task)
+  eval_split = "dev_matched" if arg.task == "mnli" else "dev"
+  sources = {split: task.files[split] for split in ("train", eval_split) if split in task.files}
+  config = finetuning_config("glue", sources, task=arg.task)
+  config.data.train_examples = arg.train_examples
+  config.data.eval_split = eval_split
+  if arg.runlocal:
+    config.data.train_examples = 64
+    config.data.batch_size = 8
+    config.data.max_seq_length = 32
+    config.num_train_epochs = 1.0
+    config.log_every_steps = 2
+  return config

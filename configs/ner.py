@@ -1,0 +1,26 @@
+r"""CoNLL-2003 English NER fine-tuning (first sub-token of each word), from all-MiniLM-L6-v2.
+
+  python -m bert_jax.train --config=configs/ner.py --workdir=runs/ner [--config.init_from=PATH]
+
+Trains on conll2003/train.txt, evaluates seqeval-style entity F1 on valid.txt (the
+"dev" split; `eval=test` scores test.txt); "tfds:conll2003" reads tfds instead.
+`train_examples=N` uses a random N-sentence subset; `runlocal=True` is a smoke test.
+"""
+from bert_jax.data import conll
+from configs.common import finetuning_config, parse_arg
+
+
+def get_config(arg=None):
+  arg = parse_arg(arg, eval="dev", train_examples=0, runlocal=False)
+  sources = {"train": conll.DEFAULT_FILES["train"], arg.eval: conll.DEFAULT_FILES[arg.eval]}
+  config = finetuning_config("conll", sources)
+  config.data.eval_split = arg.eval
+  config.data.train_examples = arg.train_examples
+  config.optim.learning_rate = 5e-5
+  if arg.runlocal:
+    config.data.train_examples = 64
+    config.data.batch_size = 8
+    config.data.max_seq_length = 32
+    config.num_train_epochs = 1.0
+    config.log_every_steps = 2
+  return config

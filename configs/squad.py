@@ -1,0 +1,38 @@
+r"""SQuAD v1.1 / v2.0 fine-tuning (extractive QA), from all-MiniLM-L6-v2.
+
+  python -m bert_jax.train --config=configs/squad.py:version=1.1 --workdir=runs/squad11
+  python -m bert_jax.train --config=configs/squad.py:version=2.0 --workdir=runs/squad20
+
+v1.1 trains on the training articles of squad/du2017_split/test-v1.1.json (SQuAD v1.1
+*training* data) and reports EM/F1 on a held-back 10% of its articles; v2.0 does the same
+with squad/v2.0_train_subset/train-v2.0.json (unanswerable questions included; the
+best null-score threshold is reported). Sources may be "tfds:squad/v1.1" etc.
+`train_examples=N` uses N random training windows; `runlocal=True` is a smoke test.
+"""
+from configs.common import finetuning_config, parse_arg
+
+_FILES = {"1.1": "squad/du2017_split/test-v1.1.json",
+          "2.0": "squad/v2.0_train_subset/train-v2.0.json"}
+
+
+def get_config(arg=None):
+  arg = parse_arg(arg, version="1.1", train_examples=0, runlocal=False)
+  if arg.version not in _FILES:
+    raise ValueError(f"version={arg.version!r}: expected one of {sorted(_FILES)}")
+  config = finetuning_config(
+      "squad", {"train": _FILES[arg.version]}, heldout_fraction=0.1, heldout_seed=0,
+      doc_stride=128, max_query_length=64, n_best_size=20, max_answer_length=30,
+      null_score_threshold=0.0, version_2_with_negative=arg.version == "2.0")
+  config.data.eval_split = "heldout"
+  config.data.max_seq_length = 384
+  config.data.train_examples = arg.train_examples
+  config.optim.learning_rate = 5e-5
+  config.num_train_epochs = 2.0
+  if arg.runlocal:
+    config.data.train_examples = 64
+    config.data.batch_size = 8
+    config.data.max_seq_length = 128
+    config.data.doc_stride = 64
+    config.num_train_epochs = 1.0
+    config.log_every_steps = 2
+  return config

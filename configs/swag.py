@@ -1,0 +1,28 @@
+r"""SWAG multiple-choice fine-tuning (4 endings), from all-MiniLM-L6-v2.
+
+  python -m bert_jax.train --config=configs/swag.py --workdir=runs/swag \
+      --config.data.sources.train=swag/train.csv --config.data.sources.dev=swag/val.csv
+
+The full SWAG csvs are not in ../shared/data; by default this trains and evaluates on
+the small samples that are (see shared/data/README.md), which only shows the pipeline
+runs end to end.
+"""
+from configs.common import finetuning_config, parse_arg
+
+
+def get_config(arg=None):
+  arg = parse_arg(arg, train="", dev="", runlocal=False)
+  config = finetuning_config("swag", {"train": arg.train or _sample(),
+                                      "dev": arg.dev or _sample()})
+  config.data.max_seq_length = 64
+  config.data.batch_size = 4
+  config.data.eval_batch_size = 4
+  config.optim.learning_rate = 2e-5
+  if arg.runlocal:
+    config.num_train_epochs = 1.0
+    config.log_every_steps = 1
+  return config
+
+
+def _sample() -> str:
+  return "swag/swag.csv"

@@ -1,0 +1,88 @@
+"""Fine-tuning end to end through the trainer: every family on real data, a few steps.
+
+A small random BERT with the real uncased vocab stands in for pretrained weights (fast
+compiles); tests/test_finetune_quality.py checks real scores from real weights.
+"""
+import json
+import os
+
+import jax
+import numpy as np
+import pytest
+from flax import linen as nn
+
+from bert_jax import checkpoint, trainer
+from bert_jax.models.config import BertConfig
+from bert_jax.models.encoder import BertModel
+from configs import glue, ner, squad, swag
+
+
+@pytest.fixture(scope="module")
+def small_bert(tmp_path_factory, vocab_path):
+  """A random L2/H32 encoder saved as a bert_jax model with the real vocab."""
+  config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
+                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
+  ids = np.zeros((1, 4), np.int32)
+  params = nn.unbox(BertModel(config).init(jax.random.key(0), ids)["params"])
+  folder = str(tmp_path_factory.mktemp("small_bert"))
+  checkpoint.save_model(folder, config, jax.device_get(params), vocab_path=vocab_path)
+  return folder
+
+
+def _run(config, workdir, small_bert):
+  config.init_from = small_bert
+  config.data.max_seq_length = min(config.data.max_seq_length, 64)
+  final = trainer.train_and_evaluate(config, str(workdir))
+  with open(os.path.join(workdir, "eval_results.json")) as f:
+    results = json.load(f)
+  assert results["step"] == final.get("step", results["step"])
+  return results
+
+
+def test_glue_sst2_classification_and_predictions(small_bert, tmp_path):
+  config = glue.get_config("task=sst2,runlocal=True")
+  config.predict = True
+  results = _run(config, tmp_path, small_bert)
+  assert 0.0 <= results["eval_accuracy"] <= 1.0 and results["step"] == 8
+  with open(tmp_path / "predictions_sst2.tsv") as f:
+    rows = f.read().splitlines()
+  assert rows[0] == "index\tprediction" and len(rows) == 873  # every dev example once
+  assert {r.split("\t")[1] for r in rows[1:]} <= {"0", "1"}
+
+
+def test_glue_stsb_regression(small_bert, tmp_path):
+  results = _run(glue.get_config("task=stsb,runlocal=True"), tmp_path, small_bert)
+  assert {"eval_pearson", "eval_spearman"} <= set(results)
+
+
+def test_glue_mrpc_reads_the_bom_file(small_bert, tmp_path):
+  config = glue.get_config("task=mrpc,runlocal=True")
+  config.data.sources.dev = config.data.sources.train  # MRPC dev is withheld
+  config.data.eval_split = "train"
+  results = _run(config, tmp_path, small_bert)
+  assert {"eval_f1", "eval_accuracy"} <= set(results)
+
+
+def test_conll_tagging(small_bert, tmp_path):
+  results = _run(ner.get_config("runlocal=True"), tmp_path, small_bert)
+  assert 0.0 <= results["eval_f1"] <= 1.0
+
+
+@pytest.mark.parametrize("version,key", [("1.1", "eval_exact_match"), ("2.0", "eval_best_f1")])
+def test_squad(small_bert, tmp_path, version, key):
+  config = squad.get_config(f"version={version},runlocal=True")
+  config.data.heldout_fraction = 0.03
+  results = _run(config, tmp_path, small_bert)
+  assert key in results and "eval_f1" in results
+
+
+def test_swag_multiple_choice(small_bert, tmp_path):
+  results = _run(swag.get_config("runlocal=True"), tmp_path, small_bert)
+  assert 0.0 <= results["eval_accuracy"] <= 1.0
+
+
+def test_init_from_requires_architecture(tmp_path):
+  config = glue.get_config("task=sst2,runlocal=True")
+  config.init_from = ""
+  with pytest.raises(ValueError, match="no config.init_from"):
+    trainer.train_and_evaluate(config, str(tmp_path))
