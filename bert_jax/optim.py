@@ -56,3 +56,12 @@ def make_optimizer(optim: ml_collections.ConfigDict, total_steps: int):
   if optim.grad_clip_norm:
     core = optax.chain(optax.clip_by_global_norm(optim.grad_clip_norm), core)
   return core, schedule
+
+
+def freeze(tx: optax.GradientTransformation, frozen: tuple[str, ...] = ("bert",)):
+  """tx for every top-level param subtree except `frozen`, whose params never change
+  (not even by weight decay): the feature-based / frozen-encoder setting."""
+  def labels(params):
+    return {name: jax.tree.map(lambda _, n=name: "frozen" if n in frozen else "trained", sub)
+            for name, sub in params.items()}
+  return optax.multi_transform({"trained": tx, "frozen": optax.set_to_zero()}, labels)

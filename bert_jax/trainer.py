@@ -174,6 +174,8 @@ def build(config: ml_collections.ConfigDict, task=None, total_steps: int | None 
                      f"grad_accum_steps x processes = {accum * jax.process_count()}")
   model = task.build_model(model_config, config)
   tx, schedule = optim.make_optimizer(config.optim, total_steps or int(config.num_train_steps))
+  if config.get("freeze_encoder"):
+    tx = optim.freeze(tx)
 
   def init_state(rng):
     example = task.example_batch(config, batch_size=1)

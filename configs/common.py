@@ -84,6 +84,20 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
   config.checkpoint_every_steps = 1000
   config.max_checkpoints_to_keep = 1
   config.predict = False  # write eval-split predictions in the submission format
+  # Feature-based use (glue, conll): the head reads these hidden layers concatenated
+  # ("" = fine-tune through the pooled/last layer), and freeze_encoder trains the head only.
+  config.feature_layers = ""
+  config.freeze_encoder = False
   config.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
   config.logical_axis_rules = ml_collections.FieldReference(None, field_type=list)
+  return config
+
+
+def shrink_for_runlocal(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+  """A fine-tuning config's smoke-test variant: 64 examples, 1 epoch, short sequences."""
+  config.data.train_examples = 64
+  config.data.batch_size = 8
+  config.data.max_seq_length = 32
+  config.num_train_epochs = 1.0
+  config.log_every_steps = 2
   return config

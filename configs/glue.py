@@ -13,7 +13,7 @@ under the data root (mnli evaluates dev_matched; dev_mismatched via
 BERT's recipe: 3 epochs, batch 32, lr in {2,3,5}e-5, 10% warmup, seq 128.
 """
 from bert_jax.data import glue
-from configs.common import finetuning_config, parse_arg
+from configs.common import finetuning_config, parse_arg, shrink_for_runlocal
 
 
 def get_config(arg=None):
@@ -24,10 +24,4 @@ def get_config(arg=None):
   config = finetuning_config("glue", sources, task=arg.task)
   config.data.train_examples = arg.train_examples
   config.data.eval_split = eval_split
-  if arg.runlocal:
-    config.data.train_examples = 64
-    config.data.batch_size = 8
-    config.data.max_seq_length = 32
-    config.num_train_epochs = 1.0
-    config.log_every_steps = 2
-  return config
+  return shrink_for_runlocal(config) if arg.runlocal else config

@@ -7,7 +7,7 @@ Trains on conll2003/train.txt, evaluates seqeval-style entity F1 on valid.txt (t
 `train_examples=N` uses a random N-sentence subset; `runlocal=True` is a smoke test.
 """
 from bert_jax.data import conll
-from configs.common import finetuning_config, parse_arg
+from configs.common import finetuning_config, parse_arg, shrink_for_runlocal
 
 
 def get_config(arg=None):
@@ -17,10 +17,4 @@ def get_config(arg=None):
   config.data.eval_split = arg.eval
   config.data.train_examples = arg.train_examples
   config.optim.learning_rate = 5e-5
-  if arg.runlocal:
-    config.data.train_examples = 64
-    config.data.batch_size = 8
-    config.data.max_seq_length = 32
-    config.num_train_epochs = 1.0
-    config.log_every_steps = 2
-  return config
+  return shrink_for_runlocal(config) if arg.runlocal else config

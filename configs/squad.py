@@ -9,7 +9,7 @@ with squad/v2.0_train_subset/train-v2.0.json (unanswerable questions included; t
 best null-score threshold is reported). Sources may be "tfds:squad/v1.1" etc.
 `train_examples=N` uses N random training windows; `runlocal=True` is a smoke test.
 """
-from configs.common import finetuning_config, parse_arg
+from configs.common import finetuning_config, parse_arg, shrink_for_runlocal
 
 _FILES = {"1.1": "squad/du2017_split/test-v1.1.json",
           "2.0": "squad/v2.0_train_subset/train-v2.0.json"}
@@ -29,10 +29,7 @@ def get_config(arg=None):
   config.optim.learning_rate = 5e-5
   config.num_train_epochs = 2.0
   if arg.runlocal:
-    config.data.train_examples = 64
-    config.data.batch_size = 8
+    shrink_for_runlocal(config)
     config.data.max_seq_length = 128
     config.data.doc_stride = 64
-    config.num_train_epochs = 1.0
-    config.log_every_steps = 2
   return config

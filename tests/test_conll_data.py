@@ -1,6 +1,5 @@
 """CoNLL-2003 reader, first-sub-token features, word-level scoring and bad input."""
 import collections
-import os
 
 import numpy as np
 import pytest
@@ -10,14 +9,7 @@ import tensorflow_datasets as tfds
 from bert_jax import metrics
 from bert_jax.data import conll
 from bert_jax.data.task_sources import DataFormatError
-from bert_jax.data.tokenizer import WordPieceTokenizer
 
-
-@pytest.fixture(scope="module")
-def tokenizer(vocab_path):
-  if not os.path.isfile(vocab_path):
-    pytest.skip(f"no vocab at {vocab_path}")
-  return WordPieceTokenizer(vocab_path)
 
 
 @pytest.fixture(scope="module")

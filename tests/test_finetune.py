@@ -86,3 +86,19 @@ def test_init_from_requires_architecture(tmp_path):
   config.init_from = ""
   with pytest.raises(ValueError, match="no config.init_from"):
     trainer.train_and_evaluate(config, str(tmp_path))
+
+
+def test_frozen_encoder_trains_only_the_head(small_bert, tmp_path):
+  from bert_jax.convert.mapping import flatten
+  from bert_jax.pretrained import load_params
+  config = glue.get_config("task=sst2,runlocal=True")
+  config.freeze_encoder = True
+  config.feature_layers = "-2,-1"
+  _run(config, tmp_path, small_bert)
+  _, before, _ = load_params(small_bert)
+  _, after, _ = load_params(str(tmp_path))
+  enc_before, enc_after = flatten(before), flatten(after["bert"])
+  assert enc_before.keys() == enc_after.keys()
+  for k in enc_before:
+    np.testing.assert_array_equal(enc_before[k], enc_after[k], err_msg=k)
+  assert after["classifier"]["dense"]["kernel"].shape == (64, 2)  # 2 layers x H=32

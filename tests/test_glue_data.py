@@ -1,6 +1,5 @@
 """GLUE readers on the real files, tfds (mocked), featurisation, scores and bad input."""
 import collections
-import os
 
 import numpy as np
 import pytest
@@ -9,14 +8,7 @@ import tensorflow_datasets as tfds
 
 from bert_jax.data import glue
 from bert_jax.data.task_sources import DataFormatError
-from bert_jax.data.tokenizer import WordPieceTokenizer
 
-
-@pytest.fixture(scope="module")
-def tokenizer(vocab_path):
-  if not os.path.isfile(vocab_path):
-    pytest.skip(f"no vocab at {vocab_path}")
-  return WordPieceTokenizer(vocab_path)
 
 
 def _label_counts(examples):

@@ -35,7 +35,8 @@ def test_every_param_has_logical_axes():
   leaves = jax.tree.leaves(boxed["params"], is_leaf=lambda x: isinstance(x, nn.Partitioned))
   assert leaves and all(isinstance(x, nn.LogicallyPartitioned) for x in leaves)
   specs = nn.get_partition_spec(boxed)["params"]
-  assert specs["bert"]["embeddings"]["word_embeddings"]["embedding"] == jax.sharding.PartitionSpec("vocab", "embed")
+  embedding = specs["bert"]["embeddings"]["word_embeddings"]["embedding"]
+  assert embedding == jax.sharding.PartitionSpec("vocab", "embed")
   q = specs["bert"]["encoder"]["layer_0"]["attention"]["query"]["kernel"]
   assert q == jax.sharding.PartitionSpec("embed", "heads", "kv")
 

@@ -1,6 +1,5 @@
 """SQuAD reader, doc-stride features, postprocessing round trips and bad input."""
 import json
-import os
 
 import numpy as np
 import pytest
@@ -11,17 +10,10 @@ from bert_jax import metrics
 from bert_jax.data import squad
 from bert_jax.data import squad_postprocess
 from bert_jax.data.task_sources import DataFormatError
-from bert_jax.data.tokenizer import WordPieceTokenizer
 
 V1_FILE = "squad/du2017_split/test-v1.1.json"
 V2_FILE = "squad/v2.0_train_subset/train-v2.0.json"
 
-
-@pytest.fixture(scope="module")
-def tokenizer(vocab_path):
-  if not os.path.isfile(vocab_path):
-    pytest.skip(f"no vocab at {vocab_path}")
-  return WordPieceTokenizer(vocab_path)
 
 
 @pytest.fixture(scope="module")

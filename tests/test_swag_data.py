@@ -7,14 +7,7 @@ import pytest
 
 from bert_jax.data import swag
 from bert_jax.data.task_sources import DataFormatError
-from bert_jax.data.tokenizer import WordPieceTokenizer
 
-
-@pytest.fixture(scope="module")
-def tokenizer(vocab_path):
-  if not os.path.isfile(vocab_path):
-    pytest.skip(f"no vocab at {vocab_path}")
-  return WordPieceTokenizer(vocab_path)
 
 
 @pytest.fixture(scope="module")

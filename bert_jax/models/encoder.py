@@ -7,8 +7,9 @@ Shape legend (as in google-research/bert):
 
 Every kernel carries logical axis names, mapped to mesh axes by the rules table in
 `bert_jax.sharding`: embed, heads, kv, mlp, vocab, and `layers` for the stacked axis when
-`scan_layers` is on; activations use `activation_*` names (batch, length, embed, ...). Params are float32; activations run in
-`config.compute_dtype`; softmax and LayerNorm statistics are computed in float32.
+`scan_layers` is on; activations use `activation_*` names (batch, length, embed, ...).
+Params are float32; activations run in `config.compute_dtype`; softmax and LayerNorm
+statistics are computed in float32.
 """
 from typing import Optional
 

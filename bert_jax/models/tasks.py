@@ -11,6 +11,7 @@ from typing import Optional
 import flax.linen as nn
 import flax.struct
 import jax
+import jax.numpy as jnp
 
 from bert_jax.models.config import BertConfig
 from bert_jax.models.encoder import BertModel
@@ -63,37 +64,66 @@ class BertForPreTraining(nn.Module):
         hidden_states=enc.hidden_states)
 
 
+def layer_features(enc, feature_layers: tuple[int, ...], frozen: bool):
+  """[B, T, H * k]: the chosen hidden_states concatenated (feature-based use, as ELMo).
+
+  frozen: no gradient flows into the encoder (train the head only; pair it with an
+  optimizer that leaves the `bert` params alone, see optim.freeze).
+  """
+  features = jnp.concatenate([enc.hidden_states[i] for i in feature_layers], axis=-1)
+  return jax.lax.stop_gradient(features) if frozen else features
+
+
 class BertForSequenceClassification(nn.Module):
-  """[CLS] pooled output -> C logits (single sentence or pair; C=1 is regression)."""
+  """[CLS] -> C logits (single sentence or pair; C=1 is regression).
+
+  Fine-tuning reads the pooled output. With `feature_layers` (e.g. (-4, -3, -2, -1)) the
+  head reads those layers' [CLS] vectors concatenated instead; `frozen_encoder` stops
+  gradients into the encoder (the feature-based comparison of the BERT paper).
+  """
   config: BertConfig
   num_labels: int
   dropout_rate: float | None = None
+  feature_layers: tuple[int, ...] = ()
+  frozen_encoder: bool = False
 
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
                deterministic: bool = True, output_hidden_states: bool = False):
     enc = BertModel(self.config, name="bert")(
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
-        output_hidden_states=output_hidden_states)
+        output_hidden_states=output_hidden_states or bool(self.feature_layers))
+    if self.feature_layers:
+      features = layer_features(enc, self.feature_layers, self.frozen_encoder)[:, 0]
+    else:
+      features = (jax.lax.stop_gradient(enc.pooled_output) if self.frozen_encoder
+                  else enc.pooled_output)
     logits = LinearHead(self.config, self.num_labels, self.dropout_rate, name="classifier")(
-        enc.pooled_output, deterministic)
+        features, deterministic)
     return ClassifierOutput(logits=logits, hidden_states=enc.hidden_states)
 
 
 class BertForTokenClassification(nn.Module):
-  """Every token -> C logits (tagging, e.g. NER)."""
+  """Every token -> C logits (tagging, e.g. NER); `feature_layers`/`frozen_encoder` as above."""
   config: BertConfig
   num_labels: int
   dropout_rate: float | None = None
+  feature_layers: tuple[int, ...] = ()
+  frozen_encoder: bool = False
 
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
                deterministic: bool = True, output_hidden_states: bool = False):
     enc = BertModel(self.config, add_pooling_layer=False, name="bert")(
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
-        output_hidden_states=output_hidden_states)
+        output_hidden_states=output_hidden_states or bool(self.feature_layers))
+    if self.feature_layers:
+      features = layer_features(enc, self.feature_layers, self.frozen_encoder)
+    else:
+      features = (jax.lax.stop_gradient(enc.sequence_output) if self.frozen_encoder
+                  else enc.sequence_output)
     logits = LinearHead(self.config, self.num_labels, self.dropout_rate, name="classifier")(
-        enc.sequence_output, deterministic)
+        features, deterministic)
     return ClassifierOutput(logits=logits, hidden_states=enc.hidden_states)
 
 

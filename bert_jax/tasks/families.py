@@ -17,6 +17,16 @@ from bert_jax.models import tasks as models
 from bert_jax.tasks.finetuning import FinetuningTask, xent_sums
 
 
+def feature_layers(config) -> tuple[int, ...]:
+  """config.feature_layers "-4,-3,-2,-1" -> (-4, -3, -2, -1); "" -> () (fine-tuning)."""
+  spec = config.feature_layers
+  try:
+    return tuple(int(x) for x in spec.split(",")) if spec else ()
+  except ValueError:
+    raise ValueError(f"config.feature_layers={spec!r}: expected comma-separated layer "
+                     "indices like -4,-3,-2,-1") from None
+
+
 class GlueTask(FinetuningTask):
   """Single sentences and pairs; STS-B is regression (MSE on the one output)."""
   name = "glue"
@@ -26,7 +36,9 @@ class GlueTask(FinetuningTask):
   def build_model(self, model_config, config):
     self.glue_task = glue.get_task(config.data.task)
     self.metric_names = ("loss",) if self.glue_task.is_regression else ("loss", "accuracy")
-    return models.BertForSequenceClassification(model_config, self.glue_task.num_labels)
+    return models.BertForSequenceClassification(
+        model_config, self.glue_task.num_labels, feature_layers=feature_layers(config),
+        frozen_encoder=config.freeze_encoder)
 
   def loss_sums(self, outputs, batch):
     if self.glue_task.is_regression:
@@ -62,7 +74,9 @@ class ConllTask(FinetuningTask):
   label_keys = ("labels", "label_weights")
 
   def build_model(self, model_config, config):
-    return models.BertForTokenClassification(model_config, len(conll.LABELS))
+    return models.BertForTokenClassification(
+        model_config, len(conll.LABELS), feature_layers=feature_layers(config),
+        frozen_encoder=config.freeze_encoder)
 
   def loss_sums(self, outputs, batch):
     loss, correct = xent_sums(outputs.logits, batch["labels"], batch["label_weights"])

@@ -7,8 +7,9 @@ A family says which model it trains, which of its features the model reads, and 
 loss as additive sums (so gradient accumulation stays exact).
 
 config.data fields read here: task (GLUE task name), data_dir, sources ({split: source}),
-train_split, eval_split, train_examples (0 = all; else a fixed random subset), max_seq_length, batch_size, eval_batch_size, vocab_path ("" =
-the vocab.txt beside init_from), lower_case (used with vocab_path), seed, plus each
+train_split, eval_split, train_examples (0 = all; else a fixed random subset),
+max_seq_length, batch_size, eval_batch_size, vocab_path ("" = the vocab.txt beside
+init_from), lower_case (used with vocab_path), seed, plus each
 family's own (SQuAD: doc_stride, max_query_length, version_2_with_negative,
 heldout_fraction, heldout_seed).
 """
