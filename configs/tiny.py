@@ -9,8 +9,9 @@ Prepare the corpus once, then train (the README's main command does both):
 Arg (`configs/tiny.py:corpus=PATH,runlocal=True`): `corpus` is the prepared file;
 `runlocal` shrinks everything further for a smoke test (seconds).
 
-Expected: see README "Results" (MLM loss from ~10.3 = ln(30522) to well below, MLM
-accuracy above 15%, NSP accuracy above 50%).
+Measured (shared 2-core CPU, ~0.5-1 s/step): MLM loss falls from 10.3 (= ln 30522) to
+~6.5 within 300 steps; held-out MLM accuracy 11.9% and NSP accuracy 55% at step 800
+(lr 2e-3). The run is 1,500 steps (~15-25 minutes on this machine).
 """
 import os
 
@@ -26,7 +27,7 @@ def get_config(arg=None):
   config.data.max_predictions_per_seq = 20
   config.data.batch_size = 32
   config.data.cache_dir = os.path.abspath("runs/cache")
-  config.optim.learning_rate = 1e-3
+  config.optim.learning_rate = 2e-3  # 2e-3 left the unigram plateau sooner than 1e-3
   config.optim.warmup_steps = 100
   config.num_train_steps = 1500
   config.log_every_steps = 50

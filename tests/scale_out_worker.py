@@ -7,9 +7,10 @@ their own; one process runs several meshes in turn (start-up is much of the cost
       --corpus=PRETRAIN.txt --out=DIR --mesh=2,4,1 --mesh=8,1,1 [--shardings=base]
 
 Each --mesh=D,F,T trains `small_config(corpus)` on the (data, fsdp, tensor) mesh into
-DIR/DxFxT (its metrics.jsonl holds the losses). --shardings=SIZE writes DIR/shardings.json:
-every param of a SIZE pretraining model on the --shardings_mesh mesh, with its total bytes
-and the bytes one device holds (from the shardings alone; nothing is allocated).
+DIR/DxFxT (its metrics.jsonl holds the losses), then creates DIR/DxFxT.done.
+--shardings=SIZE writes DIR/shardings.json: every param of a SIZE pretraining model on the
+--shardings_mesh mesh, with its total bytes and the bytes one device holds (from the
+shardings alone; nothing is allocated).
 """
 import argparse
 import json
@@ -100,6 +101,7 @@ def main():
   for mesh in args.mesh:
     workdir = os.path.join(args.out, mesh.replace(",", "x"))
     trainer.train_and_evaluate(small_config(args.corpus, **mesh_changes(mesh)), workdir)
+    open(workdir + ".done", "w").close()  # tests may use this run before the others end
   if args.shardings:
     with open(os.path.join(args.out, "shardings.json"), "w") as f:
       json.dump(param_shardings(args.shardings, args.shardings_mesh), f, indent=1)
