@@ -4,8 +4,10 @@ r"""BERT-Large (L24/H1024/A16, 340M) pretraining, the recipe of Devlin et al. (2
       --workdir=gs://bucket/bert_large --config.mesh.fsdp=8
 
 Same schedule as base (batch 256, lr 1e-4, 10k warmup, 1M steps) with layers scanned and
-rematerialised ("dots") to fit seq 512 on 16 GiB accelerators. `runlocal=True` for a
-smoke test.
+rematerialised: "dots" at seq 128 (6.5 GiB/device at fsdp=8, batch 256), "full" at seq 512
+("dots" keeps the [B, N, T, T] attention scores: 34.9 GiB at batch 256; "full" needs 8.3
+GiB). Numbers from `python bench/memory_table.py` (XLA CPU compiler, 8 simulated devices).
+`runlocal=True` for a smoke test.
 """
 from configs.base import set_pretraining_data
 from configs.common import parse_arg, pretraining_config
@@ -13,7 +15,8 @@ from configs.common import parse_arg, pretraining_config
 
 def get_config(arg=None):
   arg = parse_arg(arg, corpus="", tfds="", seq=128, runlocal=False)
-  config = pretraining_config("large", scan_layers=True, remat_policy="dots")
+  config = pretraining_config("large", scan_layers=True,
+                              remat_policy="dots" if arg.seq <= 128 else "full")
   set_pretraining_data(config, arg)
   config.optim.learning_rate = 1e-4
   config.optim.warmup_steps = 10_000
