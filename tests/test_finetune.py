@@ -32,11 +32,9 @@ def small_bert(tmp_path_factory, vocab_path):
 def _run(config, workdir, small_bert):
   config.init_from = small_bert
   config.data.max_seq_length = min(config.data.max_seq_length, 64)
-  final = trainer.train_and_evaluate(config, str(workdir))
+  trainer.train_and_evaluate(config, str(workdir))
   with open(os.path.join(workdir, "eval_results.json")) as f:
-    results = json.load(f)
-  assert results["step"] == final.get("step", results["step"])
-  return results
+    return json.load(f)
 
 
 def test_glue_sst2_classification_and_predictions(small_bert, tmp_path):

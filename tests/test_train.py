@@ -67,8 +67,7 @@ def test_training_reduces_loss_and_writes_outputs(corpus, tmp_path):
   assert any("eval_mlm_accuracy" in r for r in rows)
   assert "eval_mlm_accuracy" in final
   assert os.listdir(tmp_path / "tensorboard")
-  assert sorted(os.listdir(tmp_path / "checkpoints"))[-1] == "30" or "30" in os.listdir(
-      tmp_path / "checkpoints")
+  assert "30" in os.listdir(tmp_path / "checkpoints")
 
 
 def test_grad_accumulation_equals_big_batch(corpus, tmp_path):
