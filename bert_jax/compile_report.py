@@ -60,7 +60,7 @@ def compile_report(config) -> dict:
       "alias_bytes_per_device": int(memory.alias_size_in_bytes),
       "temp_bytes_per_device": int(memory.temp_size_in_bytes),
       "xla_flops_per_device": float(cost.get("flops", 0.0)),
-      "model_flops_per_step": float(setup.task.step_flops(config, setup.model_config)),
+      "model_flops_per_step": float(setup.task.step_flops(setup.model_config, batch)),
   }
   report["peak_bytes_per_device"] = (report["argument_bytes_per_device"] +
                                      report["output_bytes_per_device"] -

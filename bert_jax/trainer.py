@@ -185,8 +185,7 @@ def build(config: ml_collections.ConfigDict, task=None, total_steps: int | None 
 
   init_rng, dropout_rng = jax.random.split(jax.random.key(config.seed))
   abstract_boxed = jax.eval_shape(init_state, init_rng)
-  state_sharding = nn.logical_to_mesh_sharding(nn.get_partition_spec(abstract_boxed), mesh,
-                                               rules)
+  state_sharding = sharding.state_shardings(abstract_boxed, mesh, rules)
   return Setup(task=task, model_config=model_config, model=model, tx=tx, schedule=schedule,
                mesh=mesh, rules=rules, init_state=init_state,
                abstract_state=nn.unbox(abstract_boxed), state_sharding=state_sharding,
@@ -219,7 +218,6 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     task.tokenizer.save(workdir)  # so the workdir loads like any pretrained model
     with open(os.path.join(workdir, "config.json"), "w") as f:
       f.write(config.to_json_best_effort(indent=2))
-  step_flops = task.step_flops(config, model_config)
   peak_flops = flops_lib.device_peak_flops(model_config.dtype) * jax.device_count()
 
   # ------------------------------------------------------------------------------------
@@ -282,16 +280,18 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   # ------------------------------------------------------------------------------------
   step = int(jax.device_get(state.step))
   last_metrics: dict = {}
-  tokens_since, time_since, loop_start, start_step = 0, time.time(), None, step
+  tokens_since, flops_since, time_since, loop_start, start_step = 0, 0.0, time.time(), None, step
   while step < total_steps:
     local = next(train_input)
     with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
       state, metrics = p_train_step(state, sharding.global_batch(local, mesh, rules))
     step += 1
     tokens_since += task.tokens(local) * jax.process_count()
+    flops_since += task.step_flops(model_config, local) * jax.process_count()
     if loop_start is None:  # the first step includes compilation; time from the second
       jax.block_until_ready(metrics)
-      loop_start, time_since, tokens_since, start_step = time.time(), time.time(), 0, step
+      loop_start, time_since, start_step = time.time(), time.time(), step
+      tokens_since, flops_since = 0, 0.0
 
     if step % config.log_every_steps == 0 or step == total_steps:
       metrics = jax.device_get(metrics)
@@ -300,9 +300,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
                                  f"{metrics['grad_norm']}); stopping")
       now = time.time()
       metrics["tokens_per_sec"] = tokens_since / max(now - time_since, 1e-9)
-      tokens_since, time_since = 0, now
+      metrics["mfu"] = flops_since / max(now - time_since, 1e-9) / peak_flops
+      tokens_since, flops_since, time_since = 0, 0.0, now
       per_step = (now - loop_start) / max(step - start_step, 1)
-      metrics["mfu"] = step_flops / max(per_step, 1e-9) / peak_flops
       last_metrics = {k: float(v) for k, v in metrics.items()}
       writer.write(step, last_metrics)
       if is_chief:
@@ -325,6 +325,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   # ------------------------------------------------------------------------------------
   checkpoints.wait()
   final = dict(last_metrics)
+  if loop_start is not None and step > start_step:  # throughput of this process's loop
+    final["train_examples_per_sec"] = ((step - start_step) * config.data.batch_size /
+                                       max(time.time() - loop_start, 1e-9))
   eval_metrics = evaluate(state.params)
   if eval_metrics:
     writer.write(step, eval_metrics)

@@ -11,6 +11,13 @@ Epoch e's order is a permutation drawn from numpy Generator(seed, e); a training
 drops the last partial batch. `epoch_batches` of an unshuffled input (eval) visits every
 row in order and pads the last batch by repeating row 0, with `valid` = 0 on padding rows
 so scorers can drop them. Process p of n takes rows [p*B, (p+1)*B) of each global batch.
+
+Dynamic padding (`pad_to_multiple_of` > 0): a training batch is cut along the sequence axis
+to its longest row (the last 1 of `attention_mask`, over the GLOBAL batch, so every
+process gets the same shape), rounded up to a multiple of `pad_to_multiple_of`. Sequence
+features are those of two or more dims whose last axis is `attention_mask`'s. Padding
+never changes a BERT's outputs at real positions, so this only saves compute; the step
+compiles once per distinct length (at most max_seq_length / pad_to_multiple_of times).
 """
 from collections.abc import Iterator, Mapping
 
@@ -22,7 +29,7 @@ class ArrayInput:
 
   def __init__(self, features: Mapping[str, np.ndarray], global_batch_size: int, seed: int = 0,
                *, shuffle: bool = True, process_index: int = 0, process_count: int = 1,
-               name: str = "features"):
+               pad_to_multiple_of: int = 0, name: str = "features"):
     sizes = {k: len(v) for k, v in features.items()}
     if len(set(sizes.values())) != 1:
       raise ValueError(f"{name}: feature arrays have different lengths {sizes}")
@@ -42,6 +49,16 @@ class ArrayInput:
       raise ValueError(f"{name}: {self.num_rows} examples is fewer than one batch of "
                        f"{global_batch_size}")
     self._epoch, self._step = 0, 0
+    self.pad_to_multiple_of = pad_to_multiple_of
+    if pad_to_multiple_of:
+      if "attention_mask" not in self.features:
+        raise ValueError(f"{name}: pad_to_multiple_of needs an attention_mask feature")
+      mask = self.features["attention_mask"]
+      seq_len = mask.shape[-1]
+      flat = mask.reshape(self.num_rows, -1, seq_len).any(axis=1)  # [N, T] any choice
+      self._row_lengths = np.where(flat.any(-1), seq_len - np.argmax(flat[:, ::-1], -1), 0)
+      self._sequence_keys = [k for k, v in self.features.items()
+                             if v.ndim >= 2 and v.shape[-1] == seq_len]
 
   def _order(self, epoch: int) -> np.ndarray:
     if not self.shuffle:
@@ -62,7 +79,14 @@ class ArrayInput:
     order = self._order(self._epoch)
     rows = order[self._step * self.global_batch_size:(self._step + 1) * self.global_batch_size]
     self._step += 1
-    return self._local(rows)
+    batch = self._local(rows)
+    if self.pad_to_multiple_of:
+      longest = int(self._row_lengths[rows].max())
+      keep = min(-(-max(longest, 1) // self.pad_to_multiple_of) * self.pad_to_multiple_of,
+                 self.features["attention_mask"].shape[-1])
+      for key in self._sequence_keys:
+        batch[key] = batch[key][..., :keep]
+    return batch
 
   def epoch_batches(self, epoch: int = 0) -> Iterator[dict[str, np.ndarray]]:
     """Every row of the epoch once (padded last batch, `valid` marks real rows)."""

@@ -152,7 +152,6 @@ class SwagTask(FinetuningTask):
   name = "swag"
   data_module = swag
   label_keys = ("label",)
-  sequences_per_example = swag.NUM_CHOICES
 
   def build_model(self, model_config, config):
     return models.BertForMultipleChoice(model_config)

@@ -8,10 +8,11 @@ loss as additive sums (so gradient accumulation stays exact).
 
 config.data fields read here: task (GLUE task name), data_dir, sources ({split: source}),
 train_split, eval_split, train_examples (0 = all; else a fixed random subset),
-max_seq_length, batch_size, eval_batch_size, vocab_path ("" = the vocab.txt beside
-init_from), lower_case (used with vocab_path), seed, plus each
-family's own (SQuAD: doc_stride, max_query_length, version_2_with_negative,
-heldout_fraction, heldout_seed).
+max_seq_length, pad_to_multiple_of (training batches padded only to their longest
+row, rounded up to this; 0 = always max_seq_length), batch_size, eval_batch_size,
+vocab_path ("" = the vocab.txt beside init_from), lower_case (used with vocab_path), seed,
+plus each family's own (GLUE: heldout_fraction, heldout_seed; SQuAD: doc_stride,
+max_query_length, version_2_with_negative, heldout_fraction, heldout_seed).
 """
 import os
 
@@ -49,7 +50,6 @@ class FinetuningTask:
   data_module = None  # bert_jax.data.<family>
   label_keys: tuple[str, ...] = ()  # batch features the loss reads besides MODEL_INPUTS
   metric_names = ("loss", "accuracy")
-  sequences_per_example = 1
 
   # --- data ------------------------------------------------------------------------
   def load_split(self, config, split, tokenizer):
@@ -70,6 +70,7 @@ class FinetuningTask:
     train = array_input.ArrayInput(train_features,
                                    config.data.batch_size, config.data.seed,
                                    process_index=process_index, process_count=process_count,
+                                   pad_to_multiple_of=config.data.pad_to_multiple_of,
                                    name=f"{self.name} {config.data.train_split}")
     evaluation = array_input.ArrayInput(eval_features, config.data.eval_batch_size,
                                         shuffle=False, process_index=process_index,
@@ -125,10 +126,10 @@ class FinetuningTask:
     raise NotImplementedError
 
   # --- bookkeeping -------------------------------------------------------------------
-  def step_flops(self, config, model_config: BertConfig) -> float:
-    """Training FLOPs of the encoder at the configured batch (heads are negligible)."""
-    rows = config.data.batch_size * self.sequences_per_example
-    return 3.0 * flops.encoder_forward_flops(model_config, rows, config.data.max_seq_length)
+  def step_flops(self, model_config: BertConfig, batch) -> float:
+    """Training FLOPs of the encoder on this (global) batch; heads are negligible."""
+    rows, seq_len = int(np.prod(batch["input_ids"].shape[:-1])), batch["input_ids"].shape[-1]
+    return 3.0 * flops.encoder_forward_flops(model_config, rows, seq_len)
 
   def tokens(self, batch) -> int:
     return int(batch["input_ids"].size)

@@ -80,11 +80,11 @@ class PretrainingTask:
             "mlm_accuracy": sums["mlm_correct"] / denominators["mlm"],
             "nsp_loss": nsp_loss, "nsp_accuracy": sums["nsp_correct"] / denominators["nsp"]}
 
-  def step_flops(self, config, model_config: BertConfig) -> float:
-    """Model FLOPs of one training step at the configured global batch."""
-    return flops.pretraining_step_flops(model_config, config.data.batch_size,
-                                        config.data.max_seq_length,
-                                        config.data.max_predictions_per_seq)
+  def step_flops(self, model_config: BertConfig, batch) -> float:
+    """Model FLOPs of one training step on this batch."""
+    rows, seq_len = batch["input_ids"].shape
+    return flops.pretraining_step_flops(model_config, rows, seq_len,
+                                        batch["masked_lm_positions"].shape[1])
 
   def eval_outputs(self, outputs, batch):
     return self.loss_sums(outputs, batch), self.denominators(batch)

@@ -1,0 +1,75 @@
+"""ArrayInput: per-epoch shuffling, resumption, eval padding, dynamic padding."""
+import numpy as np
+import pytest
+
+from bert_jax.data.array_input import ArrayInput
+
+
+def _features(rows=40, seq=16, choices=None, seed=0):
+  """Rows of random lengths 2..seq; labels shaped like CoNLL (per token) and SQuAD (per row)."""
+  rng = np.random.default_rng(seed)
+  lengths = rng.integers(2, seq + 1, size=rows)
+  shape = (rows, seq) if choices is None else (rows, choices, seq)
+  mask = (np.arange(seq) < (lengths[:, None] if choices is None else
+                            lengths[:, None, None])).astype(np.int32) * np.ones(shape, np.int32)
+  return {
+      "input_ids": np.where(mask == 1, rng.integers(5, 99, size=shape), 0).astype(np.int32),
+      "token_type_ids": np.zeros(shape, np.int32),
+      "attention_mask": mask,
+      "token_labels": np.where(mask == 1, 1, -1).astype(np.int32),
+      "label": np.arange(rows, dtype=np.int32),
+  }, lengths
+
+
+def test_epochs_reshuffle_and_resume_exactly():
+  features, _ = _features()
+  run = ArrayInput(features, 8, seed=3)
+  batches = [next(run)["label"] for _ in range(12)]  # 5 steps/epoch: crosses 2 epochs
+  assert sorted(np.concatenate(batches[:5])) == list(range(40))
+  assert not np.array_equal(np.concatenate(batches[:5]), np.concatenate(batches[5:10]))
+  resumed = ArrayInput(features, 8, seed=3)
+  replay = ArrayInput(features, 8, seed=3)
+  for _ in range(7):
+    next(replay)
+  resumed.restore(replay.state())
+  for expected in batches[7:]:
+    np.testing.assert_array_equal(next(resumed)["label"], expected)
+  with pytest.raises(ValueError, match="seed=3, this run has 4"):
+    ArrayInput(features, 8, seed=4).restore(replay.state())
+
+
+def test_eval_batches_cover_every_row_once_and_mark_padding():
+  features, _ = _features(rows=19)
+  batches = list(ArrayInput(features, 8, shuffle=False).epoch_batches())
+  labels = np.concatenate([b["label"][b["valid"] == 1] for b in batches])
+  np.testing.assert_array_equal(labels, np.arange(19))
+  assert [int(b["valid"].sum()) for b in batches] == [8, 8, 3]
+
+
+@pytest.mark.parametrize("choices", [None, 4])
+def test_dynamic_padding_keeps_every_real_token(choices):
+  features, lengths = _features(choices=choices)
+  trimmed = ArrayInput(features, 8, seed=1, pad_to_multiple_of=4)
+  full = ArrayInput(features, 8, seed=1)
+  widths = set()
+  for _ in range(5):
+    short, long = next(trimmed), next(full)
+    width = short["input_ids"].shape[-1]
+    widths.add(width)
+    assert width % 4 == 0 or width == 16
+    assert width >= lengths[long["label"]].max() > width - 4
+    for key in ("input_ids", "token_type_ids", "attention_mask", "token_labels"):
+      np.testing.assert_array_equal(short[key], long[key][..., :width])
+      assert not long[key][..., width:].any() or key == "token_labels"
+    np.testing.assert_array_equal(short["label"], long["label"])
+  assert len(widths) > 1  # the batches really differ in width
+
+
+def test_dynamic_padding_gives_every_process_the_same_width():
+  features, _ = _features(rows=64)
+  per_process = [ArrayInput(features, 16, seed=2, process_index=p, process_count=4,
+                            pad_to_multiple_of=2) for p in range(4)]
+  whole = ArrayInput(features, 16, seed=2, pad_to_multiple_of=2)
+  for _ in range(4):
+    widths = {next(run)["input_ids"].shape[1] for run in per_process}
+    assert widths == {next(whole)["input_ids"].shape[1]}
