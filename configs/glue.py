@@ -7,6 +7,8 @@ task: cola sst2 mrpc stsb qqp mnli qnli rte wnli. Sources default to the GLUE fi
 under the data root (mnli evaluates dev_matched; dev_mismatched via
 --config.data.eval_split=dev_mismatched); "tfds:glue/<name>" reads tfds instead.
 `train_examples=N` trains on the first N examples of a shuffled copy (quick runs);
+`heldout=0.1` evaluates on a random 10% of the train rows instead of dev (MRPC and RTE,
+whose dev files are not in ../shared/data; the train split then skips those rows);
 `runlocal=True` is a smoke test. Writes WORKDIR/eval_results.json
 (+ predictions_<task>.tsv with --config.predict=true).
 
@@ -17,11 +19,14 @@ from configs.common import finetuning_config, parse_arg, shrink_for_runlocal
 
 
 def get_config(arg=None):
-  arg = parse_arg(arg, task="sst2", train_examples=0, runlocal=False)
+  arg = parse_arg(arg, task="sst2", train_examples=0, heldout=0.0, runlocal=False)
   task = glue.get_task(arg.task)
   eval_split = "dev_matched" if arg.task == "mnli" else "dev"
   sources = {split: task.files[split] for split in ("train", eval_split) if split in task.files}
-  config = finetuning_config("glue", sources, task=arg.task)
+  config = finetuning_config("glue", sources, task=arg.task, heldout_fraction=arg.heldout,
+                             heldout_seed=0)
+  if arg.heldout:
+    eval_split = "heldout"
   config.data.train_examples = arg.train_examples
   config.data.eval_split = eval_split
   return shrink_for_runlocal(config) if arg.runlocal else config

@@ -110,6 +110,21 @@ def test_load_split_and_score(data_dir, tokenizer):
   assert result["spearman"] == pytest.approx(1.0)
 
 
+def test_heldout_split_is_disjoint_from_train_and_fixed_by_seed(data_dir, tokenizer):
+  config = {"task": "rte", "data_dir": data_dir, "heldout_fraction": 0.1, "heldout_seed": 0}
+  _, train = glue.load_split(config, "train", tokenizer, 16)
+  _, heldout = glue.load_split(config, "heldout", tokenizer, 16)
+  assert (len(train), len(heldout)) == (2241, 249)
+  pairs = lambda examples: {(e.text_a, e.text_b) for e in examples}
+  assert not pairs(train) & pairs(heldout)
+  _, again = glue.load_split(config, "heldout", tokenizer, 16)
+  assert [e.text_a for e in again] == [e.text_a for e in heldout]
+  _, other = glue.load_split({**config, "heldout_seed": 1}, "heldout", tokenizer, 16)
+  assert [e.text_a for e in other] != [e.text_a for e in heldout]
+  with pytest.raises(ValueError, match="heldout_fraction"):
+    glue.load_split({"task": "rte", "data_dir": data_dir}, "heldout", tokenizer, 16)
+
+
 # ------------------------------------------------------------------------------------
 # tfds (mocked: no download).
 # ------------------------------------------------------------------------------------

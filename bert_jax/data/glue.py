@@ -13,7 +13,9 @@ API (the same shape as conll.py, squad.py and swag.py):
       example_index  int32 [N]
   load_split(config_like, split, tokenizer, max_seq_length) -> (features, examples)
       config_like: dict/ConfigDict with `task`, optional `data_dir` and `sources`
-      ({split: source}, defaulting to the table).
+      ({split: source}, defaulting to the table), and `heldout_fraction` /
+      `heldout_seed`: when > 0, split "train" drops and split "heldout" keeps a seeded
+      random fraction of the train rows (`split_heldout`), for tasks without a dev file.
   score(predictions, examples, task) -> {metric: value}
       predictions: logits [N, num_labels] (argmax taken), or scores [N] for STS-B.
 
@@ -287,11 +289,34 @@ def featurize(examples: Sequence[GlueExample], task: str | GlueTask, tokenizer,
 
 def load_split(config_like, split: str, tokenizer, max_seq_length: int):
   """(features, examples) of `split` for config_like.task; see the module docstring."""
-  task = get_task(task_sources.config_get(config_like, "task"))
-  sources = task_sources.config_get(config_like, "sources", None) or {}
-  examples = read_examples(task, split, sources.get(split),
-                           data_dir=task_sources.config_get(config_like, "data_dir"))
+  get = lambda key, default=None: task_sources.config_get(config_like, key, default)
+  task = get_task(get("task"))
+  sources = get("sources", None) or {}
+  fraction = get("heldout_fraction", 0.0) or 0.0
+  if split == "heldout" and not fraction:
+    raise ValueError("split 'heldout' needs config.data.heldout_fraction > 0")
+  read_split = "train" if fraction and split == "heldout" else split
+  examples = read_examples(task, read_split, sources.get(read_split),
+                           data_dir=get("data_dir"))
+  if fraction and split in ("train", "heldout"):
+    kept, heldout = split_heldout(examples, fraction, get("heldout_seed", 0))
+    examples = kept if split == "train" else heldout
   return featurize(examples, task, tokenizer, max_seq_length), examples
+
+
+def split_heldout(examples: Sequence[GlueExample], fraction: float,
+                  seed: int = 0) -> tuple[list[GlueExample], list[GlueExample]]:
+  """(kept, heldout): a seeded random `fraction` of the rows held back for evaluation.
+
+  For tasks whose dev set is not at hand (MRPC, RTE here): the same rows are held back
+  for a given seed, so the train split never sees them.
+  """
+  if not 0.0 < fraction < 1.0:
+    raise ValueError(f"heldout_fraction must be in (0, 1), got {fraction}.")
+  count = min(len(examples) - 1, max(1, round(fraction * len(examples))))
+  heldout = set(np.random.default_rng(seed).permutation(len(examples))[:count].tolist())
+  return ([e for i, e in enumerate(examples) if i not in heldout],
+          [e for i, e in enumerate(examples) if i in heldout])
 
 
 def score(predictions, examples: Sequence[GlueExample],
