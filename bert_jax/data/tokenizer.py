@@ -115,7 +115,7 @@ _OLD_PUNCTUATION_RANGES = ((0x166D, 0x166D), (0x111C9, 0x111C9))
 _OLD_NONSPACING_MARK_RANGES = ((0x1734, 0x1734),)
 
 # Private-use sentinels that stand in for the special tokens from rule 1 to rule 6.
-_SENTINEL_BASE = 0xE000
+SENTINEL_BASE = 0xE000
 _NON_SENTINEL_PRIVATE_USE = 0xE000 + len(SPECIAL_TOKENS)
 
 
@@ -132,7 +132,7 @@ def _category_class(category: str, excluded: Sequence[tuple[int, int]]) -> str:
   return _char_class(excluded, extra=f"\\P{{{category}}}", negate=True)
 
 
-_SENTINEL_RANGES = ((_SENTINEL_BASE, _NON_SENTINEL_PRIVATE_USE - 1),)
+_SENTINEL_RANGES = ((SENTINEL_BASE, _NON_SENTINEL_PRIVATE_USE - 1),)
 _SENTINELS = _char_class(_SENTINEL_RANGES)
 # Rule 2: category C (Cc Cf Co Cs; RE2's \p{C} has no Cn) minus TAB/LF/CR/sentinels.
 _REMOVED_CHARS = _category_class(
@@ -287,7 +287,7 @@ def _protect_special_tokens(texts: tf.Tensor) -> tf.Tensor:
   texts = tf.strings.regex_replace(texts, _SENTINELS, chr(_NON_SENTINEL_PRIVATE_USE))
   for index, token in enumerate(SPECIAL_TOKENS):
     texts = tf.strings.regex_replace(
-        texts, re.escape(token), chr(_SENTINEL_BASE + index))
+        texts, re.escape(token), chr(SENTINEL_BASE + index))
   return texts
 
 
@@ -299,7 +299,7 @@ def _strip_accents_and_lowercase(texts: tf.Tensor) -> tf.Tensor:
   return tf.strings.lower(texts, encoding="utf-8")
 
 
-def _normalize_and_split(texts: tf.Tensor, lower_case: bool) -> tf.RaggedTensor:
+def normalize_and_split(texts: tf.Tensor, lower_case: bool) -> tf.RaggedTensor:
   """Rules 1-5: strings [N] -> normalised words [N, (words)], specials as sentinels."""
   texts = _protect_special_tokens(texts)
   texts = tf.strings.regex_replace(texts, _REMOVED_CHARS, "")
@@ -326,8 +326,8 @@ class WordPieceTokenizer(SubwordTokenizer):
     # over-long words, so the WordPiece model sees the sentinels in their place.
     graph_vocab = list(self.vocab)
     for index, token in enumerate(SPECIAL_TOKENS):
-      graph_vocab[graph_vocab.index(token)] = chr(_SENTINEL_BASE + index)
-    self._unk_sentinel = chr(_SENTINEL_BASE + SPECIAL_TOKENS.index(UNK))
+      graph_vocab[graph_vocab.index(token)] = chr(SENTINEL_BASE + index)
+    self._unk_sentinel = chr(SENTINEL_BASE + SPECIAL_TOKENS.index(UNK))
     self._wordpiece = tf_text.FastWordpieceTokenizer(
         vocab=graph_vocab, suffix_indicator=CONTINUATION_PREFIX,
         # Every word reaching the model has <= 100 chars, so <= 400 UTF-8 bytes.
@@ -355,7 +355,7 @@ class WordPieceTokenizer(SubwordTokenizer):
 
   def split_words(self, texts: tf.Tensor) -> tf.RaggedTensor:
     """Normalised words [N, (words)] before WordPiece; over-long words -> sentinel."""
-    words = _normalize_and_split(texts, self.lower_case)
+    words = normalize_and_split(texts, self.lower_case)
     too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > (
         MAX_CHARS_PER_WORD)
     return words.with_flat_values(
