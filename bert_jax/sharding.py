@@ -72,9 +72,41 @@ def rules_from_config(rules) -> tuple[tuple[str, object], ...]:
   return tuple(out)
 
 
-def logical_to_sharding(logical_specs, mesh: Mesh, rules):
-  """A tree of logical PartitionSpecs -> a tree of NamedShardings on `mesh`."""
-  return nn.logical_to_mesh_sharding(logical_specs, mesh, rules)
+def state_shardings(boxed_tree, mesh: Mesh, rules):
+  """A tree of logically partitioned (boxed) shapes -> NamedShardings on `mesh`.
+
+  A dimension that its mesh axes do not divide (BERT's vocab of 30,522 over tensor=4)
+  keeps the longest prefix of those axes that does divide it (often none: replicated
+  along them) instead of failing; `unsplit_dimensions` lists where that happened.
+  """
+  shardings = nn.logical_to_mesh_sharding(nn.get_partition_spec(boxed_tree), mesh, rules)
+  # Leaves without a shape (optax's MaskedNode for frozen params) keep their sharding.
+  return jax.tree.map(lambda s, x: _fit(s, x.shape) if hasattr(x, "shape") else s,
+                      shardings, nn.unbox(boxed_tree))
+
+
+def _fit(named: NamedSharding, shape: Sequence[int]) -> NamedSharding:
+  spec = []
+  for size, axes in zip(shape, tuple(named.spec) + (None,) * (len(shape) - len(named.spec))):
+    axes = (axes,) if isinstance(axes, str) else tuple(axes or ())
+    while axes and size % int(np.prod([named.mesh.shape[a] for a in axes])):
+      axes = axes[:-1]
+    spec.append(None if not axes else axes[0] if len(axes) == 1 else axes)
+  return NamedSharding(named.mesh, PartitionSpec(*spec))
+
+
+def unsplit_dimensions(boxed_tree, shardings, mesh: Mesh, rules) -> list[str]:
+  """'path: dim D (size S) not split over AXES' for every dimension `state_shardings` left
+  less split than the rules asked."""
+  asked = nn.logical_to_mesh_sharding(nn.get_partition_spec(boxed_tree), mesh, rules)
+  notes = []
+  flat = jax.tree_util.tree_flatten_with_path(nn.unbox(boxed_tree))[0]
+  for (path, x), want, got in zip(flat, jax.tree.leaves(asked), jax.tree.leaves(shardings)):
+    for dim, (a, b) in enumerate(zip(tuple(want.spec), tuple(got.spec) + (None,) * 9)):
+      if a != b:
+        notes.append(f"{jax.tree_util.keystr(path)}: dim {dim} (size {x.shape[dim]}) not "
+                     f"split over {a}")
+  return notes
 
 
 def batch_sharding(mesh: Mesh, rules) -> NamedSharding:

@@ -7,6 +7,8 @@ Multi-host: add --coordinator_address=HOST:PORT --num_processes=N --process_id=I
 --distributed=auto where jax.distributed.initialize() finds the cluster itself (TPU VMs).
 """
 import os
+import sys
+import threading
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
 
@@ -33,25 +35,50 @@ _HEARTBEAT_TIMEOUT = flags.DEFINE_integer(
     "as dead; every other process then exits with an error instead of hanging.")
 
 
+def _initialize_distributed(**cluster):
+  """jax.distributed.initialize, with a clear error when a process does not join in time.
+
+  On a join timeout the runtime aborts the process from C++ with a message about a task
+  that died; a watchdog fires first (the runtime gets a few seconds more) and exits
+  with a message that says what happened and what to check.
+  """
+  import jax
+  timeout = _INIT_TIMEOUT.value
+
+  def give_up():
+    where = (f"process {cluster['process_id']} of {cluster['num_processes']}, coordinator "
+             f"{cluster['coordinator_address']}" if cluster else "auto-detected cluster")
+    print(f"bert_jax.train: not every process joined within --initialization_timeout="
+          f"{timeout}s ({where}). Start all processes with the same --coordinator_address "
+          "and --num_processes and distinct --process_id, and check that the coordinator "
+          "port is reachable.", file=sys.stderr, flush=True)
+    os._exit(3)
+
+  watchdog = threading.Timer(timeout, give_up)
+  watchdog.daemon = True
+  watchdog.start()
+  try:
+    jax.distributed.initialize(initialization_timeout=timeout + 10,
+                               heartbeat_timeout_seconds=_HEARTBEAT_TIMEOUT.value, **cluster)
+  finally:
+    watchdog.cancel()
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
   if not _VERBOSE.value:
     logging.set_verbosity(logging.WARNING)  # orbax logs every file it writes at INFO
-  import jax
   import tensorflow as tf
   tf.config.set_visible_devices([], "GPU")  # tf.data only; accelerators belong to JAX
   distributed = _DISTRIBUTED.value
   if _COORDINATOR.value and distributed == "off":
     distributed = "explicit"
-  timeouts = dict(initialization_timeout=_INIT_TIMEOUT.value,
-                  heartbeat_timeout_seconds=_HEARTBEAT_TIMEOUT.value)
   if distributed == "auto":
-    jax.distributed.initialize(**timeouts)
+    _initialize_distributed()
   elif distributed == "explicit":
-    jax.distributed.initialize(coordinator_address=_COORDINATOR.value,
-                               num_processes=_NUM_PROCESSES.value,
-                               process_id=_PROCESS_ID.value, **timeouts)
+    _initialize_distributed(coordinator_address=_COORDINATOR.value,
+                            num_processes=_NUM_PROCESSES.value, process_id=_PROCESS_ID.value)
   if _COMPILE_ONLY.value:
     from bert_jax import compile_report
     print(compile_report.format_report(compile_report.compile_report(_CONFIG.value)))

@@ -32,8 +32,9 @@ from bert_jax import trainer
 from bert_jax.data import pretraining as pretraining_data
 
 REPO = worker.REPO
-# (data, fsdp, tensor) meshes on 8 devices, two workers side by side; 2,4,1's checkpoint moves.
-MESH_GROUPS = (("2,4,1", "8,1,1"), ("2,2,2", "1,8,1"))
+# (data, fsdp, tensor) meshes on 8 devices, two workers side by side; 2,4,1's checkpoint
+# moves. tensor=4 divides neither the vocab (30522) nor the 2 heads: those stay unsplit.
+MESH_GROUPS = (("2,4,1", "8,1,1"), ("2,2,2", "1,8,1", "2,1,4"))
 MESHES = sum(MESH_GROUPS, ())
 PAIR_MESH = "2,2,2"  # every axis spans the devices of both processes
 ONE_DEVICE = worker.mesh_changes("1,1,1")
@@ -313,3 +314,22 @@ def test_compile_only_fsdp8_holds_an_eighth_of_params_and_optimizer(background):
   print(f"compile_only, BERT-Base at fsdp=8: params + optimizer {per_device / 2**20:.2f} MiB "
         f"per device, total / 8 = {total / 8 / 2**20:.2f} MiB")
   assert per_device <= total / 8 * 1.05
+
+
+def test_a_process_whose_peer_never_joins_exits_with_a_clear_error(corpus, tmp_path):
+  port = free_port()
+  args = train_command(corpus, tmp_path / "alone") + [
+      f"--coordinator_address=127.0.0.1:{port}", "--num_processes=2", "--process_id=0",
+      "--initialization_timeout=5"]
+  alone = Job(args, tmp_path / "alone.log", devices=1,
+              env={"JAX_COORDINATOR_BIND_ADDRESS": f"127.0.0.1:{port}"})
+  started = time.time()
+  try:
+    alone.proc.wait(timeout=60)
+  except subprocess.TimeoutExpired:
+    alone.stop()
+    pytest.fail(f"a process without its peer still ran after 60 s\n{alone.output()[-3000:]}")
+  print(f"exited {time.time() - started:.1f} s after start (exit code {alone.proc.returncode})")
+  assert alone.proc.returncode == 3
+  assert ("not every process joined within --initialization_timeout=5s (process 0 of 2, "
+          f"coordinator 127.0.0.1:{port})") in alone.output()
