@@ -73,10 +73,11 @@ def main():
                        max_predictions_per_seq=args.max_predictions_per_seq))
     tokenizer = pretraining.make_tokenizer(config)
     start = time.perf_counter()
-    corpus, _ = pretraining.load_corpora(config, tokenizer)
+    corpora, _ = pretraining.load_corpora(config, tokenizer)
+    corpus = corpora[0]
     results["load_s"] = time.perf_counter() - start
 
-    train_input = pretraining.PretrainingInput(corpus, tokenizer, config)
+    train_input = pretraining.PretrainingInput(corpora, tokenizer, config)
     start = time.perf_counter()
     steps = train_input.steps_in_epoch(0)
     results["epoch_build_s"] = time.perf_counter() - start
@@ -85,9 +86,11 @@ def main():
     consume(train_input, 20)  # warm-up
     results["examples_per_s"] = consume(train_input, min(args.batches, steps - 40))
 
-    boundary_input = pretraining.PretrainingInput(corpus, tokenizer, config)
+    boundary_input = pretraining.PretrainingInput(corpora, tokenizer, config)
     boundary_input.steps_in_epoch(0)  # same pairs as above; built before the clock starts
-    boundary_input.restore({"epoch": 0, "step_in_epoch": steps - _STEPS_BEFORE_BOUNDARY - 1})
+    boundary_state = boundary_input.state()
+    boundary_state["shards"]["0"]["step_in_epoch"] = steps - _STEPS_BEFORE_BOUNDARY - 1
+    boundary_input.restore(boundary_state)
     next(boundary_input)  # opening an epoch mid-way (a restore) is not what is timed here
     waits = simulated_training_waits(boundary_input, 2 * _STEPS_BEFORE_BOUNDARY, args.step_ms)
     results["boundary_wait_ms_mean"] = 1000 * sum(waits) / len(waits)

@@ -14,7 +14,10 @@ import json
 import os
 import shutil
 
+import jax
+import numpy as np
 import orbax.checkpoint as ocp
+from jax.experimental import multihost_utils
 
 from bert_jax.models.config import BertConfig
 from bert_jax.models.layout import unstack_layers
@@ -72,6 +75,30 @@ def load_model_params(path: str) -> tuple[BertConfig, dict]:
   return config, params
 
 
+def merge_over_processes(data_position: dict) -> dict:
+  """Every process's input position as one JSON object (collective; all processes call it).
+
+  Pretraining inputs keep one position per data shard under "shards", held by the process
+  that reads the shard: those are united. Every other field must agree over processes.
+  """
+  if jax.process_count() == 1:
+    return data_position
+  encoded = np.frombuffer(json.dumps(data_position, sort_keys=True).encode(), np.uint8)
+  lengths = multihost_utils.process_allgather(np.array([encoded.size], np.int64)).reshape(-1)
+  padded = np.zeros([int(lengths.max())], np.uint8)
+  padded[:encoded.size] = encoded
+  rows = multihost_utils.process_allgather(padded)
+  positions = [json.loads(bytes(row[:n]).decode()) for row, n in zip(rows, lengths)]
+  merged = dict(positions[0])
+  for index, position in enumerate(positions):
+    others = {k: v for k, v in position.items() if k != "shards"}
+    if others != {k: v for k, v in merged.items() if k != "shards"}:
+      raise ValueError(f"process {index}'s input position {others} differs from process 0's")
+    if "shards" in position:
+      merged["shards"] = {**merged["shards"], **position["shards"]}
+  return merged
+
+
 class TrainCheckpoints:
   """WORKDIR/checkpoints: the train state AND the input position, saved together.
 
@@ -88,8 +115,10 @@ class TrainCheckpoints:
     return self.manager.latest_step()
 
   def save(self, step: int, state, data_position: dict) -> None:
+    """data_position: this process's input `state()`; merged over processes here."""
     self.manager.save(step, args=ocp.args.Composite(
-        state=ocp.args.StandardSave(state), data=ocp.args.JsonSave(data_position)))
+        state=ocp.args.StandardSave(state),
+        data=ocp.args.JsonSave(merge_over_processes(data_position))))
 
   def restore(self, step: int, abstract_state):
     """abstract_state: ShapeDtypeStructs with shardings (restores onto any mesh)."""

@@ -36,6 +36,7 @@ SMALL = {
     "data.max_predictions_per_seq": 5,
     "data.batch_size": 16,
     "data.eval_held_out_docs": 0,  # no eval: the comparisons are about training
+    "data.num_shards": 2,  # fixed, so 1 and 2 processes read the same global batches
     "num_train_steps": 20,
     "log_every_steps": 1,
     "eval_every_steps": 0,

@@ -55,13 +55,13 @@ def data_config(vocab_path, train_files, **overrides):
 @pytest.fixture(scope="module")
 def small_corpus(vocab_path, corpus_file, tokenizer):
   config = data_config(vocab_path, [corpus_file])
-  return pretraining.load_corpora(config, tokenizer)[0]
+  return pretraining.load_corpora(config, tokenizer)[0][0]
 
 
 def make_input(small_corpus, tokenizer, vocab_path, corpus_file, **overrides):
   process = {k: overrides.pop(k) for k in ("process_index", "process_count") if k in overrides}
-  config = data_config(vocab_path, [corpus_file], **overrides)
-  return pretraining.PretrainingInput(small_corpus, tokenizer, config, **process)
+  config = data_config(vocab_path, [corpus_file], **{"num_shards": 1, **overrides})
+  return pretraining.PretrainingInput({0: small_corpus}, tokenizer, config, **process)
 
 
 @pytest.fixture
@@ -120,16 +120,20 @@ def test_resume_from_state_gives_identical_batches(small_corpus, tokenizer, voca
   for _ in range(steps + 5):  # crosses into epoch 1
     states.append(first.state())
     batches.append(next(first))
-  assert states[steps] == {"epoch": 1, "step_in_epoch": 0, "seed": 3, "batch_size": 8,
-                           "corpus_tokens": small_corpus.num_tokens}
+  assert states[steps] == {"seed": 3, "batch_size": 8, "num_shards": 1, "shards": {"0": {
+      "epoch": 1, "step_in_epoch": 0, "tokens": small_corpus.num_tokens}}}
   for resume_at in (3, steps - 1, steps + 2):
     resumed = make_input(small_corpus, tokenizer, vocab_path, corpus_file)
     resumed.restore(json.loads(json.dumps(states[resume_at])))  # survives a JSON round trip
     assert_batches_equal(take(resumed, len(batches) - resume_at), batches[resume_at:])
   with pytest.raises(ValueError, match="seed=3"):
     make_input(small_corpus, tokenizer, vocab_path, corpus_file, seed=4).restore(states[1])
+  with pytest.raises(ValueError, match="num_shards=2, this input has 1"):
+    make_input(small_corpus, tokenizer, vocab_path, corpus_file).restore(
+        {**states[1], "num_shards": 2})
   beyond = make_input(small_corpus, tokenizer, vocab_path, corpus_file)
-  beyond.restore({"epoch": 0, "step_in_epoch": steps + 1})
+  beyond.restore({**states[0], "shards": {"0": {**states[0]["shards"]["0"],
+                                                "step_in_epoch": steps + 1}}})
   with pytest.raises(ValueError, match="past its"):
     next(beyond)
 
@@ -163,6 +167,63 @@ def test_process_shards_concatenate_to_the_global_batch(small_corpus, tokenizer,
     make_input(small_corpus, tokenizer, vocab_path, corpus_file, process_count=3)
 
 
+def sharded_inputs(vocab_path, corpus_file, tokenizer, process_count, **overrides):
+  config = data_config(vocab_path, [corpus_file], **{"num_shards": 4, **overrides})
+  return [pretraining.make_inputs(config, process_index=p, process_count=process_count,
+                                  tokenizer=tokenizer)[0] for p in range(process_count)]
+
+
+def global_batches(inputs, steps):
+  return [{key: np.concatenate([b[key] for b in local]) for key in KEYS}
+          for local in (([next(i) for i in inputs]) for _ in range(steps))]
+
+
+def test_data_shards_give_one_global_stream_for_any_process_count(vocab_path, corpus_file,
+                                                                  tokenizer):
+  one = sharded_inputs(vocab_path, corpus_file, tokenizer, 1)
+  # Each process tokenizes only its shards' documents (ids % 4), and all of them together
+  # are the corpus once.
+  for process_count in (2, 4):
+    inputs = sharded_inputs(vocab_path, corpus_file, tokenizer, process_count)
+    ids = [c.document_ids for i in inputs for c in i.corpora.values()]
+    np.testing.assert_array_equal(np.sort(np.concatenate(ids)),
+                                  np.sort(np.concatenate([c.document_ids for c in
+                                                          one[0].corpora.values()])))
+    for p, i in enumerate(inputs):
+      assert sorted(i.corpora) == list(range(p * 4 // process_count,
+                                             (p + 1) * 4 // process_count))
+      for shard, c in i.corpora.items():
+        assert (c.document_ids % 4 == shard).all()
+  steps = 2 * max(one[0]._streams[0].steps_in_epoch(0), 1) + 3  # every shard crosses epochs
+  expected = global_batches(one, steps)
+  for process_count in (2, 4, 8):  # 8 processes: two read each shard, a slice each
+    assert_batches_equal(global_batches(
+        sharded_inputs(vocab_path, corpus_file, tokenizer, process_count), steps), expected)
+
+
+def test_resume_a_sharded_stream_on_another_process_count(vocab_path, corpus_file, tokenizer):
+  two = sharded_inputs(vocab_path, corpus_file, tokenizer, 2)
+  first = global_batches(two, 7)
+  states = [i.state() for i in two]
+  assert set(states[0]["shards"]) == {"0", "1"} and set(states[1]["shards"]) == {"2", "3"}
+  merged = {**states[0], "shards": {**states[0]["shards"], **states[1]["shards"]}}
+  continued = global_batches(two, 9)
+  one = sharded_inputs(vocab_path, corpus_file, tokenizer, 1)
+  one[0].restore(json.loads(json.dumps(merged)))
+  assert_batches_equal(global_batches(one, 9), continued)
+  assert first  # (the 7 batches before the save were consumed)
+  with pytest.raises(ValueError, match="no position for shard 2"):
+    one[0].restore(states[0])
+
+
+def test_sharding_errors_name_the_shard_and_field(vocab_path, corpus_file, tokenizer):
+  with pytest.raises(ValueError, match="num_shards=3 and 2 processes"):
+    sharded_inputs(vocab_path, corpus_file, tokenizer, 2, num_shards=3)
+  with pytest.raises(corpus_lib.CorpusError, match="data shard 20 of 100: .*single document"):
+    make_in = data_config(vocab_path, [corpus_file], num_shards=100, batch_size=100)
+    pretraining.make_inputs(make_in, tokenizer=tokenizer)
+
+
 def test_statistics_within_tolerance(train_input, tokenizer):
   specials = (tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id)
   stats, _ = inspect_lib.statistics(train_input, 1000, specials, tokenizer.mask_id)
@@ -177,11 +238,13 @@ def test_statistics_within_tolerance(train_input, tokenizer):
 def test_held_out_documents_make_a_fixed_eval_input(vocab_path, corpus_file, tokenizer):
   config = data_config(vocab_path, [corpus_file], eval_held_out_docs=40)
   train_input, eval_input = pretraining.make_inputs(config, tokenizer=tokenizer)
-  assert train_input.corpus.num_documents == 80 and eval_input.corpus.num_documents == 40
+  train_corpus, eval_corpus = train_input.corpora[0], eval_input.corpora[0]
+  assert train_corpus.num_documents == 80 and eval_corpus.num_documents == 40
+  assert not set(train_corpus.document_ids) & set(eval_corpus.document_ids)
   assert_batches_equal(list(eval_input.epoch_batches(0)), list(eval_input.epoch_batches(0)))
-  train_tokens = set(map(bytes, (train_input.corpus.document_sentences(d)[0].tobytes()
+  train_tokens = set(map(bytes, (train_corpus.document_sentences(d)[0].tobytes()
                                  for d in range(80))))
-  eval_tokens = set(map(bytes, (eval_input.corpus.document_sentences(d)[0].tobytes()
+  eval_tokens = set(map(bytes, (eval_corpus.document_sentences(d)[0].tobytes()
                                 for d in range(40))))
   assert not train_tokens & eval_tokens
   config.eval_held_out_docs = 119
@@ -199,8 +262,8 @@ def test_tfds_mock_data_path(vocab_path, tokenizer):
   config = data_config(vocab_path, [], tfds_name="wikipedia/20230601.en")
   with tfds.testing.mock_data(as_dataset_fn=as_dataset_fn):
     train_input, _ = pretraining.make_inputs(config, tokenizer=tokenizer)
-  assert train_input.corpus.num_documents == 60
-  assert train_input.corpus.num_sentences == sum(len(d) for d in synthetic_documents(60, seed=1))
+  assert train_input.corpora[0].num_documents == 60
+  assert train_input.corpora[0].num_sentences == sum(len(d) for d in synthetic_documents(60, seed=1))
   batch = next(train_input)
   assert batch["input_ids"].shape == (8, 64) and set(batch) == set(KEYS)
 
@@ -239,6 +302,7 @@ def test_tokenized_corpus_cache(tmp_path, vocab_path, corpus_file, tokenizer):
   built, _ = pretraining.load_corpora(config, tokenizer)
   assert len(os.listdir(tmp_path / "cache")) == 1
   cached, _ = pretraining.load_corpora(config, tokenizer)
+  built, cached = built[0], cached[0]
   np.testing.assert_array_equal(built.token_ids, cached.token_ids)
   np.testing.assert_array_equal(built.document_starts, cached.document_starts)
 

@@ -160,7 +160,11 @@ def corpus(tmp_path_factory, data_dir):
                   "--source=wikitext-2/valid.txt", f"--output={path}"], check=True, cwd=REPO,
                  capture_output=True)
   data_config = worker.small_config(path).data
-  pretraining_data.load_corpora(data_config, pretraining_data.make_tokenizer(data_config))
+  tokenizer = pretraining_data.make_tokenizer(data_config)
+  for process_count in (1, 2):  # every run's data shards, tokenized once
+    for process_index in range(process_count):
+      pretraining_data.make_inputs(data_config, process_index=process_index,
+                                   process_count=process_count, tokenizer=tokenizer)
   return path
 
 
@@ -181,7 +185,7 @@ def background(corpus, tmp_path_factory):
   # 1-20 equal a 20-step run's.
   port = free_port()
   pair_args = train_command(corpus, root / "pair", num_train_steps=200,
-                            checkpoint_every_steps=200, **worker.mesh_changes(PAIR_MESH))
+                            checkpoint_every_steps=10, **worker.mesh_changes(PAIR_MESH))
   pair_args += [f"--coordinator_address=127.0.0.1:{port}", "--num_processes=2",
                 f"--heartbeat_timeout={HEARTBEAT_S}"]
   bind = {"JAX_COORDINATOR_BIND_ADDRESS": f"127.0.0.1:{port}"}
@@ -285,6 +289,10 @@ def test_two_processes_give_the_one_process_losses(background, pair_outcome):
   print(f"2 processes x 4 devices vs 1 x 8 on ({PAIR_MESH}): max relative loss difference "
         f"{difference:.2e}")
   assert difference <= RTOL
+  # Each process read one of the 2 data shards; the checkpoint holds both positions.
+  saved = background.root / "pair" / "checkpoints" / "10" / "data" / "metadata"
+  position = json.loads(saved.read_text())
+  assert position["num_shards"] == 2 and sorted(position["shards"]) == ["0", "1"]
 
 
 def test_fsdp_leaves_no_large_param_replicated(background):

@@ -16,6 +16,11 @@ Layout (D documents, S sentences, N tokens):
   token_ids        int32 [N]      all sentences' WordPiece ids, back to back
   sentence_starts  int64 [S + 1]  sentence s is token_ids[sentence_starts[s]:sentence_starts[s + 1]]
   document_starts  int64 [D + 1]  document d is sentences document_starts[d]:document_starts[d + 1]
+  document_ids     int64 [D]      each document's number in its source stream
+Documents are numbered 0, 1, ... in stream order (every run of non-blank lines counts,
+even one that tokenizes to nothing) before anything is dropped: a reader can keep only
+some documents (a `DocumentFilter` of their ids, e.g. one data shard's) and skip
+tokenizing the rest, and the ids stay those of the whole stream.
 A document's sentences are contiguous, so a run of whole sentences is one slice of
 token_ids; nsp_pairs.py builds instances as such slices.
 
@@ -50,6 +55,9 @@ class Tokenizer(Protocol):
   def tokenize(self, texts: tf.Tensor) -> tf.RaggedTensor: ...
 
 
+DocumentFilter = Callable[[tf.Tensor], tf.Tensor]  # document ids int64 [L] -> keep bool [L]
+
+
 class CorpusError(ValueError):
   """Input text that cannot make a pretraining corpus; the message names the source."""
 
@@ -62,6 +70,11 @@ class TokenizedCorpus:
   document_starts: np.ndarray  # int64 [D + 1]
   sources: tuple[str, ...]     # what was read, for messages
   skipped_lines: int = 0       # non-blank lines without a single WordPiece
+  document_ids: np.ndarray | None = None  # int64 [D]: numbers in the source (see module doc)
+
+  def __post_init__(self):
+    if self.document_ids is None:
+      object.__setattr__(self, "document_ids", np.arange(self.num_documents, dtype=np.int64))
 
   @property
   def num_documents(self) -> int:
@@ -81,7 +94,7 @@ class TokenizedCorpus:
     return [self.token_ids[starts[s]:starts[s + 1]] for s in range(first, last)]
 
   def select_documents(self, documents: Sequence[int]) -> "TokenizedCorpus":
-    """A corpus of the given documents, in the given order."""
+    """A corpus of the given documents (positions, not ids), in the given order."""
     token_pieces, sentence_lengths, document_lengths = [], [], []
     for d in documents:
       first, last = self.document_starts[d], self.document_starts[d + 1]
@@ -93,14 +106,19 @@ class TokenizedCorpus:
         token_ids=_concatenate(token_pieces, np.int32),
         sentence_starts=_starts(_concatenate(sentence_lengths, np.int64)),
         document_starts=_starts(np.asarray(document_lengths, np.int64)),
-        sources=self.sources)
+        sources=self.sources,
+        document_ids=self.document_ids[np.asarray(documents, np.int64)])
+
+  def select_document_ids(self, wanted: Callable[[np.ndarray], np.ndarray]) -> "TokenizedCorpus":
+    """The documents whose id `wanted(document_ids) -> bool [D]` accepts, in order."""
+    return self.select_documents(np.flatnonzero(wanted(self.document_ids)))
 
   def save(self, path: str) -> None:
     """Writes an .npz (atomically: a temporary file, then a rename)."""
     temporary = path + ".tmp.npz"
     np.savez(temporary, token_ids=self.token_ids, sentence_starts=self.sentence_starts,
              document_starts=self.document_starts, sources=np.array(self.sources),
-             skipped_lines=self.skipped_lines)
+             skipped_lines=self.skipped_lines, document_ids=self.document_ids)
     os.replace(temporary, path)
 
   @classmethod
@@ -109,7 +127,8 @@ class TokenizedCorpus:
       return cls(token_ids=arrays["token_ids"], sentence_starts=arrays["sentence_starts"],
                  document_starts=arrays["document_starts"],
                  sources=tuple(str(s) for s in arrays["sources"]),
-                 skipped_lines=int(arrays["skipped_lines"]))
+                 skipped_lines=int(arrays["skipped_lines"]),
+                 document_ids=arrays["document_ids"])
 
   def check_usable_for_nsp(self) -> None:
     """Raises CorpusError unless IsNext and NotNext pairs can both be built."""
@@ -141,17 +160,28 @@ def expand_file_patterns(patterns: Sequence[str], data_dir: str | None) -> list[
   return files
 
 
-def read_files(files: Sequence[str], tokenizer: Tokenizer) -> TokenizedCorpus:
-  """Plain-format files (see expand_file_patterns) -> TokenizedCorpus."""
+@dataclasses.dataclass(frozen=True)
+class LineSource:
+  """Text as one tf.data stream of (source index, line number, text) lines.
+
+  A blank line, or a change of source, ends a document. `describe_line(source, line)`
+  names a line in error messages.
+  """
+  lines: tf.data.Dataset
+  sources: tuple[str, ...]
+  describe_line: Callable[[int, int], str]
+
+
+def file_lines(files: Sequence[str]) -> LineSource:
+  """Plain-format files (see expand_file_patterns) as a LineSource."""
   files = list(files)
   lines = tf.data.Dataset.from_tensor_slices(files).enumerate().flat_map(_numbered_lines)
-  return tokenize_lines(lines, tokenizer, tuple(files),
-                        lambda source, line: f"{files[source]}:{line + 1}")
+  return LineSource(lines, tuple(files), lambda source, line: f"{files[source]}:{line + 1}")
 
 
-def read_tfds(name: str, split: str, text_field: str, tokenizer: Tokenizer,
-              tfds_data_dir: str | None = None) -> TokenizedCorpus:
-  """A tfds dataset whose examples are documents in `text_field` -> TokenizedCorpus."""
+def tfds_lines(name: str, split: str, text_field: str,
+               tfds_data_dir: str | None = None) -> LineSource:
+  """A tfds dataset whose examples are documents in `text_field`, as a LineSource."""
   import tensorflow_datasets as tfds  # Only this path needs it.
   examples = tfds.load(name, split=split, data_dir=tfds_data_dir, shuffle_files=False)
   label = f"tfds {name}/{split}"
@@ -164,9 +194,21 @@ def read_tfds(name: str, split: str, text_field: str, tokenizer: Tokenizer,
     return tf.data.Dataset.from_tensor_slices(
         (tf.zeros_like(lines, tf.int64), tf.fill(tf.shape(lines), index), lines))
 
-  lines = examples.enumerate().flat_map(sentences_then_blank)
-  return tokenize_lines(lines, tokenizer, (label,),
-                        lambda source, line: f"{label} example {line}")
+  return LineSource(examples.enumerate().flat_map(sentences_then_blank), (label,),
+                    lambda source, line: f"{label} example {line}")
+
+
+def read_files(files: Sequence[str], tokenizer: Tokenizer,
+               keep: DocumentFilter | None = None) -> TokenizedCorpus:
+  """Plain-format files -> TokenizedCorpus (of the documents `keep` accepts)."""
+  return tokenize_lines(file_lines(files), tokenizer, keep)
+
+
+def read_tfds(name: str, split: str, text_field: str, tokenizer: Tokenizer,
+              tfds_data_dir: str | None = None,
+              keep: DocumentFilter | None = None) -> TokenizedCorpus:
+  """A tfds dataset whose examples are documents -> TokenizedCorpus."""
+  return tokenize_lines(tfds_lines(name, split, text_field, tfds_data_dir), tokenizer, keep)
 
 
 def tfds_text_to_sentences(text: tf.Tensor) -> tf.Tensor:
@@ -183,30 +225,39 @@ def tfds_text_to_sentences(text: tf.Tensor) -> tf.Tensor:
   return tf.boolean_mask(pieces, tf.strings.length(pieces) > 0)
 
 
-def tokenize_lines(lines: tf.data.Dataset, tokenizer: Tokenizer, sources: tuple[str, ...],
-                   describe_line: Callable[[int, int], str]) -> TokenizedCorpus:
-  """(source index, line number, text) lines -> TokenizedCorpus.
+def count_documents(source: LineSource) -> int:
+  """How many documents the source holds (the ids run 0 .. count - 1); reads, no tokenizing."""
+  last_ids = _numbered_line_batches(source.lines).map(lambda batch: tf.reduce_max(batch["document"]))
+  return int(last_ids.reduce(tf.constant(-1, tf.int64), tf.maximum)) + 1
 
-  A blank line, or a change of source, ends a document. `describe_line(source, line)`
-  names a line in the invalid-UTF-8 error.
+
+def tokenize_lines(source: LineSource, tokenizer: Tokenizer,
+                   keep: DocumentFilter | None = None) -> TokenizedCorpus:
+  """A LineSource -> TokenizedCorpus of the documents `keep` accepts (default: all).
+
+  Documents are numbered before anything is dropped, so a document's id does not depend
+  on `keep`; lines of dropped documents are never tokenized. Every line is checked for
+  UTF-8, so all readers of one source raise the same error.
   """
-  batches = (lines.batch(_TOKENIZE_BATCH_LINES)
-             .map(lambda s, n, t: _tokenize_batch(s, n, t, tokenizer),
+  batches = (_numbered_line_batches(source.lines)
+             .map(lambda batch: _tokenize_batch(batch, tokenizer, keep),
                   num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
              .prefetch(2))
-  columns = {key: [] for key in ("source", "blank", "length", "ids")}
+  columns = {key: [] for key in ("document", "length", "ids")}
+  any_line = False
   for batch in batches.as_numpy_iterator():
+    any_line = True
     invalid = np.flatnonzero(~batch["valid"])
     if invalid.size:
       first = invalid[0]
-      location = describe_line(int(batch["source"][first]), int(batch["line"][first]))
+      location = source.describe_line(int(batch["source"][first]), int(batch["line"][first]))
       raise CorpusError(f"{location}: invalid UTF-8")
     for key in columns:
       columns[key].append(batch[key])
-  if not columns["source"]:
-    raise CorpusError(f"empty corpus: no line in {_describe(sources)}")
-  source, blank, length, ids = (np.concatenate(columns[k]) for k in columns)
-  return _pack(source, blank, length, ids, sources)
+  if not any_line:
+    raise CorpusError(f"empty corpus: no line in {_describe(source.sources)}")
+  document, length, ids = (np.concatenate(columns[k]) for k in columns)
+  return _pack(document, length, ids, source.sources)
 
 
 def _numbered_lines(source_index: tf.Tensor, path: tf.Tensor) -> tf.data.Dataset:
@@ -214,34 +265,57 @@ def _numbered_lines(source_index: tf.Tensor, path: tf.Tensor) -> tf.data.Dataset
       lambda line_number, text: (source_index, line_number, text))
 
 
-def _tokenize_batch(source, line_number, text, tokenizer):
-  # source, line_number, text: [L]; ids: [sum of lengths].
+def _numbered_line_batches(lines: tf.data.Dataset) -> tf.data.Dataset:
+  """Lines -> batches of them with each line's document id (-1 for blank lines).
+
+  A non-blank line opens a document when the line before it is blank or from another
+  source. One scan step per batch carries (previous blank, previous source, count).
+  """
+  def number(state, line_batch):
+    source, line, text = line_batch
+    previous_blank, previous_source, count = state
+    blank = tf.equal(tf.strings.length(tf.strings.strip(text)), 0)
+    after_blank = tf.concat([[previous_blank], blank[:-1]], axis=0)
+    after_source = tf.concat([[previous_source], source[:-1]], axis=0)
+    opens = tf.cast(~blank & (after_blank | (after_source != source)), tf.int64)
+    document = tf.where(blank, tf.constant(-1, tf.int64), count + tf.cumsum(opens) - 1)
+    state = (blank[-1], source[-1], count + tf.reduce_sum(opens))
+    return state, {"source": source, "line": line, "text": text, "blank": blank,
+                   "document": document}
+  start = (tf.constant(True), tf.constant(-1, tf.int64), tf.constant(0, tf.int64))
+  return lines.batch(_TOKENIZE_BATCH_LINES).scan(start, number)
+
+
+def _tokenize_batch(batch, tokenizer, keep):
+  # Every column [L]; document, length [K kept lines]; ids [sum of length].
+  text = batch["text"]
   valid = tf.equal(text, tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace"))
-  blank = tf.equal(tf.strings.length(tf.strings.strip(text)), 0)
-  pieces = tokenizer.tokenize(tf.where(valid & ~blank, text, ""))
+  kept = ~batch["blank"]
+  if keep is not None:
+    kept &= keep(batch["document"])
+  pieces = tokenizer.tokenize(tf.boolean_mask(tf.where(valid, text, ""), kept))
   structural = [tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id]
   pieces = tf.ragged.boolean_mask(
       pieces, tf.reduce_all(pieces[..., None] != tf.constant(structural, pieces.dtype), -1))
-  return {"source": source, "line": line_number, "valid": valid, "blank": blank,
+  return {"source": batch["source"], "line": batch["line"], "valid": valid,
+          "document": tf.boolean_mask(batch["document"], kept),
           "length": tf.cast(pieces.row_lengths(), tf.int64),
           "ids": tf.cast(pieces.flat_values, tf.int32)}
 
 
-def _pack(source, blank, length, ids, sources) -> TokenizedCorpus:
-  """Per-line columns [L] (ids [sum of length]) -> TokenizedCorpus, vectorized."""
-  new_source = np.concatenate([[True], source[1:] != source[:-1]])
-  document_of_line = np.cumsum(blank | new_source)  # a blank line opens a new (maybe empty) one
-  is_sentence = ~blank & (length > 0)
-  skipped_lines = int(np.sum(~blank & (length == 0)))
-  sentence_documents = document_of_line[is_sentence]
+def _pack(document, length, ids, sources) -> TokenizedCorpus:
+  """Kept non-blank lines' document ids and lengths [K] (ids [sum of length]) -> corpus."""
+  is_sentence = length > 0
+  sentence_documents = document[is_sentence]
   opens_document = np.concatenate(
       [[True], sentence_documents[1:] != sentence_documents[:-1]])[:len(sentence_documents)]
   document_starts = np.append(np.flatnonzero(opens_document), len(sentence_documents))
   return TokenizedCorpus(
-      token_ids=ids.astype(np.int32),  # blank and dropped lines hold no ids
+      token_ids=ids.astype(np.int32),  # lines without pieces hold no ids
       sentence_starts=_starts(length[is_sentence]),
       document_starts=document_starts.astype(np.int64),
-      sources=sources, skipped_lines=skipped_lines)
+      sources=sources, skipped_lines=int(np.sum(~is_sentence)),
+      document_ids=sentence_documents[opens_document].astype(np.int64))
 
 
 def _starts(lengths: np.ndarray) -> np.ndarray:

@@ -129,16 +129,17 @@ def main(argv):
     raise app.UsageError("--config is required")
   data_config = _CONFIG.value.data
   tokenizer = pretraining.make_tokenizer(data_config)
-  train_corpus, _ = pretraining.load_corpora(data_config, tokenizer)
-  train_input = pretraining.PretrainingInput(train_corpus, tokenizer, data_config)
+  train_input, _ = pretraining.make_inputs(data_config, tokenizer=tokenizer)
   special_ids = (tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id)
   stats, batches = statistics(train_input, _BATCHES.value, special_ids, tokenizer.mask_id)
   if _JSON.value:
     print(json.dumps({key: round(value, 4) for key, value in stats.items()}))
     return
-  print(f"corpus: {train_corpus.num_documents} documents, {train_corpus.num_sentences} "
-        f"sentences, {train_corpus.num_tokens} tokens; epoch 0: "
-        f"{train_input.steps_in_epoch(0)} batches of {train_input.global_batch_size}")
+  corpora = train_input.corpora.values()
+  print(f"corpus: {sum(c.num_documents for c in corpora)} documents, "
+        f"{sum(c.num_sentences for c in corpora)} sentences, "
+        f"{sum(c.num_tokens for c in corpora)} tokens in {len(corpora)} data shard(s); "
+        f"epoch 0: {train_input.steps_in_epoch(0)} batches of {train_input.global_batch_size}")
   for row in range(min(_EXAMPLES.value, len(batches[0]["input_ids"]))):
     print(f"\nexample {row} " + render_example(batches[0], row, tokenizer))
   print()

@@ -6,7 +6,8 @@ Use (the trainer):
       config.data, process_index=jax.process_index(), process_count=jax.process_count())
   train_input.restore(saved["data"])        # optional; resumes exactly where it was
   batch = next(train_input)                  # one local batch, the contract below
-  saved["data"] = train_input.state()        # JSON-able dict, save it with the train state
+  saved["data"] = train_input.state()        # JSON, save it with the train state (merged
+                                             # over processes: checkpoint.TrainCheckpoints)
   for batch in eval_input.epoch_batches(0):  # eval_input is None without held-out data
     ...                                      # the same fixed batches on every call
 
@@ -20,17 +21,23 @@ P = max_predictions_per_seq):
   masked_lm_weights    float32 [B, P]  1.0 real prediction, 0.0 unused slot
   next_sentence_labels int32   [B]     0 IsNext (B is the true continuation), 1 NotNext
 
-Position, determinism, resumption. Epoch e's instances are a pure function of (seed, e):
-nsp_pairs.build_pair_instances with numpy Generator(seed, e) over the whole corpus, then a
-full permutation (no shuffle buffer). Global step s of the epoch holds instances
-[s*G, (s+1)*G) of that list (G = batch_size; the remainder is dropped) and process p takes
-rows [s*G + p*B, s*G + (p+1)*B). Masking noise comes from (seed, e, global example index)
-(masking.py). Every process builds the same list, so all agree on `steps_in_epoch(e)`,
-which varies a little from epoch to epoch. The position is (epoch, step_in_epoch) of the
-next batch: `state()` returns it as {"epoch", "step_in_epoch"} plus "seed", "batch_size"
-and "corpus_tokens" to check against, `restore(state)` moves there, and the batches that
-follow are exactly those an uninterrupted run would have seen. The next epoch's pairs are built
-in a background thread while the current one is consumed.
+Data shards, position, determinism, resumption. The corpus's documents fall into K =
+config.data.num_shards shards (document id % K; 0 = one shard per process), and a process
+tokenizes only the documents of its shards (plus the held-out ones): K/P whole shards each
+when K >= P, else P/K processes share one shard and each takes a slice of its rows. Each
+shard is its own stream: epoch e of shard k is a pure function of (seed, e, k) --
+nsp_pairs.build_pair_instances with numpy Generator(seed, e, k) over the shard's documents
+(NotNext partners come from the same shard), then a full permutation (no shuffle buffer).
+Global step s takes the next G/K rows of every shard, shard-major (G = batch_size), so
+process p's rows are global rows [p*B, (p+1)*B); the remainder of a shard's epoch is
+dropped and each shard crosses epochs on its own. Masking noise comes from (seed, epoch,
+example index) with the index distinct over shards (masking.py). A fixed K gives the same
+global batches for any process count that K allows. The position is (epoch, step) per
+shard: `state()` returns this process's shards' positions with "seed", "batch_size",
+"num_shards" and each shard's token count to check against (the trainer merges every
+process's "shards" into the checkpoint), `restore(state)` moves there, and the batches that
+follow are exactly those an uninterrupted run would have seen. A shard's next epoch is
+built in a background thread while the current one is consumed.
 
 Fields read from config.data (`default_data_config()` gives them with defaults):
   data_dir             data root for relative paths; "" -> paths.default_data_dir()
@@ -44,6 +51,7 @@ Fields read from config.data (`default_data_config()` gives them with defaults):
   masked_lm_prob, mask_token_prob, random_token_prob   15% selected; 80/10/10 of those
   short_seq_prob, random_next_prob        NSP pair sampling (nsp_pairs.py)
   seed, batch_size                        batch_size is global (all processes)
+  num_shards           K above; 0 = the process count
   cache_dir            "" -> no cache; else tokenized corpora are kept there as .npz
 """
 import concurrent.futures
@@ -63,7 +71,7 @@ from bert_jax.data import nsp_pairs
 from bert_jax.data import paths
 from bert_jax.data import tokenizer as tokenizer_lib
 
-_CACHE_FORMAT_VERSION = 2  # bump when corpus.py changes what it produces
+_CACHE_FORMAT_VERSION = 3  # bump when corpus.py changes what it produces
 _BATCHES_PER_MAP = 8
 _HELD_OUT_STREAM = 7_777  # Generator stream for the held-out document choice
 
@@ -91,113 +99,104 @@ def default_data_config() -> ml_collections.ConfigDict:
       "seed": 0,
       "batch_size": 32,
       "cache_dir": "",
+      "num_shards": 0,
   })
 
 
 @dataclasses.dataclass(frozen=True)
 class _EpochRows:
-  """One epoch's local rows, in step order (n = steps * local batch)."""
+  """One epoch's rows of one shard for this process, in step order (n = steps * rows)."""
   input_ids: np.ndarray      # int32 [n, T], unmasked
   a_lengths: np.ndarray      # int32 [n]
   b_lengths: np.ndarray      # int32 [n]
   labels: np.ndarray         # int32 [n], 1 = NotNext
-  example_index: np.ndarray  # int64 [n], position in the epoch's global list
+  example_index: np.ndarray  # int64 [n], masking-noise index (position in the shard's epoch list)
   steps: int
 
 
-class PretrainingInput:
-  """An endless, resumable iterator of local pretraining batches (module docstring)."""
+def resolve_num_shards(data_config, process_count: int) -> int:
+  """config.data.num_shards (0 = one per process), checked against processes and batch."""
+  num_shards = int(data_config.num_shards) or process_count
+  batch_size = int(data_config.batch_size)
+  if num_shards % process_count and process_count % num_shards:
+    raise ValueError(f"config.data.num_shards={num_shards} and {process_count} processes: "
+                     "one must divide the other")
+  if batch_size % num_shards or batch_size % process_count:
+    raise ValueError(f"batch_size {batch_size} is not divisible by num_shards {num_shards} "
+                     f"and process_count {process_count}")
+  return num_shards
 
-  def __init__(self, corpus: corpus_lib.TokenizedCorpus, tokenizer, data_config,
-               *, process_index: int = 0, process_count: int = 1):
-    corpus.check_usable_for_nsp()
-    if data_config.batch_size % process_count:
-      raise ValueError(f"batch_size {data_config.batch_size} is not divisible by "
-                       f"process_count {process_count}")
-    if data_config.seed < 0:
-      raise ValueError(f"seed must be >= 0, got {data_config.seed}")
-    if not 0 <= process_index < process_count:
-      raise ValueError(f"process_index {process_index} not in [0, {process_count})")
-    self.corpus = corpus
-    self.seed = int(data_config.seed)
-    self.global_batch_size = int(data_config.batch_size)
-    self.local_batch_size = self.global_batch_size // process_count
-    self.process_index = process_index
-    self.max_seq_length = int(data_config.max_seq_length)
-    self._pair_options = nsp_pairs.PairOptions(
-        max_seq_length=self.max_seq_length,
-        short_seq_prob=data_config.short_seq_prob,
-        random_next_prob=data_config.random_next_prob)
-    self._special_ids = (tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id)
-    self._masking_options = masking.MaskingOptions(
-        max_predictions_per_seq=int(data_config.max_predictions_per_seq),
-        mask_id=tokenizer.mask_id,
-        special_ids=self._special_ids + (tokenizer.mask_id,),
-        replacement_ids=masking.replacement_ids_from_vocab(list(tokenizer.vocab)),
-        masked_lm_prob=data_config.masked_lm_prob,
-        mask_token_prob=data_config.mask_token_prob,
-        random_token_prob=data_config.random_token_prob)
+
+def shard_assignment(num_shards: int, process_index: int,
+                     process_count: int) -> tuple[tuple[int, ...], int, int]:
+  """(shards this process reads, its slice index within each, slices per shard).
+
+  With at least as many shards as processes a process reads num_shards / process_count
+  whole shards; with fewer, process_count / num_shards processes read one shard and each
+  takes its slice of that shard's rows.
+  """
+  if not 0 <= process_index < process_count:
+    raise ValueError(f"process_index {process_index} not in [0, {process_count})")
+  if num_shards >= process_count:
+    per_process = num_shards // process_count
+    return tuple(range(process_index * per_process, (process_index + 1) * per_process)), 0, 1
+  readers = process_count // num_shards
+  return (process_index // readers,), process_index % readers, readers
+
+
+class _ShardStream:
+  """One shard's endless, resumable stream of row blocks (its share of each global step)."""
+
+  def __init__(self, corpus: corpus_lib.TokenizedCorpus, shard: int, num_shards: int,
+               rows_per_step: int, slice_index: int, slice_count: int, seed: int,
+               pair_options: nsp_pairs.PairOptions, masking_options: masking.MaskingOptions,
+               special_ids: tuple[int, int, int]):
+    self.corpus, self.shard, self.num_shards = corpus, shard, num_shards
+    self.rows_per_step = rows_per_step            # of this shard, all slices
+    self.local_rows = rows_per_step // slice_count  # of this process
+    self.slice_index, self.seed = slice_index, seed
+    self.max_seq_length = pair_options.max_seq_length
+    self._pair_options, self._masking_options = pair_options, masking_options
+    self._special_ids = special_ids
     # Background work: one thread builds epochs' rows, one opens the next epoch's
     # tf.data iterator (0.3 s) so that crossing an epoch boundary does not stall.
     self._row_builder = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     self._iterator_opener = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     self._epoch_futures: dict[int, concurrent.futures.Future] = {}
     self._next_epoch_batches: tuple[int, concurrent.futures.Future] | None = None
-    self._epoch, self._step = 0, 0
+    self.epoch, self.step = 0, 0
     self._batches: Iterator[dict] | None = None
 
-  # ---------------------------------------------------------------- position
-  def state(self) -> dict:
-    """The position of the next batch; JSON-able, checkpoint it with the train state."""
-    return {"epoch": self._epoch, "step_in_epoch": self._step, **self._fingerprint()}
-
-  def restore(self, state: dict) -> None:
-    """Continues from a `state()`; the following batches equal an uninterrupted run's.
-
-    The seed, global batch size and corpus size must be those of the saved run (a state
-    without those keys is taken as is).
-    """
-    for key, mine in self._fingerprint().items():
-      if key in state and int(state[key]) != mine:
-        raise ValueError(f"data state was saved with {key}={state[key]}, this input has {mine}")
-    self._epoch, self._step = int(state["epoch"]), int(state["step_in_epoch"])
-    self._batches = None
+  def move_to(self, epoch: int, step: int) -> None:
+    self.epoch, self.step, self._batches = epoch, step, None
 
   def steps_in_epoch(self, epoch: int) -> int:
     return self._epoch_rows(epoch).steps
 
-  def _fingerprint(self) -> dict:
-    return {"seed": self.seed, "batch_size": self.global_batch_size,
-            "corpus_tokens": self.corpus.num_tokens}
-
-  # ---------------------------------------------------------------- iteration
-  def __iter__(self) -> "PretrainingInput":
-    return self
-
   def __next__(self) -> dict[str, np.ndarray]:
     while True:
       if self._batches is None:
-        self._batches = self._open_epoch(self._epoch, self._step)
+        self._batches = self._open_epoch(self.epoch, self.step)
       batch = next(self._batches, None)
       if batch is not None:
-        self._step += 1
-        if self._step >= self.steps_in_epoch(self._epoch):
+        self.step += 1
+        if self.step >= self.steps_in_epoch(self.epoch):
           self._next_epoch()
         return batch
       self._next_epoch()  # only when restored to the very end of an epoch
 
   def _next_epoch(self) -> None:
-    self._epoch_futures.pop(self._epoch, None)
-    self._epoch, self._step, self._batches = self._epoch + 1, 0, None
+    self._epoch_futures.pop(self.epoch, None)
+    self.move_to(self.epoch + 1, 0)
 
   def _open_epoch(self, epoch: int, start_step: int) -> Iterator[dict[str, np.ndarray]]:
-    """This epoch's batches (opened in the background if it was foreseen); foresees the next."""
+    """This epoch's blocks (opened in the background if it was foreseen); foresees the next."""
     upcoming, self._next_epoch_batches = self._next_epoch_batches, None
     if upcoming is not None and upcoming[0] == epoch and start_step == 0:
       batches = upcoming[1].result()
     elif start_step > self.steps_in_epoch(epoch):
       raise ValueError(f"position step {start_step} of epoch {epoch} is past its "
-                       f"{self.steps_in_epoch(epoch)} steps")
+                       f"{self.steps_in_epoch(epoch)} steps (data shard {self.shard})")
     else:
       batches = self.epoch_batches(epoch, start_step)
     next_rows = self._epoch_rows(epoch + 1, wait=False)
@@ -207,26 +206,21 @@ class PretrainingInput:
 
   def epoch_batches(self, epoch: int, start_step: int = 0,
                     mask_epoch: int | None = None) -> Iterator[dict[str, np.ndarray]]:
-    """One epoch's local batches from `start_step`; stateless (eval and inspection use it).
-
-    mask_epoch: draw the masks as epoch `mask_epoch` would (default: `epoch`); inspect
-    uses it to compare the masks of the same pairs across epochs.
-    """
     return self._batches_from_rows(self._epoch_rows(epoch), start_step,
                                    epoch if mask_epoch is None else mask_epoch)
 
   def _batches_from_rows(self, rows: _EpochRows, start_step: int,
                          mask_epoch: int) -> Iterator[dict[str, np.ndarray]]:
-    first = start_step * self.local_batch_size
+    first = start_step * self.local_rows
     columns = (rows.input_ids[first:], rows.a_lengths[first:], rows.b_lengths[first:],
                rows.labels[first:], rows.example_index[first:])
-    # Rows are finished _BATCHES_PER_MAP batches at a time (fewer, bigger TF ops), then
-    # cut into local batches; a row's content never depends on this grouping.
+    # Rows are finished _BATCHES_PER_MAP blocks at a time (fewer, bigger TF ops), then
+    # cut into blocks; a row's content never depends on this grouping.
     dataset = (tf.data.Dataset.from_tensor_slices(columns)
-               .batch(self.local_batch_size * _BATCHES_PER_MAP)
+               .batch(self.local_rows * _BATCHES_PER_MAP)
                .map(lambda *rows: self._finish_rows(mask_epoch, *rows),
                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-               .rebatch(self.local_batch_size, drop_remainder=True)
+               .rebatch(self.local_rows, drop_remainder=True)
                .prefetch(tf.data.AUTOTUNE))
     return dataset.as_numpy_iterator()
 
@@ -249,7 +243,6 @@ class PretrainingInput:
         "next_sentence_labels": labels,
     }
 
-  # ---------------------------------------------------------------- epoch rows
   def _epoch_rows(self, epoch: int, wait: bool = True):
     """The epoch's rows (wait=True), or the future of them."""
     if epoch not in self._epoch_futures:
@@ -257,18 +250,19 @@ class PretrainingInput:
     return self._epoch_futures[epoch].result() if wait else self._epoch_futures[epoch]
 
   def _build_epoch_rows(self, epoch: int) -> _EpochRows:
-    rng = np.random.default_rng([self.seed, epoch])
+    rng = np.random.default_rng([self.seed, epoch, self.shard])
     instances = nsp_pairs.build_pair_instances(self.corpus, self._pair_options, rng)
     order = rng.permutation(len(instances))
-    steps = len(instances) // self.global_batch_size
+    steps = len(instances) // self.rows_per_step
     if steps == 0:
+      where = f" (data shard {self.shard} of {self.num_shards})" if self.num_shards > 1 else ""
       raise corpus_lib.CorpusError(
-          f"{len(instances)} pairs from {', '.join(self.corpus.sources[:4])} do not fill one "
-          f"batch of {self.global_batch_size}")
-    # Global positions of this process's rows, step by step: [steps, local batch].
-    local_positions = (np.arange(steps)[:, None] * self.global_batch_size
-                       + self.process_index * self.local_batch_size
-                       + np.arange(self.local_batch_size)[None, :]).reshape(-1)
+          f"{len(instances)} pairs from {', '.join(self.corpus.sources[:4])}{where} do not "
+          f"fill one batch of {self.rows_per_step}")
+    # Shard-list positions of this process's rows, step by step: [steps, local rows].
+    local_positions = (np.arange(steps)[:, None] * self.rows_per_step
+                       + self.slice_index * self.local_rows
+                       + np.arange(self.local_rows)[None, :]).reshape(-1)
     local = instances.take(order[local_positions])
     pad_id, cls_id, sep_id = self._special_ids
     return _EpochRows(
@@ -277,8 +271,124 @@ class PretrainingInput:
         a_lengths=local.a_lengths.astype(np.int32),
         b_lengths=local.b_lengths.astype(np.int32),
         labels=local.is_random_next.astype(np.int32),
-        example_index=local_positions.astype(np.int64),
+        # Distinct over shards, and the shard-list position itself when there is one shard.
+        example_index=(local_positions * self.num_shards + self.shard).astype(np.int64),
         steps=steps)
+
+
+class PretrainingInput:
+  """An endless, resumable iterator of local pretraining batches (module docstring)."""
+
+  def __init__(self, corpora: dict[int, corpus_lib.TokenizedCorpus], tokenizer, data_config,
+               *, process_index: int = 0, process_count: int = 1,
+               num_shards: int | None = None):
+    """corpora: {shard: corpus} for exactly the shards `shard_assignment` gives this process.
+
+    num_shards: overrides config.data.num_shards (the held-out input is one shard).
+    """
+    if data_config.seed < 0:
+      raise ValueError(f"seed must be >= 0, got {data_config.seed}")
+    if num_shards is None:
+      num_shards = resolve_num_shards(data_config, process_count)
+    elif data_config.batch_size % num_shards or data_config.batch_size % process_count:
+      raise ValueError(f"batch_size {data_config.batch_size} is not divisible by "
+                       f"num_shards {num_shards} and process_count {process_count}")
+    shards, slice_index, slice_count = shard_assignment(num_shards, process_index,
+                                                        process_count)
+    if sorted(corpora) != list(shards):
+      raise ValueError(f"process {process_index} of {process_count} reads data shards "
+                       f"{list(shards)} of {num_shards}; got corpora for {sorted(corpora)}")
+    for shard in shards:
+      try:
+        corpora[shard].check_usable_for_nsp()
+      except corpus_lib.CorpusError as error:
+        if num_shards == 1:
+          raise
+        raise corpus_lib.CorpusError(f"data shard {shard} of {num_shards}: {error} (fewer "
+                                     "shards, config.data.num_shards, may help)") from error
+    self.corpora = corpora
+    self.num_shards = num_shards
+    self.seed = int(data_config.seed)
+    self.global_batch_size = int(data_config.batch_size)
+    self.local_batch_size = self.global_batch_size // process_count
+    max_seq_length = int(data_config.max_seq_length)
+    pair_options = nsp_pairs.PairOptions(
+        max_seq_length=max_seq_length,
+        short_seq_prob=data_config.short_seq_prob,
+        random_next_prob=data_config.random_next_prob)
+    special_ids = (tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id)
+    masking_options = masking.MaskingOptions(
+        max_predictions_per_seq=int(data_config.max_predictions_per_seq),
+        mask_id=tokenizer.mask_id,
+        special_ids=special_ids + (tokenizer.mask_id,),
+        replacement_ids=masking.replacement_ids_from_vocab(list(tokenizer.vocab)),
+        masked_lm_prob=data_config.masked_lm_prob,
+        mask_token_prob=data_config.mask_token_prob,
+        random_token_prob=data_config.random_token_prob)
+    self._streams = [
+        _ShardStream(corpora[shard], shard, num_shards, self.global_batch_size // num_shards,
+                     slice_index, slice_count, self.seed, pair_options, masking_options,
+                     special_ids)
+        for shard in shards]
+
+  # ---------------------------------------------------------------- position
+  def state(self) -> dict:
+    """This process's position: JSON; checkpoint it (merged over processes) with the train state.
+
+    {"seed", "batch_size", "num_shards", "shards": {"k": {"epoch", "step_in_epoch",
+    "tokens"}}} for this process's shards; the trainer merges every process's "shards".
+    """
+    return {"seed": self.seed, "batch_size": self.global_batch_size,
+            "num_shards": self.num_shards,
+            "shards": {str(s.shard): {"epoch": s.epoch, "step_in_epoch": s.step,
+                                      "tokens": s.corpus.num_tokens} for s in self._streams}}
+
+  def restore(self, state: dict) -> None:
+    """Continues from a (merged) `state()`; the following batches equal an uninterrupted run's.
+
+    Seed, global batch size, shard count and each shard's corpus size must be the saved run's.
+    """
+    for key, mine in (("seed", self.seed), ("batch_size", self.global_batch_size),
+                      ("num_shards", self.num_shards)):
+      if int(state[key]) != mine:
+        raise ValueError(f"data state was saved with {key}={state[key]}, this input has {mine}"
+                         + (" (set config.data.num_shards)" if key == "num_shards" else ""))
+    for stream in self._streams:
+      saved = state["shards"].get(str(stream.shard))
+      if saved is None:
+        raise ValueError(f"data state holds no position for shard {stream.shard}")
+      if int(saved["tokens"]) != stream.corpus.num_tokens:
+        raise ValueError(f"data shard {stream.shard} was saved with {saved['tokens']} tokens, "
+                         f"this input has {stream.corpus.num_tokens}: not the same corpus")
+      stream.move_to(int(saved["epoch"]), int(saved["step_in_epoch"]))
+
+  def steps_in_epoch(self, epoch: int) -> int:
+    """Batches in epoch_batches(epoch): the fewest of this process's shards."""
+    return min(stream.steps_in_epoch(epoch) for stream in self._streams)
+
+  # ---------------------------------------------------------------- iteration
+  def __iter__(self) -> "PretrainingInput":
+    return self
+
+  def __next__(self) -> dict[str, np.ndarray]:
+    return _concatenate_blocks([next(stream) for stream in self._streams])
+
+  def epoch_batches(self, epoch: int, start_step: int = 0,
+                    mask_epoch: int | None = None) -> Iterator[dict[str, np.ndarray]]:
+    """Every shard's epoch `epoch` side by side, from `start_step`; stateless (eval and
+    inspection use it). With several shards it ends with the shortest one.
+
+    mask_epoch: draw the masks as epoch `mask_epoch` would (default: `epoch`); inspect
+    uses it to compare the masks of the same pairs across epochs.
+    """
+    per_shard = [stream.epoch_batches(epoch, start_step, mask_epoch) for stream in self._streams]
+    return (_concatenate_blocks(blocks) for blocks in zip(*per_shard))
+
+
+def _concatenate_blocks(blocks: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+  if len(blocks) == 1:
+    return blocks[0]
+  return {key: np.concatenate([block[key] for block in blocks]) for key in blocks[0]}
 
 
 # -------------------------------------------------------------------- construction
@@ -290,67 +400,120 @@ def make_tokenizer(data_config):
   return tokenizer_lib.WordPieceTokenizer(vocab_path, lower_case=data_config.lower_case)
 
 
-def load_corpora(data_config, tokenizer) -> tuple[corpus_lib.TokenizedCorpus,
-                                                  corpus_lib.TokenizedCorpus | None]:
-  """(train corpus, eval corpus or None) as config.data describes them."""
-  train = _load_corpus(data_config, tokenizer, tuple(data_config.train_files))
-  if data_config.eval_files:
-    return train, _load_corpus(data_config, tokenizer, tuple(data_config.eval_files))
+def load_corpora(data_config, tokenizer, shards: tuple[int, ...] = (0,), num_shards: int = 1
+                 ) -> tuple[dict[int, corpus_lib.TokenizedCorpus],
+                            corpus_lib.TokenizedCorpus | None]:
+  """({shard: train corpus} for `shards`, eval corpus or None) as config.data describes them.
+
+  Documents go to shard `id % num_shards` (ids: corpus.py); only the requested shards'
+  documents and the held-out ones are tokenized. Held-out documents (eval_held_out_docs)
+  are a fixed random choice, by seed, of all the source's document ids.
+  """
+  source, identity = _line_source(data_config, tuple(data_config.train_files))
+  held_out_ids = np.zeros([0], np.int64)
   held_out = int(data_config.eval_held_out_docs)
-  if held_out <= 0:
+  if not data_config.eval_files and held_out > 0:
+    count = _cached(data_config, ["count", identity], "json",
+                    lambda: corpus_lib.count_documents(source))
+    if held_out > count - 2:
+      raise corpus_lib.CorpusError(
+          f"eval_held_out_docs={held_out} leaves fewer than 2 of the {count} "
+          f"documents of {', '.join(source.sources[:4])} for training")
+    order = np.random.default_rng([data_config.seed, _HELD_OUT_STREAM]).permutation(count)
+    held_out_ids = np.sort(order[:held_out])
+  wanted_shards = np.asarray(sorted(shards), np.int64)
+
+  def keep(ids):  # tf int64 [L] -> bool [L]
+    in_shard = tf.reduce_any((ids % num_shards)[:, None] == wanted_shards[None, :], -1)
+    return in_shard | _is_member(ids, held_out_ids) if held_out_ids.size else in_shard
+
+  read_all = num_shards == 1 and not held_out_ids.size
+  key = ["corpus", identity, num_shards, wanted_shards.tolist(), held_out_ids.tolist()]
+  corpus = _cached(data_config, key, "npz", lambda: corpus_lib.tokenize_lines(
+      source, tokenizer, None if read_all else keep))
+  def is_held_out(ids):
+    return np.isin(ids, held_out_ids)
+  if read_all:
+    train = {0: corpus}
+  else:
+    train = {shard: corpus.select_document_ids(
+                 lambda ids, k=shard: (ids % num_shards == k) & ~is_held_out(ids))
+             for shard in shards}
+  if data_config.eval_files:
+    eval_source, eval_identity = _line_source(data_config, tuple(data_config.eval_files))
+    return train, _cached(data_config, ["corpus", eval_identity], "npz",
+                          lambda: corpus_lib.tokenize_lines(eval_source, tokenizer))
+  if not held_out_ids.size:
     return train, None
-  if held_out > train.num_documents - 2:
-    raise corpus_lib.CorpusError(
-        f"eval_held_out_docs={held_out} leaves fewer than 2 of the {train.num_documents} "
-        f"documents of {', '.join(train.sources[:4])} for training")
-  order = np.random.default_rng([data_config.seed, _HELD_OUT_STREAM]).permutation(
-      train.num_documents)
-  return (train.select_documents(np.sort(order[held_out:])),
-          train.select_documents(np.sort(order[:held_out])))
+  return train, corpus.select_document_ids(is_held_out)
 
 
 def make_inputs(data_config, *, process_index: int = 0, process_count: int = 1,
                 tokenizer=None) -> tuple[PretrainingInput, PretrainingInput | None]:
-  """(train input, eval input or None) for config.data; the usual entry point."""
+  """(train input, eval input or None) for config.data; the usual entry point.
+
+  This process tokenizes only its data shards (and the held-out documents).
+  """
   tokenizer = make_tokenizer(data_config) if tokenizer is None else tokenizer
-  train, held_out = load_corpora(data_config, tokenizer)
-  def build(corpus):
-    return PretrainingInput(corpus, tokenizer, data_config,
-                            process_index=process_index, process_count=process_count)
-  return build(train), (build(held_out) if held_out is not None else None)
+  num_shards = resolve_num_shards(data_config, process_count)
+  shards, _, _ = shard_assignment(num_shards, process_index, process_count)
+  train, held_out = load_corpora(data_config, tokenizer, shards, num_shards)
+  train_input = PretrainingInput(train, tokenizer, data_config, process_index=process_index,
+                                 process_count=process_count, num_shards=num_shards)
+  if held_out is None:
+    return train_input, None
+  return train_input, PretrainingInput({0: held_out}, tokenizer, data_config, num_shards=1,
+                                       process_index=process_index, process_count=process_count)
 
 
 def _data_dir(data_config) -> str | None:
   return data_config.data_dir or paths.default_data_dir()
 
 
-def _load_corpus(data_config, tokenizer, file_patterns) -> corpus_lib.TokenizedCorpus:
-  data_dir = _data_dir(data_config)
+def _line_source(data_config, file_patterns) -> tuple[corpus_lib.LineSource, list]:
+  """(the text's LineSource, what identifies its content for the cache)."""
   if file_patterns:
-    files = corpus_lib.expand_file_patterns(file_patterns, data_dir)
+    files = corpus_lib.expand_file_patterns(file_patterns, _data_dir(data_config))
     identity = [[f, os.path.getsize(f), os.path.getmtime(f)] for f in files]
-    def read():
-      return corpus_lib.read_files(files, tokenizer)
-  elif data_config.tfds_name:
+    return corpus_lib.file_lines(files), identity
+  if data_config.tfds_name:
     identity = [data_config.tfds_name, data_config.tfds_split, data_config.tfds_text_field,
                 data_config.tfds_data_dir]
-    def read():
-      return corpus_lib.read_tfds(
-          data_config.tfds_name, data_config.tfds_split, data_config.tfds_text_field,
-          tokenizer, data_config.tfds_data_dir or None)
-  else:
-    raise corpus_lib.CorpusError("config.data names no text: set train_files or tfds_name")
+    return corpus_lib.tfds_lines(data_config.tfds_name, data_config.tfds_split,
+                                 data_config.tfds_text_field,
+                                 data_config.tfds_data_dir or None), identity
+  raise corpus_lib.CorpusError("config.data names no text: set train_files or tfds_name")
+
+
+def _is_member(ids: tf.Tensor, sorted_values: np.ndarray) -> tf.Tensor:
+  """ids int64 [L] -> bool [L]: which are in the non-empty sorted int64 array."""
+  values = tf.constant(sorted_values, tf.int64)
+  where = tf.minimum(tf.searchsorted(values, ids), len(sorted_values) - 1)
+  return tf.equal(tf.gather(values, where), ids)
+
+
+def _cached(data_config, key: list, kind: str, build):
+  """build(), kept in config.data.cache_dir (when set) under a digest of `key`, the
+  vocab and the lowercasing; kind "npz" holds a TokenizedCorpus, "json" a number."""
   if not data_config.cache_dir:
-    return read()
-  vocab_path = paths.resolve(data_dir, data_config.vocab_path)
+    return build()
+  vocab_path = paths.resolve(_data_dir(data_config), data_config.vocab_path)
   with open(vocab_path, "rb") as f:
     vocab_digest = hashlib.sha256(f.read()).hexdigest()
-  key = json.dumps([_CACHE_FORMAT_VERSION, identity, vocab_digest, data_config.lower_case])
-  cache_path = os.path.join(data_config.cache_dir,
-                            f"corpus-{hashlib.sha256(key.encode()).hexdigest()[:16]}.npz")
-  if os.path.isfile(cache_path):
-    return corpus_lib.TokenizedCorpus.load(cache_path)
-  corpus = read()
+  full_key = json.dumps([_CACHE_FORMAT_VERSION, key, vocab_digest, data_config.lower_case])
+  digest = hashlib.sha256(full_key.encode()).hexdigest()[:16]
+  path = os.path.join(data_config.cache_dir, f"{key[0]}-{digest}.{kind}")
+  if os.path.isfile(path):
+    if kind == "npz":
+      return corpus_lib.TokenizedCorpus.load(path)
+    with open(path) as f:
+      return json.load(f)
+  value = build()
   os.makedirs(data_config.cache_dir, exist_ok=True)
-  corpus.save(cache_path)
-  return corpus
+  if kind == "npz":
+    value.save(path)
+  else:
+    with open(path + ".tmp", "w") as f:
+      json.dump(value, f)
+    os.replace(path + ".tmp", path)
+  return value

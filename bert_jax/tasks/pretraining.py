@@ -21,11 +21,21 @@ def weighted_xent_sums(logits, labels, weights):
   return jnp.sum(losses * weights), jnp.sum(correct * weights)
 
 
+def _corrupted_weights(batch) -> jax.Array:
+  """[B, P] float32: 1.0 at real predictions whose input token differs from the original."""
+  observed = jnp.take_along_axis(batch["input_ids"], batch["masked_lm_positions"], axis=1)
+  changed = (observed != batch["masked_lm_ids"]).astype(jnp.float32)
+  return batch["masked_lm_weights"].astype(jnp.float32) * changed
+
+
 class PretrainingTask:
   """MLM + NSP on the batches of `bert_jax.data.pretraining`."""
 
   name = "pretraining"
-  metric_names = ("loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy")
+  # mlm_accuracy_corrupted: accuracy at the predictions whose input token was replaced
+  # ([MASK] or random), i.e. without the 10% kept ones a model gets right by copying.
+  metric_names = ("loss", "mlm_loss", "mlm_accuracy", "mlm_accuracy_corrupted", "nsp_loss",
+                  "nsp_accuracy")
 
   def build_model(self, model_config: BertConfig, config=None) -> BertForPreTraining:
     del config
@@ -60,14 +70,18 @@ class PretrainingTask:
     weights = batch["masked_lm_weights"].astype(jnp.float32)
     mlm_loss, mlm_correct = weighted_xent_sums(outputs.mlm_logits, batch["masked_lm_ids"],
                                                weights)
+    _, mlm_corrupted_correct = weighted_xent_sums(outputs.mlm_logits, batch["masked_lm_ids"],
+                                                  _corrupted_weights(batch))
     nsp_weights = jnp.ones(batch["next_sentence_labels"].shape, jnp.float32)
     nsp_loss, nsp_correct = weighted_xent_sums(outputs.nsp_logits,
                                                batch["next_sentence_labels"], nsp_weights)
-    return {"mlm_loss": mlm_loss, "mlm_correct": mlm_correct, "nsp_loss": nsp_loss,
+    return {"mlm_loss": mlm_loss, "mlm_correct": mlm_correct,
+            "mlm_corrupted_correct": mlm_corrupted_correct, "nsp_loss": nsp_loss,
             "nsp_correct": nsp_correct}
 
   def denominators(self, batch) -> dict[str, jax.Array]:
     return {"mlm": jnp.maximum(jnp.sum(batch["masked_lm_weights"].astype(jnp.float32)), 1.0),
+            "mlm_corrupted": jnp.maximum(jnp.sum(_corrupted_weights(batch)), 1.0),
             "nsp": jnp.float32(batch["next_sentence_labels"].shape[0])}
 
   def loss(self, sums, denominators) -> jax.Array:
@@ -78,6 +92,8 @@ class PretrainingTask:
     nsp_loss = sums["nsp_loss"] / denominators["nsp"]
     return {"loss": mlm_loss + nsp_loss, "mlm_loss": mlm_loss,
             "mlm_accuracy": sums["mlm_correct"] / denominators["mlm"],
+            "mlm_accuracy_corrupted": (sums["mlm_corrupted_correct"]
+                                       / denominators["mlm_corrupted"]),
             "nsp_loss": nsp_loss, "nsp_accuracy": sums["nsp_correct"] / denominators["nsp"]}
 
   def step_flops(self, model_config: BertConfig, batch) -> float:
