@@ -16,7 +16,7 @@ declare -A RUNS=(
   [sst2]="--config=configs/glue.py:task=sst2,train_examples=32000 --config.data.max_seq_length=64 --config.num_train_epochs=1 --config.optim.learning_rate=1e-4"
   [stsb]="--config=configs/glue.py:task=stsb --config.optim.learning_rate=1e-4"
   [conll]="--config=configs/ner.py --config.num_train_epochs=2 --config.optim.learning_rate=1e-4"
-  [squad11]="--config=configs/squad.py:version=1.1 --config.data.max_seq_length=256 --config.optim.learning_rate=1e-4"
+  [squad11]="--config=configs/squad.py:version=1.1 --config.data.max_seq_length=256 --config.num_train_epochs=1 --config.optim.learning_rate=1e-4"
   [squad20]="--config=configs/squad.py:version=2.0 --config.data.max_seq_length=256 --config.optim.learning_rate=1e-4"
   [cola]="--config=configs/glue.py:task=cola --config.data.max_seq_length=64 --config.optim.learning_rate=1e-4"
   [mrpc]="--config=configs/glue.py:task=mrpc,heldout=0.1 --config.optim.learning_rate=1e-4"

@@ -40,7 +40,8 @@ from typing import Protocol
 import numpy as np
 import tensorflow as tf
 
-from bert_jax.data import paths, prepare
+from bert_jax.data import paths
+from bert_jax.data import prepare
 
 _TOKENIZE_BATCH_LINES = 2048
 

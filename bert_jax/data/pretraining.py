@@ -64,7 +64,10 @@ import numpy as np
 import tensorflow as tf
 
 from bert_jax.data import corpus as corpus_lib
-from bert_jax.data import masking, nsp_pairs, paths, shard_stream
+from bert_jax.data import masking
+from bert_jax.data import nsp_pairs
+from bert_jax.data import paths
+from bert_jax.data import shard_stream
 from bert_jax.data import tokenizer as tokenizer_lib
 
 _CACHE_FORMAT_VERSION = 3  # bump when corpus.py changes what it produces

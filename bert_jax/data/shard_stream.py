@@ -13,7 +13,8 @@ import numpy as np
 import tensorflow as tf
 
 from bert_jax.data import corpus as corpus_lib
-from bert_jax.data import masking, nsp_pairs
+from bert_jax.data import masking
+from bert_jax.data import nsp_pairs
 
 _BATCHES_PER_MAP = 8
 
