@@ -7,7 +7,7 @@ import pytest
 
 from bert_jax.models import tasks
 from bert_jax.models.config import BertConfig, config_for_size
-from bert_jax.models.encoder import BertModel
+from bert_jax.models.encoder import BertModel, attention_probs
 from bert_jax.models.layout import stack_layers, unstack_layers
 
 SMALL = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
@@ -62,6 +62,48 @@ def test_scan_and_remat_match_unrolled():
   g_scan = unstack_layers(g_scan, SMALL.num_hidden_layers)
   for a, b in zip(jax.tree.leaves(g_ref), jax.tree.leaves(g_scan)):
     np.testing.assert_allclose(a, b, atol=1e-4)
+
+
+def test_attention_probs_are_returned_on_request():
+  model = tasks.BertForPreTraining(SMALL)
+  params = nn.unbox(model.init(jax.random.key(1), IDS)["params"])
+  plain = model.apply({"params": params}, IDS, None, MASK)
+  out, state = model.apply({"params": params}, IDS, None, MASK, mutable=["intermediates"])
+  np.testing.assert_array_equal(out.mlm_logits, plain.mlm_logits)
+  probs = attention_probs(state["intermediates"], SMALL.num_hidden_layers)
+  assert len(probs) == 2 and probs[0].shape == (2, 2, 6, 6)  # [B, N, F, T]
+  np.testing.assert_allclose(probs[1].sum(-1), 1.0, atol=1e-6)
+  assert float(probs[0][0, :, :, 4:].max()) == 0.0  # padding keys get no weight
+  scan = SMALL.replace(scan_layers=True)
+  _, scan_state = tasks.BertForPreTraining(scan).apply(
+      {"params": stack_layers(params, 2)}, IDS, None, MASK, mutable=["intermediates"])
+  for a, b in zip(probs, attention_probs(scan_state["intermediates"], 2)):
+    np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_pre_layer_norm_variant():
+  # initializer_range 0.5: sub-layer outputs as large as the residual, so LN placement shows.
+  pre = SMALL.replace(pre_layer_norm=True, initializer_range=0.5)
+  params = nn.unbox(tasks.BertForPreTraining(pre).init(jax.random.key(1), IDS)["params"])
+  post_cfg = pre.replace(pre_layer_norm=False)
+  post_params = nn.unbox(tasks.BertForPreTraining(post_cfg).init(jax.random.key(1), IDS)["params"])
+  encoder = params["bert"]["encoder"]
+  assert set(encoder) == set(post_params["bert"]["encoder"]) | {"final_layer_norm"}
+  out = tasks.BertForPreTraining(pre).apply({"params": params}, IDS, None, MASK,
+                                            output_hidden_states=True)
+  post = tasks.BertForPreTraining(post_cfg).apply({"params": post_params}, IDS, None, MASK)
+  assert np.abs(out.sequence_output - post.sequence_output).max() > 0.1
+  # The last hidden state is the final LayerNorm's output: zero mean, unit variance rows.
+  np.testing.assert_allclose(out.sequence_output.mean(-1), 0.0, atol=1e-5)
+  np.testing.assert_array_equal(out.hidden_states[-1], out.sequence_output)
+  # Scanned layers give the same outputs.
+  scan = pre.replace(scan_layers=True)
+  stacked = stack_layers(params, pre.num_hidden_layers)
+  assert unstack_layers(stacked, pre.num_hidden_layers)["bert"]["encoder"].keys() == encoder.keys()
+  scanned = tasks.BertForPreTraining(scan).apply({"params": stacked}, IDS, None, MASK)
+  np.testing.assert_allclose(scanned.mlm_logits, out.mlm_logits, atol=1e-5)
+  with pytest.raises(ValueError, match="pre_layer_norm=True has no HF BERT equivalent"):
+    pre.to_hf_dict()
 
 
 def test_bfloat16_compute_keeps_float32_params_and_close_outputs():

@@ -42,6 +42,8 @@ class BertConfig:
       `bert_jax.models.layout`.
     remat_policy: rematerialisation of each layer: "none", "full" or "dots" (save matmul
       outputs only).
+    pre_layer_norm: LayerNorm before each sub-layer plus a final one (an ablation; BERT
+      and its released checkpoints are post-LN, and HF cannot load this variant).
   """
   vocab_size: int = 30522
   hidden_size: int = 768
@@ -58,6 +60,7 @@ class BertConfig:
   dtype: str = "float32"
   scan_layers: bool = False
   remat_policy: str = "none"
+  pre_layer_norm: bool = False
 
   def __post_init__(self):
     if self.hidden_size % self.num_attention_heads:
@@ -120,9 +123,12 @@ class BertConfig:
 
   def to_hf_dict(self) -> dict[str, Any]:
     """An HF `BertConfig` dict (model_type bert), without our implementation fields."""
+    if self.pre_layer_norm:
+      raise ValueError("BertConfig: pre_layer_norm=True has no HF BERT equivalent (HF's "
+                       "BertModel is post-LN); this model cannot be exported to HF")
     hf_act = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu"}[self.hidden_act]
     d = dataclasses.asdict(self)
-    for k in ("dtype", "scan_layers", "remat_policy"):
+    for k in ("dtype", "scan_layers", "remat_policy", "pre_layer_norm"):
       d.pop(k)
     d.update(hidden_act=hf_act, model_type="bert", architectures=["BertForPreTraining"],
              pad_token_id=0, position_embedding_type="absolute")

@@ -1,4 +1,4 @@
-"""The BERT encoder: embeddings, post-LN Transformer layers, pooler.
+"""The BERT encoder: embeddings, post-LN Transformer layers (pre-LN optional), pooler.
 
 Shape legend (as in google-research/bert):
   B: batch size            T: sequence length (F "from" / T "to" in attention)
@@ -146,6 +146,8 @@ class SelfAttention(nn.Module):
     logits = jnp.einsum("bfnd,btnd->bnft", query, key,
                         preferred_element_type=jnp.float32)  # [B, N, F, T]
     probs = jax.nn.softmax(logits + mask_bias, axis=-1)
+    # Kept only when applied with mutable=["intermediates"]; see `attention_probs`.
+    self.sow("intermediates", "attention_probs", probs)
     probs = nn.Dropout(cfg.attention_probs_dropout_prob)(probs, deterministic=deterministic)
     context = jnp.einsum("bnft,btnd->bfnd", probs.astype(cfg.compute_dtype), value)
     context = nn.with_logical_constraint(context, ACT_BTND)
@@ -154,7 +156,11 @@ class SelfAttention(nn.Module):
 
 
 class TransformerLayer(nn.Module):
-  """One post-LN layer: x = LN(x + Attn(x)); x = LN(x + FFN(x))."""
+  """One post-LN layer (BERT): x = LN(x + Attn(x)); x = LN(x + FFN(x)).
+
+  With `pre_layer_norm` (an ablation; Xiong et al. 2020): x = x + Attn(LN(x));
+  x = x + FFN(LN(x)), same param names, and the Encoder adds a final LayerNorm.
+  """
   config: BertConfig
 
   @nn.compact
@@ -167,17 +173,26 @@ class TransformerLayer(nn.Module):
                       kernel_init=dense_init(cfg, axes), bias_init=zeros_init(axes[-1:]),
                       name=name)
 
-    attended = SelfAttention(cfg, name="attention")(hidden, mask_bias, deterministic)
-    attended = dropout(attended, deterministic=deterministic)
-    hidden = layer_norm(cfg, "attention_layer_norm")(hidden + attended)
-    hidden = hidden.astype(cfg.compute_dtype)
+    attention_norm = layer_norm(cfg, "attention_layer_norm")
+    output_norm = layer_norm(cfg, "output_layer_norm")
+    pre = cfg.pre_layer_norm
 
-    ffn = dense(cfg.intermediate_size, ("embed", "mlp"), "intermediate")(hidden)  # [B, T, I]
-    ffn = activation(cfg.hidden_act)(ffn)
-    ffn = nn.with_logical_constraint(ffn, ACT_BTI)
-    ffn = dense(cfg.hidden_size, ("mlp", "embed"), "output")(ffn)  # [B, T, H]
-    ffn = dropout(ffn, deterministic=deterministic)
-    hidden = layer_norm(cfg, "output_layer_norm")(hidden + ffn).astype(cfg.compute_dtype)
+    def feed_forward(x):
+      ffn = dense(cfg.intermediate_size, ("embed", "mlp"), "intermediate")(x)  # [B, T, I]
+      ffn = activation(cfg.hidden_act)(ffn)
+      ffn = nn.with_logical_constraint(ffn, ACT_BTI)
+      ffn = dense(cfg.hidden_size, ("mlp", "embed"), "output")(ffn)  # [B, T, H]
+      return dropout(ffn, deterministic=deterministic)
+
+    attention_in = attention_norm(hidden).astype(cfg.compute_dtype) if pre else hidden
+    attended = SelfAttention(cfg, name="attention")(attention_in, mask_bias, deterministic)
+    hidden = hidden + dropout(attended, deterministic=deterministic)
+    if not pre:
+      hidden = attention_norm(hidden).astype(cfg.compute_dtype)
+    hidden = hidden + feed_forward(output_norm(hidden).astype(cfg.compute_dtype) if pre
+                                   else hidden)
+    if not pre:
+      hidden = output_norm(hidden).astype(cfg.compute_dtype)
     return nn.with_logical_constraint(hidden, ACT_BTH)
 
 
@@ -208,19 +223,24 @@ class Encoder(nn.Module):
   @nn.compact
   def __call__(self, hidden, mask_bias, deterministic: bool, output_hidden_states: bool):
     cfg = self.config
+    all_states_0 = hidden
     if cfg.scan_layers:
       scanned = nn.scan(
-          _ScannedLayer, variable_axes={"params": 0}, split_rngs={"params": True, "dropout": True},
+          _ScannedLayer, variable_axes={"params": 0, "intermediates": 0},
+          split_rngs={"params": True, "dropout": True},
           in_axes=nn.broadcast, length=cfg.num_hidden_layers,
           metadata_params={nn.PARTITION_NAME: "layers"})
-      out, per_layer = scanned(cfg, deterministic, name="layers")(hidden, mask_bias)
-      all_states = (hidden,) + tuple(per_layer[i] for i in range(cfg.num_hidden_layers))
-      return out, (all_states if output_hidden_states else None)
-    layer_cls = _remat_layer_class(cfg.remat_policy)
-    all_states = [hidden]
-    for i in range(cfg.num_hidden_layers):
-      hidden = layer_cls(cfg, name=f"layer_{i}")(hidden, mask_bias, deterministic)
-      all_states.append(hidden)
+      hidden, per_layer = scanned(cfg, deterministic, name="layers")(hidden, mask_bias)
+      all_states = [all_states_0] + [per_layer[i] for i in range(cfg.num_hidden_layers)]
+    else:
+      layer_cls = _remat_layer_class(cfg.remat_policy)
+      all_states = [hidden]
+      for i in range(cfg.num_hidden_layers):
+        hidden = layer_cls(cfg, name=f"layer_{i}")(hidden, mask_bias, deterministic)
+        all_states.append(hidden)
+    if cfg.pre_layer_norm:  # the residual stream is normalised once, at the end
+      hidden = layer_norm(cfg, "final_layer_norm")(hidden).astype(cfg.compute_dtype)
+      all_states[-1] = hidden
     return hidden, (tuple(all_states) if output_hidden_states else None)
 
 
@@ -236,6 +256,28 @@ class Pooler(nn.Module):
                       kernel_init=dense_init(cfg, ("embed", "mlp")),
                       bias_init=zeros_init(("mlp",)), name="dense")(first)
     return jnp.tanh(pooled)
+
+
+def attention_probs(intermediates, num_layers: int) -> list[jax.Array]:
+  """L x [B, N, F, T] attention weights from `apply(..., mutable=["intermediates"])`.
+
+  `intermediates` is the returned collection of any model holding a BertModel (at any
+  depth), with unrolled or scanned layers.
+  """
+  def find(tree):
+    if "encoder" in tree:
+      return tree["encoder"]
+    for child in tree.values():
+      if isinstance(child, dict) and (found := find(child)) is not None:
+        return found
+    return None
+  encoder = find(intermediates)
+  if encoder is None:
+    raise ValueError("no encoder in the intermediates: apply with mutable=['intermediates']")
+  if "layers" in encoder:  # scanned: one [L, B, N, F, T] array
+    stacked = encoder["layers"]["layer"]["attention"]["attention_probs"][0]
+    return [stacked[i] for i in range(num_layers)]
+  return [encoder[f"layer_{i}"]["attention"]["attention_probs"][0] for i in range(num_layers)]
 
 
 def attention_mask_bias(attention_mask, dtype=jnp.float32):

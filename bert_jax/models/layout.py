@@ -18,8 +18,10 @@ def stack_layers(params, num_layers: int):
   def stack(encoder):
     if "layers" in encoder:
       return encoder
-    layers = [encoder[f"layer_{i}"] for i in range(num_layers)]
-    return {"layers": {"layer": jax.tree.map(lambda *xs: jnp.stack(xs), *layers)}}
+    names = [f"layer_{i}" for i in range(num_layers)]
+    rest = {k: v for k, v in encoder.items() if k not in names}  # e.g. final_layer_norm
+    layers = [encoder[name] for name in names]
+    return {"layers": {"layer": jax.tree.map(lambda *xs: jnp.stack(xs), *layers)}, **rest}
   return _map_encoders(params, stack)
 
 
@@ -29,6 +31,7 @@ def unstack_layers(params, num_layers: int):
     if "layers" not in encoder:
       return encoder
     stacked = encoder["layers"]["layer"]
-    return {f"layer_{i}": jax.tree.map(lambda x, i=i: x[i], stacked)
-            for i in range(num_layers)}
+    rest = {k: v for k, v in encoder.items() if k != "layers"}
+    return {**{f"layer_{i}": jax.tree.map(lambda x, i=i: x[i], stacked)
+               for i in range(num_layers)}, **rest}
   return _map_encoders(params, unstack)
