@@ -4,6 +4,7 @@ import ml_collections
 from bert_jax.data.pretraining import default_data_config
 from bert_jax.models.config import config_for_size
 from bert_jax.optim import default_optim_config
+from bert_jax.tasks import attention_guidance
 
 
 def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDict:
@@ -15,6 +16,9 @@ def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDic
   config.init_from = ""  # HF folder, TF checkpoint or bert_jax checkpoint/workdir
   config.data = default_data_config()
   config.optim = default_optim_config()
+  # Auxiliary loss pulling heads to fixed patterns (bert_jax/tasks/attention_guidance.py);
+  # weight 0 = plain BERT pretraining.
+  config.attention_guidance = attention_guidance.default_config()
   config.num_train_steps = 1_000_000
   config.grad_accum_steps = 1
   config.seed = 0
