@@ -162,6 +162,19 @@ def resolve_model_config(config: ml_collections.ConfigDict) -> BertConfig:
   return load_config(config.init_from).replace(**fields)
 
 
+def check_vocab_size(config: ml_collections.ConfigDict, vocab_entries: int) -> None:
+  """The tokenizer's vocabulary must have exactly the model's vocab_size entries."""
+  model_vocab_size = resolve_model_config(config).vocab_size
+  if vocab_entries == model_vocab_size:
+    return
+  source = (f"config.data.vocab_path={config.data.vocab_path}" if config.data.get("vocab_path")
+            else f"the vocab.txt beside config.init_from={config.init_from}"
+            if config.task != "pretraining" else "the default vocabulary")
+  raise ValueError(f"{source} has {vocab_entries} entries but the model's vocab_size is "
+                   f"{model_vocab_size}: set --config.model.vocab_size={vocab_entries} or "
+                   f"use a vocabulary of {model_vocab_size} entries")
+
+
 def build(config: ml_collections.ConfigDict, task=None, total_steps: int | None = None) -> Setup:
   """Task, mesh, model, optimizer and the shardings of the train state, from the config."""
   task = task or get_task(config.task)
@@ -199,6 +212,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   # Data (first: a fine-tuning run's length is counted in epochs of its data).
   # ------------------------------------------------------------------------------------
   task = get_task(config.task)
+  check_vocab_size(config, task.make_tokenizer(config).vocab_size)  # before any tokenizing
   train_input, eval_input = task.make_inputs(config, jax.process_index(), jax.process_count())
   total_steps = int(config.num_train_steps)
   if total_steps <= 0:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from bert_jax import trainer
+from configs import glue
 from configs import tiny
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -92,6 +93,33 @@ def test_init_from_pretrained_workdir(corpus, tmp_path):
   wrong.model.intermediate_size = 48
   with pytest.raises(ValueError, match="intermediate.*shape"):
     trainer.train_and_evaluate(wrong, str(tmp_path / "third"))
+
+
+def test_pretraining_workdir_fine_tunes(corpus, tmp_path):
+  """The main job's second half: SST-2 from a pretraining workdir (its vocab.txt included)."""
+  pretrained = str(tmp_path / "pretrained")
+  trainer.train_and_evaluate(small_config(corpus, num_train_steps=2, eval_every_steps=0),
+                             pretrained)
+  config = glue.get_config("task=sst2,runlocal=True")
+  config.init_from = pretrained
+  config.data.max_seq_length = 32
+  trainer.train_and_evaluate(config, str(tmp_path / "sst2"))
+  with open(tmp_path / "sst2" / "eval_results.json") as f:
+    results = json.load(f)
+  assert results["step"] == 8 and 0.0 <= results["eval_accuracy"] <= 1.0
+  with open(tmp_path / "sst2" / "model_config.json") as f:
+    assert json.load(f)["hidden_size"] == 32  # the pretrained architecture, not MiniLM's
+
+
+def test_vocab_that_does_not_fit_the_model_is_an_error(corpus, tmp_path, vocab_path):
+  small_vocab = tmp_path / "vocab-1000.txt"
+  with open(vocab_path) as f:
+    small_vocab.write_text("".join(f.readlines()[:1000]))
+  config = small_config(corpus, **{"data.vocab_path": str(small_vocab)})
+  with pytest.raises(ValueError, match=r"vocab-1000.txt has 1000 entries but the model's "
+                     r"vocab_size is 30522: set --config.model.vocab_size=1000"):
+    trainer.train_and_evaluate(config, str(tmp_path / "run"))
+  assert not os.path.exists(tmp_path / "run" / "metrics.jsonl")
 
 
 def _train_cmd(corpus, workdir):

@@ -56,8 +56,11 @@ class FinetuningTask:
     return self.data_module.load_split(config.data, split, tokenizer,
                                        config.data.max_seq_length)
 
+  def make_tokenizer(self, config) -> WordPieceTokenizer:
+    return make_tokenizer(config)
+
   def make_inputs(self, config, process_index: int, process_count: int):
-    tokenizer = self.tokenizer = make_tokenizer(config)
+    tokenizer = self.tokenizer = self.make_tokenizer(config)
     train_features, _ = self.load_split(config, config.data.train_split, tokenizer)
     eval_features, self.eval_metadata = self.load_split(config, config.data.eval_split,
                                                         tokenizer)
