@@ -20,7 +20,10 @@ def row(path: str) -> str:
   with open(path) as f:
     run = json.load(f)
   results = run["results"]
-  scores = ", ".join(f"{key[len('eval_'):]} {100 * results[key]:.2f}"
+  # SQuAD's official script reports EM/F1 in 0-100 (its runs carry eval_total, the
+  # question count); every other metric here is a fraction.
+  scale = 1 if "eval_total" in results else 100
+  scores = ", ".join(f"{key[len('eval_'):]} {scale * results[key]:.2f}"
                      if "threshold" not in key else f"{key[len('eval_'):]} {results[key]:.2f}"
                      for key in _SCORES if key in results)
   minutes = run["wall_seconds"] / 60
