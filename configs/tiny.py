@@ -15,7 +15,7 @@ whole run on the unigram plateau (held-out MLM accuracy 12.5% at 1,500 steps, st
 12.7% at 5,000; [MASK] positions at the most frequent piece's 4%); with it the plateau
 ends within ~300 steps. `--config.attention_guidance.weight=0` is plain BERT.
 
-Measured (2-core CPU, ~9,500 tokens/s, 1,500 steps in ~11 minutes): MLM loss 10.3
+Measured (2-core CPU, 9,500-12,000 tokens/s, 1,500 steps in 8-11 minutes): MLM loss 10.3
 (= ln 30522) -> 5.6; held-out MLM accuracy 0.161 / 0.193 / 0.204 at steps 500 / 1,000 /
 1,500 (0.170 at corrupted positions), held-out NSP accuracy 0.56 (training NSP ~0.70).
 Layer 1 is left unguided: guiding both layers (both heads of each) gave the same MLM
