@@ -122,11 +122,22 @@ def test_vocab_that_does_not_fit_the_model_is_an_error(corpus, tmp_path, vocab_p
   assert not os.path.exists(tmp_path / "run" / "metrics.jsonl")
 
 
+# Long enough that the run is still going when the test sees step 10 and kills it (a step
+# takes ~70 ms here; with 16 steps the run could finish between two polls).
+_KILL_RUN_STEPS = 80
+
+
+def _latest_checkpoint(workdir):
+  path = os.path.join(workdir, "checkpoints")
+  steps = [int(d) for d in os.listdir(path) if d.isdigit()] if os.path.isdir(path) else []
+  return max(steps, default=0)
+
+
 def _train_cmd(corpus, workdir):
   overrides = ["--config.model.hidden_size=32", "--config.model.intermediate_size=64",
                "--config.model.max_position_embeddings=64", "--config.data.max_seq_length=32",
                "--config.data.max_predictions_per_seq=5", "--config.data.cache_dir=",
-               "--config.num_train_steps=16", "--config.log_every_steps=1",
+               f"--config.num_train_steps={_KILL_RUN_STEPS}", "--config.log_every_steps=1",
                "--config.checkpoint_every_steps=4", "--config.eval_every_steps=0"]
   return [sys.executable, "-m", "bert_jax.train",
           f"--config={REPO}/configs/tiny.py:corpus={corpus},runlocal=True",
@@ -140,20 +151,19 @@ def test_sigkill_and_resume_gives_identical_losses(corpus, tmp_path):
   proc = subprocess.Popen(_train_cmd(corpus, resumed), cwd=REPO, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL)
   deadline = time.time() + 300
-  while time.time() < deadline:
-    if os.path.isdir(os.path.join(resumed, "checkpoints", "8")) and \
-        max(train_losses(resumed), default=0) >= 10:
+  while time.time() < deadline and proc.poll() is None:
+    if _latest_checkpoint(resumed) >= 8 and max(train_losses(resumed), default=0) >= 10:
       break
-    time.sleep(0.2)
+    time.sleep(0.05)
   proc.send_signal(signal.SIGKILL)
   proc.wait()
   killed_at = max(train_losses(resumed))
-  assert 8 <= killed_at < 16, killed_at
+  assert 10 <= killed_at < _KILL_RUN_STEPS, killed_at
   out = subprocess.run(_train_cmd(corpus, resumed), check=True, cwd=REPO, capture_output=True,
                        text=True)
   assert "Resumed" in out.stdout
   ref, got = train_losses(reference), train_losses(resumed)
-  assert sorted(got) == list(range(1, 17))
+  assert sorted(got) == list(range(1, _KILL_RUN_STEPS + 1))
   for step in ref:
     assert abs(ref[step] - got[step]) <= 1e-6 * max(1.0, abs(ref[step])), (step, ref[step],
                                                                           got[step])
