@@ -54,6 +54,7 @@ def main():
   parser.add_argument("--max_seq_length", type=int, default=128)
   parser.add_argument("--max_predictions_per_seq", type=int, default=20)
   parser.add_argument("--batches", type=int, default=400, help="batches timed per phase")
+  parser.add_argument("--whole_word_masking", action="store_true")
   parser.add_argument("--step_ms", type=float, default=20.0,
                       help="train step time to compare against (tiny model, batch 32x128)")
   args = parser.parse_args()
@@ -70,7 +71,8 @@ def main():
     config = pretraining.default_data_config()
     config.update(dict(train_files=(os.path.abspath(corpus_path),),
                        batch_size=args.batch_size, max_seq_length=args.max_seq_length,
-                       max_predictions_per_seq=args.max_predictions_per_seq))
+                       max_predictions_per_seq=args.max_predictions_per_seq,
+                       whole_word_masking=args.whole_word_masking))
     tokenizer = pretraining.make_tokenizer(config)
     start = time.perf_counter()
     corpora, _ = pretraining.load_corpora(config, tokenizer)

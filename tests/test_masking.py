@@ -147,3 +147,85 @@ def test_replacement_ids_and_validation():
     options(masked_lm_prob=0.0)
   with pytest.raises(ValueError, match="max_predictions_per_seq"):
     options(max_predictions_per_seq=0)
+
+
+# Whole-word masking: ids 7000-7999 are "##" continuation pieces.
+CONTINUATION = np.zeros(8000, bool)
+CONTINUATION[7000:] = True
+
+
+def word_rows(num_rows, seed=0):
+  """Like packed_rows, but each word is 1-4 pieces (a start id 5000.. + "##" ids 7000..)."""
+  rng = np.random.default_rng(seed)
+  ids = np.zeros((num_rows, T), np.int32)
+
+  def segment(budget):
+    pieces = []
+    while len(pieces) < budget:
+      pieces += [rng.integers(5000, 6000)] + list(rng.integers(7000, 8000, rng.integers(0, 4)))
+    return pieces[:budget]  # may end mid-word, as a truncated segment does
+  for row in range(num_rows):
+    a, b = segment(rng.integers(1, 30)), segment(rng.integers(1, 30))
+    ids[row, :len(a) + len(b) + 3] = [CLS, *a, SEP, *b, SEP]
+  return ids
+
+
+def reference_whole_word(ids_row, scores_row, budget):
+  """create_pretraining_data.py's rule: words in random order, taken whole if they fit."""
+  words = []
+  for position, token in enumerate(ids_row):
+    if token in (PAD, CLS, SEP, MASK):
+      continue
+    if CONTINUATION[token] and words and words[-1][-1] == position - 1:
+      words[-1].append(position)
+    else:
+      words.append([position])
+  order = sorted(range(len(words)), key=lambda w: -scores_row[words[w][0]])
+  taken = []
+  for w in order:
+    if len(taken) + len(words[w]) <= budget:
+      taken += words[w]
+  return sorted(taken)
+
+
+def test_whole_word_masking_equals_the_reference_rule():
+  ids = word_rows(300)
+  opts = options(whole_word=True, continuation_table=CONTINUATION)
+  noise = masking.example_noise(0, 0, tf.constant(np.arange(len(ids)), tf.int64),
+                                masking.noise_size(T, opts)).numpy()
+  out = run(ids, opts)
+  eligible = ~np.isin(ids, [PAD, CLS, SEP, MASK])
+  budget = np.minimum(np.maximum(np.round(0.15 * eligible.sum(1)), 1), P).astype(int)
+  partial_words = 0
+  for row in range(len(ids)):
+    want = reference_whole_word(ids[row], noise[row, :T], budget[row])
+    count = int(out["masked_lm_weights"][row].sum())
+    got = out["masked_lm_positions"][row, :count].tolist()
+    assert got == want, row
+    np.testing.assert_array_equal(out["masked_lm_ids"][row, :count], ids[row, got])
+    assert (out["masked_lm_positions"][row, count:] == 0).all()
+    partial_words += sum(CONTINUATION[ids[row, p]] and p - 1 not in got and eligible[row, p - 1]
+                         for p in got)
+  assert partial_words == 0
+  # Skipping words that do not fit costs a little of the 15%.
+  selected = out["masked_lm_weights"].sum() / eligible.sum()
+  assert 0.12 < selected <= 0.155, selected
+  # Multi-piece words are chosen too, not only the single pieces.
+  chosen_continuations = CONTINUATION[np.where(out["masked_lm_weights"] > 0,
+                                               out["masked_lm_ids"], 0)].sum()
+  assert chosen_continuations > 0.2 * out["masked_lm_weights"].sum()
+
+
+def test_whole_word_masking_without_continuations_selects_as_many_pieces():
+  ids = packed_rows(64)  # every word is one piece
+  plain = run(ids, options())
+  whole = run(ids, options(whole_word=True, continuation_table=CONTINUATION))
+  for key in ("masked_lm_weights", "masked_lm_positions", "masked_lm_ids", "input_ids"):
+    np.testing.assert_array_equal(whole[key], plain[key])
+
+
+def test_whole_word_masking_needs_the_continuation_table():
+  with pytest.raises(ValueError, match="continuation_table"):
+    options(whole_word=True)
+  np.testing.assert_array_equal(masking.continuation_table_from_vocab(["the", "##s", "#"]),
+                                [False, True, False])

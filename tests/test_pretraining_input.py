@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from bert_jax.data import corpus as corpus_lib
 from bert_jax.data import inspect as inspect_lib
+from bert_jax.data import masking
 from bert_jax.data import prepare
 from bert_jax.data import pretraining
 from bert_jax.data.tokenizer import WordPieceTokenizer
@@ -224,15 +225,44 @@ def test_sharding_errors_name_the_shard_and_field(vocab_path, corpus_file, token
     pretraining.make_inputs(make_in, tokenizer=tokenizer)
 
 
-def test_statistics_within_tolerance(train_input, tokenizer):
+def _statistics(train_input, tokenizer):
   specials = (tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id)
-  stats, _ = inspect_lib.statistics(train_input, 1000, specials, tokenizer.mask_id)
+  continuation = masking.continuation_table_from_vocab(list(tokenizer.vocab))
+  stats, _ = inspect_lib.statistics(train_input, 1000, specials, tokenizer.mask_id,
+                                    continuation)
+  return stats
+
+
+def test_statistics_within_tolerance(train_input, tokenizer):
+  stats = _statistics(train_input, tokenizer)
   assert abs(stats["selected_fraction"] - 0.15) < 0.01
   assert abs(stats["mask_fraction"] - 0.8) < 0.04
   assert abs(stats["random_fraction"] - 0.1) < 0.04
   assert abs(stats["kept_fraction"] - 0.1) < 0.04
   assert abs(stats["is_next_fraction"] - 0.5) < 0.1
   assert stats["epoch_mask_overlap"] < 0.3
+
+
+# Words of several WordPieces in BERT's uncased vocab (e.g. "un ##bel ##ie ##va ##bly").
+_LONG_WORDS = ["unbelievably", "hyperparameters", "tokenization", "backpropagation",
+               "misunderstandings", "overcomplicated", "photosynthesis", "reimplementing"]
+
+
+def test_whole_word_masking_in_the_pipeline(vocab_path, tmp_path, tokenizer):
+  rng = np.random.default_rng(1)
+  documents = [[" ".join(rng.choice(WORDS + _LONG_WORDS, rng.integers(4, 15))) + "."
+                for _ in range(rng.integers(3, 12))] for _ in range(120)]
+  corpus = write_corpus(tmp_path / "train.txt", documents)
+  stats = {}
+  for whole_word in (False, True):
+    config = data_config(vocab_path, [corpus], whole_word_masking=whole_word)
+    stats[whole_word] = _statistics(pretraining.make_inputs(config, tokenizer=tokenizer)[0],
+                                    tokenizer)
+  assert stats[False]["split_word_fraction"] > 0.5  # piece masking splits most long words
+  assert stats[True]["split_word_fraction"] == 0.0
+  assert abs(stats[True]["selected_fraction"] - 0.15) < 0.015
+  assert abs(stats[True]["mask_fraction"] - 0.8) < 0.04
+  assert stats[True]["epoch_mask_overlap"] < 0.3
 
 
 def test_held_out_documents_make_a_fixed_eval_input(vocab_path, corpus_file, tokenizer):
@@ -327,10 +357,11 @@ def test_inspect_cli_on_real_text(data_dir, vocab_path, tmp_path):
   stats = json.loads(result.stdout)
   assert set(stats) == {"selected_fraction", "mask_fraction", "random_fraction",
                         "kept_fraction", "is_next_fraction", "pad_fraction",
-                        "epoch_mask_overlap"}
+                        "epoch_mask_overlap", "split_word_fraction"}
   assert abs(stats["selected_fraction"] - 0.15) < 0.01
   assert abs(stats["mask_fraction"] - 0.8) < 0.02
   assert abs(stats["random_fraction"] - 0.1) < 0.02
   assert abs(stats["kept_fraction"] - 0.1) < 0.02
   assert abs(stats["is_next_fraction"] - 0.5) < 0.03
+  assert stats["split_word_fraction"] > 0.5  # real text has multi-piece words
   assert stats["epoch_mask_overlap"] < 0.3

@@ -16,6 +16,8 @@ the statistics. With --json it prints one JSON object, nothing else, with:
   pad_fraction        share of [PAD] positions
   epoch_mask_overlap  the same pairs masked as epoch 0 and as epoch 1: shared positions /
                       positions; static masking gives 1.0, dynamic about masked_lm_prob
+  split_word_fraction of the predictions inside words of several WordPieces, the share
+                      whose word is not predicted whole; 0 with whole_word_masking
 
 A random replacement that happens to equal the original token counts as kept.
 """
@@ -27,6 +29,7 @@ from absl import app
 from absl import flags
 from ml_collections import config_flags
 
+from bert_jax.data import masking
 from bert_jax.data import pretraining
 
 if __name__ == "__main__":  # flags exist only when run as a program
@@ -44,14 +47,39 @@ def original_ids(batch: dict[str, np.ndarray]) -> np.ndarray:
   return ids
 
 
-def batch_counts(batch: dict[str, np.ndarray], special_ids, mask_id: int) -> dict[str, int]:
-  """Counts behind the statistics, for one batch."""
+def split_word_counts(batch: dict[str, np.ndarray], eligible: np.ndarray,
+                      continuation: np.ndarray) -> tuple[int, int]:
+  """(predictions in multi-piece words, of those in words not predicted whole)."""
+  original = original_ids(batch)
+  follows_eligible = np.pad(eligible[:, :-1], ((0, 0), (1, 0)))
+  word_start = eligible & ~(continuation[original] & follows_eligible)
+  word_index = np.cumsum(word_start, axis=1) - 1                                   # [B, T]
+  predicted = np.zeros_like(eligible)
+  rows, slots = np.nonzero(batch["masked_lm_weights"] > 0)
+  predicted[rows, batch["masked_lm_positions"][rows, slots]] = True
+  in_multi, split = 0, 0
+  for row in range(len(eligible)):
+    words = word_index[row][eligible[row]]
+    size = np.bincount(words)
+    chosen = np.bincount(words, weights=predicted[row][eligible[row]], minlength=len(size))
+    multi = size > 1
+    in_multi += int(chosen[multi].sum())
+    split += int(chosen[multi & (chosen < size)].sum())
+  return in_multi, split
+
+
+def batch_counts(batch: dict[str, np.ndarray], special_ids, mask_id: int,
+                 continuation: np.ndarray) -> dict[str, int]:
+  """Counts behind the statistics, for one batch; continuation: bool [V] "##" pieces."""
   is_prediction = batch["masked_lm_weights"] > 0                                   # [B, P]
   now = np.take_along_axis(batch["input_ids"], batch["masked_lm_positions"], axis=1)
   to_mask = is_prediction & (now == mask_id)
   kept = is_prediction & (now == batch["masked_lm_ids"])
   eligible = (batch["attention_mask"] > 0) & ~np.isin(original_ids(batch), special_ids)
+  in_multi, split = split_word_counts(batch, eligible, continuation)
   return {
+      "in_multi_piece_words": in_multi,
+      "split_words": split,
       "eligible": int(eligible.sum()),
       "selected": int(is_prediction.sum()),
       "mask": int(to_mask.sum()),
@@ -75,7 +103,8 @@ def mask_overlap(first: dict[str, np.ndarray], second: dict[str, np.ndarray]) ->
 
 
 def statistics(train_input: pretraining.PretrainingInput, num_batches: int, special_ids,
-               mask_id: int) -> tuple[dict[str, float], list[dict[str, np.ndarray]]]:
+               mask_id: int, continuation: np.ndarray
+               ) -> tuple[dict[str, float], list[dict[str, np.ndarray]]]:
   """The module docstring's statistics over the first num_batches of epoch 0."""
   steps = train_input.steps_in_epoch(0)
   if num_batches > steps:
@@ -86,7 +115,7 @@ def statistics(train_input: pretraining.PretrainingInput, num_batches: int, spec
   totals, shared, predicted, batches = {}, 0, 0, []
   for _ in range(num_batches):
     batch, remasked = next(as_epoch_0), next(as_epoch_1)
-    for key, count in batch_counts(batch, special_ids, mask_id).items():
+    for key, count in batch_counts(batch, special_ids, mask_id, continuation).items():
       totals[key] = totals.get(key, 0) + count
     both, total = mask_overlap(batch, remasked)
     shared, predicted = shared + both, predicted + total
@@ -100,6 +129,7 @@ def statistics(train_input: pretraining.PretrainingInput, num_batches: int, spec
       "is_next_fraction": totals["is_next"] / totals["examples"],
       "pad_fraction": totals["pad"] / totals["positions"],
       "epoch_mask_overlap": shared / max(predicted, 1),
+      "split_word_fraction": totals["split_words"] / max(totals["in_multi_piece_words"], 1),
   }, batches
 
 
@@ -131,7 +161,9 @@ def main(argv):
   tokenizer = pretraining.make_tokenizer(data_config)
   train_input, _ = pretraining.make_inputs(data_config, tokenizer=tokenizer)
   special_ids = (tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id)
-  stats, batches = statistics(train_input, _BATCHES.value, special_ids, tokenizer.mask_id)
+  continuation = masking.continuation_table_from_vocab(list(tokenizer.vocab))
+  stats, batches = statistics(train_input, _BATCHES.value, special_ids, tokenizer.mask_id,
+                              continuation)
   if _JSON.value:
     print(json.dumps({key: round(value, 4) for key, value in stats.items()}))
     return

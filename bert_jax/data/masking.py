@@ -12,6 +12,14 @@ sparse layout (B batch, T max_seq_length, P max_predictions_per_seq):
   masked_lm_ids        int32   [B, P]  the original ids at those positions; 0 in unused slots
   masked_lm_weights    float32 [B, P]  1.0 for a real prediction, 0.0 for an unused slot
 
+Whole-word masking (`whole_word=True`, as in Google's whole-word-masking BERT releases): a
+WordPiece continuation piece ("##...", per `continuation_table`) belongs to the word of the
+piece before it, and words are chosen instead of pieces: in a uniformly random order, each
+word is taken whole if its pieces still fit in the k budget, else skipped (the order and
+skip rule of google-research/bert's create_pretraining_data.py). The 80/10/10 choice stays
+per piece, as there. A continuation piece right after a special token starts a word of
+its own (a segment truncated mid-word).
+
 Randomness: `mask_batch` is a pure function of its uniform `noise`, and `example_noise`
 draws each example's noise from a counter-based generator keyed by (seed, epoch, global
 example index), vectorized over the batch (a per-example tf.random.stateless_uniform
@@ -35,6 +43,8 @@ class MaskingOptions:
   masked_lm_prob: float = 0.15
   mask_token_prob: float = 0.8
   random_token_prob: float = 0.1  # kept = 1 - mask_token_prob - random_token_prob
+  whole_word: bool = False
+  continuation_table: np.ndarray | None = None  # bool [V]: id is a "##" piece (whole_word)
 
   def __post_init__(self):
     if self.max_predictions_per_seq < 1:
@@ -49,12 +59,20 @@ class MaskingOptions:
           f"{self.mask_token_prob} and {self.random_token_prob}")
     if len(self.replacement_ids) == 0:
       raise ValueError("replacement_ids is empty")
+    if self.whole_word and self.continuation_table is None:
+      raise ValueError("whole_word masking needs continuation_table (which ids are '##' "
+                       "pieces; see continuation_table_from_vocab)")
 
 
 def replacement_ids_from_vocab(vocab: list[str]) -> np.ndarray:
   """Ids of the ordinary tokens: everything except bracketed ones ([PAD], [unused3], ...)."""
   return np.array([i for i, token in enumerate(vocab)
                    if not (token.startswith("[") and token.endswith("]"))], np.int32)
+
+
+def continuation_table_from_vocab(vocab: list[str]) -> np.ndarray:
+  """bool [V]: True for WordPiece continuation pieces ("##ing")."""
+  return np.array([token.startswith("##") for token in vocab], bool)
 
 
 def noise_size(seq_length: int, options: MaskingOptions) -> int:
@@ -104,13 +122,21 @@ def mask_batch(input_ids: tf.Tensor, noise: tf.Tensor, options: MaskingOptions) 
   num_selected = tf.minimum(tf.maximum(num_selected, 1), predictions)
   num_selected = tf.minimum(num_selected, num_eligible)                              # [B]
 
-  # The k highest scores among eligible tokens are a uniform k-subset; then sort by position.
-  scores = tf.where(eligible, selection_scores, -1.0)
-  _, top_positions = tf.math.top_k(scores, k=min(predictions, seq_length))          # [B, P']
-  top_positions = _pad_last_axis(top_positions, predictions)                        # [B, P]
   slot = tf.range(predictions)[None, :]
-  is_prediction = slot < num_selected[:, None]                                      # [B, P]
-  positions = tf.sort(tf.where(is_prediction, top_positions, seq_length), axis=1)
+  if options.whole_word:
+    selected = _whole_word_selection(input_ids, eligible, selection_scores, num_selected,
+                                     options.continuation_table)                    # [B, T]
+    num_selected = tf.reduce_sum(tf.cast(selected, tf.int32), axis=1)               # [B]
+    is_prediction = slot < num_selected[:, None]                                    # [B, P]
+    in_order = tf.sort(tf.where(selected, tf.range(seq_length)[None, :], seq_length), axis=1)
+    positions = _pad_last_axis(in_order[:, :predictions], predictions)
+  else:
+    # The k highest scores among eligible tokens are a uniform k-subset; sort by position.
+    scores = tf.where(eligible, selection_scores, -1.0)
+    _, top_positions = tf.math.top_k(scores, k=min(predictions, seq_length))        # [B, P']
+    top_positions = _pad_last_axis(top_positions, predictions)                      # [B, P]
+    is_prediction = slot < num_selected[:, None]                                    # [B, P]
+    positions = tf.sort(tf.where(is_prediction, top_positions, seq_length), axis=1)
   positions = tf.where(is_prediction, positions, 0)
   original_ids = tf.gather(input_ids, positions, batch_dims=1)                      # [B, P]
 
@@ -132,6 +158,37 @@ def mask_batch(input_ids: tf.Tensor, noise: tf.Tensor, options: MaskingOptions) 
       "masked_lm_ids": tf.where(is_prediction, original_ids, 0),
       "masked_lm_weights": tf.cast(is_prediction, tf.float32),
   }
+
+
+def _whole_word_selection(input_ids, eligible, scores, budget, continuation_table):
+  """bool [B, T]: whole words taken greedily in score order while their pieces fit `budget`
+  [B]. A word's score is its first piece's, so the order is uniformly random."""
+  batch, seq_length = tf.shape(input_ids)[0], input_ids.shape[1]
+  continuation = tf.gather(tf.constant(continuation_table), input_ids)              # [B, T]
+  follows_eligible = tf.pad(eligible[:, :-1], [[0, 0], [1, 0]])
+  word_start = eligible & ~(continuation & follows_eligible)
+  word_index = tf.cumsum(tf.cast(word_start, tf.int32), axis=1) - 1                # [B, T]
+  # Per-word arrays [B, W=T] through segment ops; ineligible pieces go to a spare segment.
+  segment = tf.where(eligible, tf.range(batch)[:, None] * seq_length + word_index,
+                     batch * seq_length)
+  num_segments = batch * seq_length + 1
+  word_size = tf.reshape(tf.math.unsorted_segment_sum(
+      tf.cast(eligible, tf.int32), segment, num_segments)[:-1], [batch, seq_length])
+  word_score = tf.reshape(tf.math.unsorted_segment_max(
+      tf.where(word_start, scores, -1.0), segment, num_segments)[:-1], [batch, seq_length])
+  word_score = tf.where(word_size > 0, word_score, -2.0)                           # no word
+  order = tf.argsort(word_score, axis=1, direction="DESCENDING", stable=True)     # [B, W]
+  size_in_order = tf.gather(word_size, order, batch_dims=1)
+
+  def take_if_it_fits(carry, size):  # one rank of the order, for every row at once
+    used, _ = carry
+    take = (size > 0) & (used + size <= budget)
+    return used + tf.where(take, size, 0), take
+  _, taken_in_order = tf.scan(take_if_it_fits, tf.transpose(size_in_order),
+                              initializer=(tf.zeros_like(budget), tf.zeros_like(budget, bool)))
+  taken_in_order = tf.transpose(taken_in_order)                                    # [B, W]
+  taken_word = tf.gather(taken_in_order, tf.argsort(order, axis=1), batch_dims=1)  # [B, W]
+  return eligible & tf.gather(taken_word, tf.maximum(word_index, 0), batch_dims=1)
 
 
 def _pad_last_axis(values: tf.Tensor, size: int) -> tf.Tensor:

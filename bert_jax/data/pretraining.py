@@ -49,6 +49,7 @@ Fields read from config.data (`default_data_config()` gives them with defaults):
   vocab_path, lower_case                  the WordPiece tokenizer
   max_seq_length, max_predictions_per_seq T and P
   masked_lm_prob, mask_token_prob, random_token_prob   15% selected; 80/10/10 of those
+  whole_word_masking   select whole words ("##" pieces go with their word; masking.py)
   short_seq_prob, random_next_prob        NSP pair sampling (nsp_pairs.py)
   seed, batch_size                        batch_size is global (all processes)
   num_shards           K above; 0 = the process count
@@ -92,6 +93,7 @@ def default_data_config() -> ml_collections.ConfigDict:
       "masked_lm_prob": 0.15,
       "mask_token_prob": 0.8,
       "random_token_prob": 0.1,
+      "whole_word_masking": False,
       "short_seq_prob": 0.1,
       "random_next_prob": 0.5,
       "seed": 0,
@@ -179,7 +181,9 @@ class PretrainingInput:
         replacement_ids=masking.replacement_ids_from_vocab(list(tokenizer.vocab)),
         masked_lm_prob=data_config.masked_lm_prob,
         mask_token_prob=data_config.mask_token_prob,
-        random_token_prob=data_config.random_token_prob)
+        random_token_prob=data_config.random_token_prob,
+        whole_word=bool(data_config.whole_word_masking),
+        continuation_table=masking.continuation_table_from_vocab(list(tokenizer.vocab)))
     self._streams = [
         shard_stream.ShardStream(corpora[shard], shard, num_shards, self.global_batch_size // num_shards,
                      slice_index, slice_count, self.seed, pair_options, masking_options,
