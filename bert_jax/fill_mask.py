@@ -1,0 +1,82 @@
+"""Fill-mask: the MLM head's most likely tokens for each [MASK] in a text.
+
+  python -m bert_jax.fill_mask --model=runs/tiny "the cat sat on the [MASK] ." [--top_k=5]
+
+PATH is anything `load_pretrained` reads that carries the MLM head (a bert_jax pretraining
+workdir or checkpoint, an HF BertForPreTraining/BertForMaskedLM folder, a Google TF
+checkpoint), with its vocab.txt beside the weights. Each text may hold several [MASK]s;
+each is scored on its own (the others stay [MASK]), as HF's fill-mask pipeline does.
+The probabilities are the softmax over the whole vocabulary.
+"""
+import functools
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from absl import app, flags, logging
+
+from bert_jax.data.tokenizer import WordPieceTokenizer
+from bert_jax.models.tasks import BertForPreTraining
+from bert_jax.pretrained import load_pretrained
+
+
+@functools.partial(jax.jit, static_argnames=("model",))
+def _mlm_probabilities(model, variables, batch):
+  out = model.apply(variables, batch["input_ids"], batch["token_type_ids"],
+                    batch["attention_mask"])
+  return jax.nn.softmax(out.mlm_logits.astype(jnp.float32), axis=-1)  # [B, T, V]
+
+
+def fill_mask(model, variables, tokenizer, texts, top_k: int = 5,
+              max_length: int = 128) -> list[list[list[tuple[str, float]]]]:
+  """For each text, for each [MASK] in it (left to right): top_k (token, probability)."""
+  if not isinstance(model, BertForPreTraining):
+    raise ValueError(f"fill_mask needs a model with its MLM head (BertForPreTraining), got "
+                     f"{type(model).__name__}: this checkpoint has no MLM head")
+  if top_k < 1:
+    raise ValueError(f"top_k={top_k}: expected >= 1")
+  max_length = min(max_length, model.config.max_position_embeddings)
+  batch = tokenizer.encode_for_model(list(texts), max_length=max_length)
+  probabilities = np.asarray(_mlm_probabilities(model, variables, batch))
+  results = []
+  for row, text in enumerate(texts):
+    positions = np.flatnonzero(batch["input_ids"][row] == tokenizer.mask_id)
+    if not len(positions):
+      raise ValueError(f"text {row} has no [MASK] within its first {max_length} tokens: "
+                       f"{text!r}")
+    per_mask = []
+    for position in positions:
+      best = np.argsort(-probabilities[row, position], kind="stable")[:top_k]
+      per_mask.append([(tokenizer.vocab[i], float(probabilities[row, position, i]))
+                       for i in best])
+    results.append(per_mask)
+  return results
+
+
+if __name__ == "__main__":  # flags exist only when run as a program
+  _MODEL = flags.DEFINE_string("model", None, "Workdir, checkpoint, HF folder or TF checkpoint.")
+  _TOP_K = flags.DEFINE_integer("top_k", 5, "Predictions shown per [MASK].")
+  _MAX_LENGTH = flags.DEFINE_integer("max_length", 128, "Tokens per text (truncated).")
+
+
+def main(argv):
+  texts = argv[1:]
+  if not texts:
+    raise app.UsageError("give one or more texts with [MASK] in them")
+  if not flags.FLAGS["verbosity"].present:  # checkpoint-loading chatter off unless asked
+    logging.set_verbosity(logging.WARNING)
+  model, variables = load_pretrained(_MODEL.value)
+  folder = _MODEL.value if os.path.isdir(_MODEL.value) else os.path.dirname(_MODEL.value)
+  tokenizer = WordPieceTokenizer.from_pretrained_dir(folder)
+  for text, masks in zip(texts, fill_mask(model, variables, tokenizer, texts, _TOP_K.value,
+                                          _MAX_LENGTH.value)):
+    print(text)
+    for i, predictions in enumerate(masks):
+      shown = "  ".join(f"{token} {probability:.3f}" for token, probability in predictions)
+      print(f"  [MASK] {i + 1}: {shown}")
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["model"])
+  app.run(main)
