@@ -265,6 +265,15 @@ def test_whole_word_masking_in_the_pipeline(vocab_path, tmp_path, tokenizer):
   assert stats[True]["epoch_mask_overlap"] < 0.3
 
 
+def test_whole_word_masking_needs_wordpiece_continuations(vocab_path, corpus_file, tmp_path):
+  no_continuations = tmp_path / "vocab.txt"
+  with open(vocab_path) as f:
+    no_continuations.write_text("".join(line for line in f if not line.startswith("##")))
+  config = data_config(str(no_continuations), [corpus_file], whole_word_masking=True)
+  with pytest.raises(ValueError, match="whole_word_masking=True needs a WordPiece vocabulary"):
+    pretraining.make_inputs(config, tokenizer=WordPieceTokenizer(str(no_continuations)))
+
+
 def test_held_out_documents_make_a_fixed_eval_input(vocab_path, corpus_file, tokenizer):
   config = data_config(vocab_path, [corpus_file], eval_held_out_docs=40)
   train_input, eval_input = pretraining.make_inputs(config, tokenizer=tokenizer)

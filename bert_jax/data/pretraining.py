@@ -174,6 +174,7 @@ class PretrainingInput:
         short_seq_prob=data_config.short_seq_prob,
         random_next_prob=data_config.random_next_prob)
     special_ids = (tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id)
+    continuation_table = _continuation_table(data_config, tokenizer)
     masking_options = masking.MaskingOptions(
         max_predictions_per_seq=int(data_config.max_predictions_per_seq),
         mask_id=tokenizer.mask_id,
@@ -183,7 +184,7 @@ class PretrainingInput:
         mask_token_prob=data_config.mask_token_prob,
         random_token_prob=data_config.random_token_prob,
         whole_word=bool(data_config.whole_word_masking),
-        continuation_table=masking.continuation_table_from_vocab(list(tokenizer.vocab)))
+        continuation_table=continuation_table)
     self._streams = [
         shard_stream.ShardStream(corpora[shard], shard, num_shards, self.global_batch_size // num_shards,
                      slice_index, slice_count, self.seed, pair_options, masking_options,
@@ -314,6 +315,7 @@ def make_inputs(data_config, *, process_index: int = 0, process_count: int = 1,
   This process tokenizes only its data shards (and the held-out documents).
   """
   tokenizer = make_tokenizer(data_config) if tokenizer is None else tokenizer
+  _continuation_table(data_config, tokenizer)  # a config error shows before tokenizing
   num_shards = resolve_num_shards(data_config, process_count)
   shards, _, _ = shard_assignment(num_shards, process_index, process_count)
   train, held_out = load_corpora(data_config, tokenizer, shards, num_shards)
@@ -323,6 +325,16 @@ def make_inputs(data_config, *, process_index: int = 0, process_count: int = 1,
     return train_input, None
   return train_input, PretrainingInput({0: held_out}, tokenizer, data_config, num_shards=1,
                                        process_index=process_index, process_count=process_count)
+
+
+def _continuation_table(data_config, tokenizer) -> np.ndarray:
+  """masking.continuation_table_from_vocab, checked against whole_word_masking."""
+  table = masking.continuation_table_from_vocab(list(tokenizer.vocab))
+  if data_config.whole_word_masking and not table.any():
+    raise ValueError("config.data.whole_word_masking=True needs a WordPiece vocabulary with "
+                     "'##' continuation pieces, and this tokenizer's has none (whole-word "
+                     "masking of SentencePiece vocabularies is not supported)")
+  return table
 
 
 def _data_dir(data_config) -> str | None:
