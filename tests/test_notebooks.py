@@ -1,5 +1,6 @@
 """notebooks/ run top to bottom (executed with nbclient, as a user would run them)."""
 import os
+import re
 
 import nbformat
 from nbclient import NotebookClient
@@ -25,3 +26,27 @@ def test_finetune_glue_notebook_runs_and_learns(minilm_dir, data_dir, monkeypatc
   assert accuracy > 0.7  # all-MiniLM-L6-v2 learns SST-2 well above chance even this briefly
   assert "P(positive)" in outputs
   assert os.path.isfile(tmp_path / "notebook_sst2_1280" / "learning_curve.png")
+
+
+def test_pretrain_tiny_notebook_runs_and_learns(data_dir, monkeypatch, tmp_path):
+  monkeypatch.setenv("BERT_JAX_DATA_DIR", data_dir)
+  monkeypatch.setenv("BERT_JAX_NOTEBOOK_STEPS", "60")  # a minute; the default is 1,500
+  monkeypatch.setenv("BERT_JAX_NOTEBOOK_SOURCES", "wikitext-2/valid.txt,"
+                     "nltk_corpora/state_union.zip,nltk_corpora/inaugural.zip")
+  monkeypatch.setenv("BERT_JAX_NOTEBOOK_RUNS", str(tmp_path))
+  path = os.path.join(REPO, "notebooks", "pretrain_tiny.ipynb")
+  notebook = nbformat.read(path, as_version=4)
+  NotebookClient(notebook, timeout=600, kernel_name="python3",
+                 resources={"metadata": {"path": os.path.join(REPO, "notebooks")}}).execute()
+  outputs = "".join(out.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
+                    for out in cell.get("outputs", []))
+  # The masking statistics of the inspect cell.
+  selected = float(outputs.split("selected_fraction")[1].split()[0])
+  assert abs(selected - 0.15) < 0.01
+  assert "[MASK:" in outputs
+  # 60 steps take the MLM loss well below ln(vocab) = 10.33.
+  first, last = map(float, re.search(r"MLM loss ([\d.]+) \(step \d+\) -> ([\d.]+)",
+                                     outputs).groups())
+  assert first > 9.5 and last < first - 2.0, (first, last)
+  assert os.path.isfile(tmp_path / "notebook_tiny_60" / "pretraining_curves.png")
+  assert outputs.count("[MASK] 1:") == 2 and "[MASK] 2:" in outputs
