@@ -75,8 +75,9 @@ def main():
   import torch
 
   rng = np.random.default_rng(0)
-  print(f"fp32, L{args.layers}, batch {args.batch} x seq {args.seq}, H{args.hidden}/I{args.intermediate}/"
-        f"A{args.heads}, vocab {args.vocab}; torch threads {torch.get_num_threads()}")
+  print(f"fp32, L{args.layers}, batch {args.batch} x seq {args.seq}, H{args.hidden}/"
+        f"I{args.intermediate}/A{args.heads}, vocab {args.vocab}; "
+        f"torch threads {torch.get_num_threads()}")
   print(f"{'matmul':36s} {'GFLOP':>7s} {'XLA GFLOP/s':>12s} {'torch GFLOP/s':>14s} "
         f"{'XLA/torch':>10s}")
   totals = [0.0, 0.0]

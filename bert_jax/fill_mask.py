@@ -22,10 +22,10 @@ from bert_jax.pretrained import load_pretrained
 
 
 @functools.partial(jax.jit, static_argnames=("model",))
-def _mlm_probabilities(model, variables, batch):
+def _mlm_probabilities(model, variables, batch, positions):
   out = model.apply(variables, batch["input_ids"], batch["token_type_ids"],
-                    batch["attention_mask"])
-  return jax.nn.softmax(out.mlm_logits.astype(jnp.float32), axis=-1)  # [B, T, V]
+                    batch["attention_mask"], positions)
+  return jax.nn.softmax(out.mlm_logits.astype(jnp.float32), axis=-1)  # [B, P, V]
 
 
 def fill_mask(model, variables, tokenizer, texts, top_k: int = 5,
@@ -38,17 +38,22 @@ def fill_mask(model, variables, tokenizer, texts, top_k: int = 5,
     raise ValueError(f"top_k={top_k}: expected >= 1")
   max_length = min(max_length, model.config.max_position_embeddings)
   batch = tokenizer.encode_for_model(list(texts), max_length=max_length)
-  probabilities = np.asarray(_mlm_probabilities(model, variables, batch))
-  results = []
-  for row, text in enumerate(texts):
-    positions = np.flatnonzero(batch["input_ids"][row] == tokenizer.mask_id)
+  mask_positions = [np.flatnonzero(ids == tokenizer.mask_id) for ids in batch["input_ids"]]
+  for row, (text, positions) in enumerate(zip(texts, mask_positions)):
     if not len(positions):
       raise ValueError(f"text {row} has no [MASK] within its first {max_length} tokens: "
                        f"{text!r}")
+  # The MLM head runs on the [MASK] positions only: [B, P], padded with position 0.
+  padded = np.zeros((len(texts), max(map(len, mask_positions))), np.int32)
+  for row, positions in enumerate(mask_positions):
+    padded[row, :len(positions)] = positions
+  probabilities = np.asarray(_mlm_probabilities(model, variables, batch, padded))
+  results = []
+  for row, positions in enumerate(mask_positions):
     per_mask = []
-    for position in positions:
-      best = np.argsort(-probabilities[row, position], kind="stable")[:top_k]
-      per_mask.append([(tokenizer.vocab[i], float(probabilities[row, position, i]))
+    for slot in range(len(positions)):
+      best = np.argsort(-probabilities[row, slot], kind="stable")[:top_k]
+      per_mask.append([(tokenizer.vocab[i], float(probabilities[row, slot, i]))
                        for i in best])
     results.append(per_mask)
   return results

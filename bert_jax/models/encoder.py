@@ -223,7 +223,7 @@ class Encoder(nn.Module):
   @nn.compact
   def __call__(self, hidden, mask_bias, deterministic: bool, output_hidden_states: bool):
     cfg = self.config
-    all_states_0 = hidden
+    all_states = [hidden]  # the embeddings, then each layer's output
     if cfg.scan_layers:
       scanned = nn.scan(
           _ScannedLayer, variable_axes={"params": 0, "intermediates": 0},
@@ -231,10 +231,9 @@ class Encoder(nn.Module):
           in_axes=nn.broadcast, length=cfg.num_hidden_layers,
           metadata_params={nn.PARTITION_NAME: "layers"})
       hidden, per_layer = scanned(cfg, deterministic, name="layers")(hidden, mask_bias)
-      all_states = [all_states_0] + [per_layer[i] for i in range(cfg.num_hidden_layers)]
+      all_states += [per_layer[i] for i in range(cfg.num_hidden_layers)]
     else:
       layer_cls = _remat_layer_class(cfg.remat_policy)
-      all_states = [hidden]
       for i in range(cfg.num_hidden_layers):
         hidden = layer_cls(cfg, name=f"layer_{i}")(hidden, mask_bias, deterministic)
         all_states.append(hidden)
