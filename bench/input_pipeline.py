@@ -3,7 +3,7 @@
   python bench/input_pipeline.py                        # prepares the corpus in a temp dir
   python bench/input_pipeline.py --corpus=workdirs/corpus/pretrain.txt --batches=600
 
-Times, on the prepared real corpus (all PRETRAINING_SOURCES of bert_jax.data.prepare):
+Times, on the prepared real corpus (all PRETRAINING_SOURCES of bert_jax.text.prepare):
   prepare_s          raw sources -> plain format (skipped with --corpus)
   load_s             tokenizing the corpus once (tf.data, in-graph WordPiece)
   epoch_build_s      one epoch's NSP pairs, shuffled and packed (numpy)
@@ -21,9 +21,10 @@ import os
 import tempfile
 import time
 
-from bert_jax.data import paths
-from bert_jax.data import prepare
-from bert_jax.data import pretraining
+from bert_jax.text import paths
+from bert_jax.text import prepare
+from bert_jax.pretrain import pipeline as pretraining
+from bert_jax.text.tokenizers import make_tokenizer
 
 _STEPS_BEFORE_BOUNDARY = 150
 
@@ -54,7 +55,7 @@ def main():
   parser.add_argument("--max_seq_length", type=int, default=128)
   parser.add_argument("--max_predictions_per_seq", type=int, default=20)
   parser.add_argument("--batches", type=int, default=400, help="batches timed per phase")
-  parser.add_argument("--whole_word_masking", action="store_true")
+  parser.add_argument("--masking", default="token", help="a name in masking.SELECTORS")
   parser.add_argument("--step_ms", type=float, default=20.0,
                       help="train step time to compare against (tiny model, batch 32x128)")
   args = parser.parse_args()
@@ -72,8 +73,8 @@ def main():
     config.update(dict(train_files=(os.path.abspath(corpus_path),),
                        batch_size=args.batch_size, max_seq_length=args.max_seq_length,
                        max_predictions_per_seq=args.max_predictions_per_seq,
-                       whole_word_masking=args.whole_word_masking))
-    tokenizer = pretraining.make_tokenizer(config)
+                       masking=args.masking))
+    tokenizer = make_tokenizer(config)
     start = time.perf_counter()
     corpora, _ = pretraining.load_corpora(config, tokenizer)
     corpus = corpora[0]

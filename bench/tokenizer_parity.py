@@ -183,8 +183,8 @@ def describe_diff(hf, line: str, ours: list[int], theirs: list[int]) -> str:
 
 def main(argv=None) -> int:
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  from bert_jax.data import paths  # pylint: disable=g-import-not-at-top
-  from bert_jax.data import tokenizer  # pylint: disable=g-import-not-at-top
+  from bert_jax.text import paths  # pylint: disable=g-import-not-at-top
+  from bert_jax.text import wordpiece as tokenizer  # pylint: disable=g-import-not-at-top
 
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--data_dir", default=paths.default_data_dir())

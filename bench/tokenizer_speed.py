@@ -18,8 +18,8 @@ import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bert_jax.data import paths  # pylint: disable=g-import-not-at-top,wrong-import-position
-from bert_jax.data import tokenizer  # pylint: disable=g-import-not-at-top,wrong-import-position
+from bert_jax.text import paths  # pylint: disable=g-import-not-at-top,wrong-import-position
+from bert_jax.text import wordpiece as tokenizer  # pylint: disable=g-import-not-at-top,wrong-import-position
 import tokenizer_parity  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 

@@ -42,9 +42,13 @@ def ours(model_config, batch_np):
   from flax import linen as nn
 
   from bert_jax import optim, trainer
-  from bert_jax.tasks.pretraining import PretrainingTask
-  task = PretrainingTask()
-  model = task.build_model(model_config)
+  import ml_collections
+
+  from bert_jax.pretrain.pipeline import default_data_config
+  from bert_jax.pretrain.task import PretrainingTask
+  config = ml_collections.ConfigDict({"objectives": "mlm,nsp", "data": default_data_config()})
+  task = PretrainingTask(config, model_config)  # MLM + NSP, as BERT
+  model = task.build_model()
   optim_config = optim.default_optim_config()
   optim_config.warmup_steps = 10
   tx, schedule = optim.make_optimizer(optim_config, 1000)

@@ -31,7 +31,7 @@ def _total_bytes(tree) -> int:
 def compile_report(config) -> dict:
   setup = trainer.build(config)
   abstract, shardings = setup.abstract_state, setup.state_sharding
-  batch = setup.task.example_batch(config, config.data.batch_size)
+  batch = setup.task.example_batch(config.data.batch_size)
   batch = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype,
                                                       sharding=setup.batch_sharding), batch)
   state = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
@@ -60,7 +60,7 @@ def compile_report(config) -> dict:
       "alias_bytes_per_device": int(memory.alias_size_in_bytes),
       "temp_bytes_per_device": int(memory.temp_size_in_bytes),
       "xla_flops_per_device": float(cost.get("flops", 0.0)),
-      "model_flops_per_step": float(setup.task.step_flops(setup.model_config, batch)),
+      "model_flops_per_step": float(setup.task.step_flops(batch)),
   }
   report["peak_bytes_per_device"] = (report["argument_bytes_per_device"] +
                                      report["output_bytes_per_device"] -

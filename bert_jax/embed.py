@@ -16,8 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 from absl import app, flags
 
-from bert_jax.data.tokenizer import WordPieceTokenizer
-from bert_jax.pretrained import load_pretrained
+from bert_jax.text.wordpiece import WordPieceTokenizer
+from bert_jax.weights import load_pretrained
 
 POOLINGS = ("cls", "mean", "none")
 

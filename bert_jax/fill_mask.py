@@ -16,9 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 from absl import app, flags, logging
 
-from bert_jax.data.tokenizer import WordPieceTokenizer
-from bert_jax.models.tasks import BertForPreTraining
-from bert_jax.pretrained import load_pretrained
+from bert_jax.text.wordpiece import WordPieceTokenizer
+from bert_jax.models.task_models import BertForPreTraining
+from bert_jax.weights import load_pretrained
 
 
 @functools.partial(jax.jit, static_argnames=("model",))

@@ -1,8 +1,9 @@
 """The training loop: flat, one banner per phase. Fork it rather than configure it.
 
-  mesh + logging -> data -> model + optimizer (sharded init) -> init_from / restore
+  task + tokenizer -> data -> mesh, model + optimizer (sharded init) -> restore / init_from
   -> jitted train/eval steps -> loop (log, eval, checkpoint) -> final eval
 
+The trainer knows tasks only through bert_jax/task.py's contract; TASKS names them.
 Everything is sharded through the logical-axis rules (bert_jax.sharding): the same code
 runs on 1 CPU, a simulated 8-device mesh and a pod slice.
 """
@@ -19,14 +20,24 @@ import ml_collections
 import numpy as np
 import optax
 
-from bert_jax import checkpoint, optim, sharding
+from bert_jax import checkpoint
 from bert_jax import flops as flops_lib
+from bert_jax import optim
+from bert_jax import sharding
+from bert_jax import weights
+from bert_jax.finetune.conll import ConllTask
+from bert_jax.finetune.glue import GlueTask
+from bert_jax.finetune.squad import SquadTask
+from bert_jax.finetune.swag import SwagTask
 from bert_jax.metric_writers import MetricWriter, format_progress
 from bert_jax.models.config import BertConfig
-from bert_jax.models.layout import stack_layers
-from bert_jax.pretrained import load_config, load_params
-from bert_jax.tasks import get_task
+from bert_jax.pretrain.task import PretrainingTask
+from bert_jax.task import Task
+from bert_jax.text.tokenizers import make_tokenizer
 
+# config.task -> the task class; each is built as Task(config, model_config).
+TASKS = {"pretraining": PretrainingTask, "glue": GlueTask, "conll": ConllTask,
+         "squad": SquadTask, "swag": SwagTask}
 
 # Printed in the final summary line when a task reports them.
 _HEADLINE_METRICS = ("accuracy", "f1", "matthews_corrcoef", "pearson", "spearman",
@@ -42,44 +53,6 @@ class TrainState:
 
 def _tree_norm(tree):
   return jnp.sqrt(sum(jnp.sum(jnp.square(x.astype(jnp.float32))) for x in jax.tree.leaves(tree)))
-
-
-def _merge_pretrained(params, pretrained, path: str):
-  """Copies every tensor of `pretrained` into `params`; shapes and names must match.
-
-  Adapts the usual encoder/task differences and says so: an encoder-only checkpoint goes
-  under a task model's `bert`; a pretraining checkpoint gives only its encoder to a
-  fine-tuning model (its MLM/NSP heads are dropped); a pooler the model lacks (token
-  tasks) is dropped. Heads the checkpoint lacks keep their fresh initialisation.
-  """
-  def merge(ours, theirs, prefix):
-    if not isinstance(theirs, dict):
-      if ours.shape != theirs.shape:
-        raise ValueError(f"init_from {path}: {prefix} has shape {theirs.shape}, the model "
-                         f"expects {ours.shape}")
-      return jnp.asarray(theirs, ours.dtype)
-    unknown = set(theirs) - set(ours)
-    if unknown:
-      raise ValueError(f"init_from {path}: {prefix or 'params'} has no {sorted(unknown)}")
-    return {k: merge(ours[k], theirs[k], f"{prefix}/{k}" if prefix else k) if k in theirs
-            else ours[k] for k in ours}
-
-  notes = []
-  if "bert" in params and "bert" not in pretrained:
-    pretrained = {"bert": pretrained}  # an encoder-only checkpoint under a task model
-  dropped = sorted(set(pretrained) - set(params))
-  if "bert" in params and dropped:
-    pretrained = {"bert": pretrained["bert"]}
-    notes.append(f"dropped the checkpoint's {dropped}")
-  encoder, theirs = params.get("bert", params), pretrained.get("bert", pretrained)
-  if "pooler" in theirs and "pooler" not in encoder:
-    theirs = {k: v for k, v in theirs.items() if k != "pooler"}
-    pretrained = {**pretrained, "bert": theirs} if "bert" in pretrained else theirs
-    notes.append("dropped the checkpoint's pooler (the model has none)")
-  fresh = sorted(set(params) - set(pretrained))
-  if fresh:
-    notes.append(f"newly initialised {fresh}")
-  return merge(params, pretrained, ""), notes
 
 
 def make_train_step(task, model, tx, schedule, accum: int, dropout_rng):
@@ -136,7 +109,7 @@ def make_eval_step(task, model):
 @dataclasses.dataclass(frozen=True)
 class Setup:
   """Everything about the model that does not depend on data or the workdir."""
-  task: object
+  task: Task
   model_config: BertConfig
   model: nn.Module
   tx: optax.GradientTransformation
@@ -159,39 +132,46 @@ def resolve_model_config(config: ml_collections.ConfigDict) -> BertConfig:
   if not config.init_from:
     raise ValueError("config.model does not give the architecture (no vocab_size) and "
                      "config.init_from is empty: set one of them")
-  return load_config(config.init_from).replace(**fields)
+  return weights.load_config(config.init_from).replace(**fields)
 
 
-def check_vocab_size(config: ml_collections.ConfigDict, vocab_entries: int) -> None:
+def make_task(config: ml_collections.ConfigDict, model_config: BertConfig) -> Task:
+  if config.task not in TASKS:
+    raise ValueError(f"config.task={config.task!r}: expected one of {sorted(TASKS)}")
+  return TASKS[config.task](config, model_config)
+
+
+def check_vocab_size(config: ml_collections.ConfigDict, vocab_entries: int,
+                     model_vocab_size: int) -> None:
   """The tokenizer's vocabulary must have exactly the model's vocab_size entries."""
-  model_vocab_size = resolve_model_config(config).vocab_size
   if vocab_entries == model_vocab_size:
     return
   source = (f"config.data.vocab_path={config.data.vocab_path}" if config.data.get("vocab_path")
-            else f"the vocab.txt beside config.init_from={config.init_from}"
-            if config.task != "pretraining" else "the default vocabulary")
+            else f"the vocab.txt beside config.init_from={config.init_from}")
   raise ValueError(f"{source} has {vocab_entries} entries but the model's vocab_size is "
                    f"{model_vocab_size}: set --config.model.vocab_size={vocab_entries} or "
                    f"use a vocabulary of {model_vocab_size} entries")
 
 
-def build(config: ml_collections.ConfigDict, task=None, total_steps: int | None = None) -> Setup:
+def build(config: ml_collections.ConfigDict, task: Task | None = None,
+          total_steps: int | None = None) -> Setup:
   """Task, mesh, model, optimizer and the shardings of the train state, from the config."""
-  task = task or get_task(config.task)
-  model_config = resolve_model_config(config)
+  if task is None:
+    task = make_task(config, resolve_model_config(config))
+  model_config = task.model_config
   mesh = sharding.make_mesh(config.mesh)
   rules = sharding.rules_from_config(config.logical_axis_rules)
   accum = int(config.grad_accum_steps)
   if config.data.batch_size % (accum * jax.process_count()):
     raise ValueError(f"config.data.batch_size={config.data.batch_size} must divide by "
                      f"grad_accum_steps x processes = {accum * jax.process_count()}")
-  model = task.build_model(model_config, config)
+  model = task.build_model()
   tx, schedule = optim.make_optimizer(config.optim, total_steps or int(config.num_train_steps))
   if config.get("freeze_encoder"):
     tx = optim.freeze(tx)
 
   def init_state(rng):
-    example = task.example_batch(config, batch_size=1)
+    example = task.example_batch(batch_size=1)
     params = model.init({"params": rng}, example["input_ids"], example["token_type_ids"],
                         example["attention_mask"])["params"]
     return TrainState(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params))
@@ -209,14 +189,16 @@ def build(config: ml_collections.ConfigDict, task=None, total_steps: int | None 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   """Trains per `config`, resuming from WORKDIR/checkpoints; returns the final metrics."""
   # ------------------------------------------------------------------------------------
-  # Data (first: a fine-tuning run's length is counted in epochs of its data).
+  # Task, tokenizer, data (a fine-tuning run's length is counted in epochs of its data).
   # ------------------------------------------------------------------------------------
-  task = get_task(config.task)
-  check_vocab_size(config, task.make_tokenizer(config).vocab_size)  # before any tokenizing
-  train_input, eval_input = task.make_inputs(config, jax.process_index(), jax.process_count())
+  task = make_task(config, resolve_model_config(config))
+  tokenizer = make_tokenizer(config.data, model_dir=config.init_from)
+  check_vocab_size(config, tokenizer.vocab_size, task.model_config.vocab_size)
+  inputs = task.make_inputs(tokenizer, jax.process_index(), jax.process_count())
+  train_input = inputs.train
   total_steps = int(config.num_train_steps)
   if total_steps <= 0:
-    total_steps = max(1, round(config.num_train_epochs * train_input.steps_per_epoch))
+    total_steps = max(1, round(config.num_train_epochs * inputs.steps_per_epoch))
 
   # ------------------------------------------------------------------------------------
   # Setup: mesh, model, optimizer, shardings; logging.
@@ -228,8 +210,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   is_chief = jax.process_index() == 0
   writer = MetricWriter(workdir, enabled=is_chief)
   if is_chief:
-    checkpoint.write_model_config(workdir, model_config, task=config.task)
-    task.tokenizer.save(workdir)  # so the workdir loads like any pretrained model
+    # So the workdir loads like any pretrained model, with its head (weights.py).
+    checkpoint.write_model_config(workdir, model_config, model=task.model_spec())
+    tokenizer.save(workdir)
     with open(os.path.join(workdir, "config.json"), "w") as f:
       f.write(config.to_json_best_effort(indent=2))
   peak_flops = flops_lib.device_peak_flops(model_config.dtype) * jax.device_count()
@@ -254,15 +237,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     writer.truncate_after(latest)
     print(f"Resumed from {checkpoints.directory} at step {latest}", flush=True)
   elif config.init_from:
-    pretrained_config, pretrained, _ = load_params(config.init_from)
-    if pretrained_config.vocab_size != model_config.vocab_size:
-      raise ValueError(f"init_from {config.init_from}: vocab_size "
-                       f"{pretrained_config.vocab_size} != config.model.vocab_size "
-                       f"{model_config.vocab_size}")
-    if model_config.scan_layers:
-      pretrained = stack_layers(pretrained, model_config.num_hidden_layers)
-    params, notes = _merge_pretrained(jax.device_get(state.params), pretrained,
-                                      config.init_from)
+    params, notes = weights.init_params(jax.device_get(state.params), config.init_from,
+                                        model_config)
     state = state.replace(params=jax.device_put(params, state_sharding.params))
     print(f"Initialised from {config.init_from}" + (f" ({'; '.join(notes)})" if notes else ""),
           flush=True)
@@ -279,15 +255,18 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   p_eval_step = jax.jit(eval_step, in_shardings=(state_sharding.params, batch_sharding),
                         out_shardings=replicated)
 
-  def evaluate(params) -> dict:
-    """The task's eval metrics on the eval split, keys prefixed with eval_."""
-    if eval_input is None:
-      return {}
+  def evaluate(params):
+    """The task's Evaluation on the eval split (None without one)."""
+    if inputs.eval is None:
+      return None
 
     def run_eval(local_batch):
       with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
         return p_eval_step(params, sharding.global_batch(local_batch, mesh, rules))
-    return {f"eval_{k}": v for k, v in task.evaluate(run_eval, eval_input, config).items()}
+    return task.evaluate(run_eval, inputs)
+
+  def prefixed(evaluation) -> dict:
+    return {} if evaluation is None else {f"eval_{k}": v for k, v in evaluation.metrics.items()}
 
   # ------------------------------------------------------------------------------------
   # Loop.
@@ -301,7 +280,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
       state, metrics = p_train_step(state, sharding.global_batch(local, mesh, rules))
     step += 1
     tokens_since += task.tokens(local) * jax.process_count()
-    flops_since += task.step_flops(model_config, local) * jax.process_count()
+    flops_since += task.step_flops(local) * jax.process_count()
     if loop_start is None:  # the first step includes compilation; time from the second
       jax.block_until_ready(metrics)
       loop_start, time_since, start_step = time.time(), time.time(), step
@@ -324,7 +303,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
               flush=True)
 
     if config.eval_every_steps and step % config.eval_every_steps == 0 and step < total_steps:
-      eval_metrics = evaluate(state.params)
+      eval_metrics = prefixed(evaluate(state.params))
       if eval_metrics:
         writer.write(step, eval_metrics)
         if is_chief:
@@ -342,7 +321,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   if loop_start is not None and step > start_step:  # throughput of this process's loop
     final["train_examples_per_sec"] = ((step - start_step) * config.data.batch_size /
                                        max(time.time() - loop_start, 1e-9))
-  eval_metrics = evaluate(state.params)
+  evaluation = evaluate(state.params)
+  eval_metrics = prefixed(evaluation)
   if eval_metrics:
     writer.write(step, eval_metrics)
     final.update(eval_metrics)
@@ -354,9 +334,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     print(f"Finished at step {step}: {summary}", flush=True)
     with open(os.path.join(workdir, "eval_results.json"), "w") as f:
       json.dump({"step": step, **final}, f, indent=2)
-    if config.get("predict") and eval_metrics:
-      print(f"Wrote {task.write_predictions(task.last_eval_outputs, config, workdir)}",
-            flush=True)
+    if config.get("predict") and evaluation is not None:
+      path = task.write_predictions(evaluation, inputs, workdir)
+      if path:
+        print(f"Wrote {path}", flush=True)
   return final
 
 

@@ -31,7 +31,7 @@ def get_config(arg=None):
 
 
 def set_pretraining_data(config, arg):
-  """Corpus files (plain format, see bert_jax.data.prepare) or a tfds dataset."""
+  """Corpus files (plain format, see bert_jax.text.prepare) or a tfds dataset."""
   if arg.corpus:  # ';'-separated globs; local paths are taken from the working directory
     config.data.train_files = tuple(p if "://" in p else os.path.abspath(p)
                                     for p in arg.corpus.split(";"))

@@ -1,10 +1,10 @@
 """Pieces every pretraining config shares. Experiment files import this and set sizes."""
 import ml_collections
 
-from bert_jax.data.pretraining import default_data_config
 from bert_jax.models.config import config_for_size
 from bert_jax.optim import default_optim_config
-from bert_jax.tasks import attention_guidance
+from bert_jax.pretrain import attention_guidance
+from bert_jax.pretrain.pipeline import default_data_config
 
 
 def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDict:
@@ -15,6 +15,8 @@ def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDic
       config_for_size(size, **model_overrides).to_json_dict())
   config.init_from = ""  # HF folder, TF checkpoint or bert_jax checkpoint/workdir
   config.data = default_data_config()
+  # Loss terms (bert_jax/pretrain/objectives.py): "name" or "name:weight", comma-separated.
+  config.objectives = "mlm,nsp"
   config.optim = default_optim_config()
   # Auxiliary loss pulling heads to fixed patterns (bert_jax/tasks/attention_guidance.py);
   # weight 0 = plain BERT pretraining.

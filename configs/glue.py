@@ -3,7 +3,8 @@ r"""GLUE fine-tuning (any of the nine tasks), by default from all-MiniLM-L6-v2.
   python -m bert_jax.train --config=configs/glue.py:task=sst2 --workdir=runs/sst2 \
       [--config.init_from=PATH] [--config.data.sources.train=glue/SST-2/train.tsv]
 
-task: cola sst2 mrpc stsb qqp mnli qnli rte wnli. Sources default to the GLUE files
+task: the GLUE dataset (config.data.dataset), one of cola sst2 mrpc stsb qqp mnli qnli rte
+wnli. Sources default to the GLUE files
 under the data root (mnli evaluates dev_matched; dev_mismatched via
 --config.data.eval_split=dev_mismatched); "tfds:glue/<name>" reads tfds instead.
 `train_examples=N` trains on the first N examples of a shuffled copy (quick runs);
@@ -14,16 +15,17 @@ whose dev files are not in ../shared/data; the train split then skips those rows
 
 BERT's recipe: 3 epochs, batch 32, lr in {2,3,5}e-5, 10% warmup, seq 128.
 """
-from bert_jax.data import glue
+from bert_jax.finetune import glue_reader
 from configs.common import finetuning_config, parse_arg, shrink_for_runlocal
 
 
 def get_config(arg=None):
   arg = parse_arg(arg, task="sst2", train_examples=0, heldout=0.0, runlocal=False)
-  task = glue.get_task(arg.task)
+  dataset = glue_reader.get_dataset(arg.task)
   eval_split = "dev_matched" if arg.task == "mnli" else "dev"
-  sources = {split: task.files[split] for split in ("train", eval_split) if split in task.files}
-  config = finetuning_config("glue", sources, task=arg.task, heldout_fraction=arg.heldout,
+  sources = {split: dataset.files[split] for split in ("train", eval_split)
+             if split in dataset.files}
+  config = finetuning_config("glue", sources, dataset=arg.task, heldout_fraction=arg.heldout,
                              heldout_seed=0)
   if arg.heldout:
     eval_split = "heldout"

@@ -2,7 +2,7 @@ r"""BERT-Tiny (L2/H128/A2) pretraining on the real text of ../shared/data, on 2 
 
 Prepare the corpus once, then train (the README's main command does both):
 
-  python -m bert_jax.data.prepare --output=runs/corpus/pretrain.txt \
+  python -m bert_jax.text.prepare --output=runs/corpus/pretrain.txt \
       --source=nltk_corpora/gutenberg.zip --source=wikitext-2/valid.txt ...
   python -m bert_jax.train --config=configs/tiny.py --workdir=runs/tiny
 

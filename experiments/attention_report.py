@@ -17,9 +17,10 @@ from absl import flags
 from absl import logging
 from ml_collections import config_flags
 
-from bert_jax import pretrained
-from bert_jax.data import pretraining
-from bert_jax.models.encoder import attention_probs
+from bert_jax import weights as pretrained
+from bert_jax.pretrain import pipeline as pretraining
+from bert_jax.text.tokenizers import make_tokenizer
+from bert_jax.models.layers import attention_probs
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "A pretraining config file.")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Pretrained weights (a workdir, HF folder...).")
@@ -55,7 +56,7 @@ def main(argv):
   model, variables = pretrained.load_pretrained(_WORKDIR.value, heads="none")
   model_config = model.config
   config.data.eval_held_out_docs = config.data.eval_held_out_docs or 20
-  tokenizer = pretraining.make_tokenizer(config.data)
+  tokenizer = make_tokenizer(config.data)
   _, held_out = pretraining.make_inputs(config.data, tokenizer=tokenizer)
   special_ids = {name: tokenizer.vocab.index(name) for name in ("[CLS]", "[SEP]", "[MASK]")}
   per_layer = [[] for _ in range(model_config.num_hidden_layers)]

@@ -26,7 +26,8 @@ import transformers
 from absl import app, flags
 from ml_collections import config_flags
 
-from bert_jax.data import pretraining
+from bert_jax.pretrain import pipeline as pretraining
+from bert_jax.text.tokenizers import make_tokenizer
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "A pretraining config file.")
 _LOG_EVERY = flags.DEFINE_integer("log_every", 50, "Print train metrics every N steps.")
@@ -119,7 +120,7 @@ def main(argv):
     write_synthetic_corpus(_SYNTHETIC.value)
     config.data.train_files = (_SYNTHETIC.value,)
     config.data.cache_dir = ""
-  train_input, eval_input = pretraining.make_inputs(config.data)
+  train_input, eval_input = pretraining.make_inputs(config.data, make_tokenizer(config.data))
   model = hf_model(config.model)
   total = int(config.num_train_steps)
   opt, schedule = optimizer(model, config.optim, total)

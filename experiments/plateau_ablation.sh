@@ -7,8 +7,8 @@
 #   bash experiments/plateau_ablation.sh baseline guided_layer0
 #
 # Needs the prepared corpus and a learned vocab (as in scripts/main_job.sh):
-#   python -m bert_jax.data.prepare --output=runs/corpus/pretrain.txt
-#   python -m bert_jax.data.learn_vocab --input=runs/corpus/pretrain.txt --vocab_size=8192 \
+#   python -m bert_jax.text.prepare --output=runs/corpus/pretrain.txt
+#   python -m bert_jax.text.learn_vocab --input=runs/corpus/pretrain.txt --vocab_size=8192 \
 #       --output=runs/corpus/vocab-8k.txt
 # Each run writes runs/plateau/NAME/ (metrics.jsonl; eval rows at steps 400 and 800).
 set -euo pipefail

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-python -m bert_jax.data.prepare --output=runs/corpus/pretrain.txt
+python -m bert_jax.text.prepare --output=runs/corpus/pretrain.txt
 python -m bert_jax.train --config=configs/tiny.py --workdir=runs/tiny "$@"
 python -m bert_jax.fill_mask --model=runs/tiny "he said that [MASK] was the best [MASK] of the year ."
 python -m bert_jax.train --config=configs/glue.py:task=sst2,train_examples=8000 \

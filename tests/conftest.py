@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from bert_jax.data.paths import default_data_dir
+from bert_jax.text.paths import default_data_dir
 
 
 @pytest.fixture(scope="session")
@@ -28,7 +28,7 @@ def minilm_dir():
 @pytest.fixture(scope="session")
 def tokenizer(vocab_path):
   """The real bert-base-uncased WordPiece tokenizer."""
-  from bert_jax.data.tokenizer import WordPieceTokenizer
+  from bert_jax.text.wordpiece import WordPieceTokenizer
   if not os.path.isfile(vocab_path):
     pytest.skip(f"no vocab at {vocab_path}")
   return WordPieceTokenizer(vocab_path)

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from bert_jax.data.array_input import ArrayInput
+from bert_jax.finetune.array_input import ArrayInput
 
 
 def _features(rows=40, seq=16, choices=None, seed=0):

@@ -10,8 +10,9 @@ import pytest
 
 from bert_jax.models.config import BertConfig
 from bert_jax.models.layout import stack_layers
-from bert_jax.tasks import attention_guidance
-from bert_jax.tasks.pretraining import PretrainingTask
+from bert_jax.pretrain import attention_guidance
+from bert_jax.pretrain import pipeline
+from bert_jax.pretrain.task import PretrainingTask
 
 # Row 0: [CLS] a b [SEP] pad pad; row 1: six real tokens.
 MASK = np.array([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], np.int32)
@@ -20,7 +21,8 @@ SMALL = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_atten
 
 
 def guidance_config(**fields):
-  config = ml_collections.ConfigDict()
+  config = ml_collections.ConfigDict({"objectives": "mlm,nsp",
+                                      "data": pipeline.default_data_config()})
   config.attention_guidance = attention_guidance.default_config()
   config.attention_guidance.update(fields)
   return config
@@ -92,9 +94,8 @@ def _batch(rng, batch=4, seq=12, predictions=3):
 
 
 def test_guidance_trains_the_guided_heads_and_stays_out_of_eval():
-  task = PretrainingTask()
-  config = guidance_config(weight=1.0, patterns="previous,next")
-  model = task.build_model(SMALL, config)
+  task = PretrainingTask(guidance_config(weight=1.0, patterns="previous,next"), SMALL)
+  model = task.build_model()
   batch = _batch(np.random.default_rng(0))
   params = nn.unbox(model.init(jax.random.key(0), batch["input_ids"])["params"])
 
@@ -137,9 +138,9 @@ def test_scanned_layers_give_the_same_guidance_loss():
   no_dropout = SMALL.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
   values = []
   for scan in (False, True):
-    task = PretrainingTask()
-    model = task.build_model(no_dropout.replace(scan_layers=scan), config)
-    params = nn.unbox(task.build_model(no_dropout, config).init(
+    task = PretrainingTask(config, no_dropout.replace(scan_layers=scan))
+    model = task.build_model()
+    params = nn.unbox(PretrainingTask(config, no_dropout).build_model().init(
         jax.random.key(0), batch["input_ids"])["params"])
     if scan:
       params = stack_layers(params, SMALL.num_hidden_layers)

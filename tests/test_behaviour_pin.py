@@ -21,7 +21,7 @@ PINNED = os.path.join(REPO, "tests", "data", "pinned_losses.json")
 
 def _prepare(out_dir):
   corpus = os.path.join(out_dir, "pretrain.txt")
-  subprocess.run([sys.executable, "-m", "bert_jax.data.prepare",
+  subprocess.run([sys.executable, "-m", "bert_jax.text.prepare",
                   "--source=wikitext-2/valid.txt", f"--output={corpus}"], check=True,
                  cwd=REPO, capture_output=True)
   return corpus
@@ -36,7 +36,7 @@ def _losses(workdir):
 def _small_bert(folder, vocab_path):
   from bert_jax import checkpoint
   from bert_jax.models.config import BertConfig
-  from bert_jax.models.encoder import BertModel
+  from bert_jax.models.bert import BertModel
   config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
                       num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
   params = nn.unbox(BertModel(config).init(jax.random.key(0), np.zeros((1, 4), np.int32))["params"])

@@ -6,9 +6,9 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from bert_jax import metrics
-from bert_jax.data import conll
-from bert_jax.data.task_sources import DataFormatError
+from bert_jax.finetune import metrics
+from bert_jax.finetune import conll_reader as conll
+from bert_jax.finetune.sources import DataFormatError
 
 
 

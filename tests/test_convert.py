@@ -9,7 +9,7 @@ import pytest
 
 from bert_jax.convert import hf, mapping, tf_checkpoint
 from bert_jax.models.config import BertConfig
-from bert_jax.pretrained import load_params, load_pretrained
+from bert_jax.weights import load_params, load_pretrained
 
 CONFIG = BertConfig(vocab_size=50, hidden_size=24, num_hidden_layers=2, num_attention_heads=2,
                     intermediate_size=40, max_position_embeddings=16)

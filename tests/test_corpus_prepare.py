@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_jax.data import corpus
-from bert_jax.data import prepare
-from bert_jax.data.tokenizer import WordPieceTokenizer
+from bert_jax.text import corpus
+from bert_jax.text import prepare
+from bert_jax.text.wordpiece import WordPieceTokenizer
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +129,7 @@ def test_prepare_cli(tmp_path):
   source = write(tmp_path / "plain.txt", "A one. A two.\n\nB one.\nB two.\n")
   output = tmp_path / "corpus.txt"
   result = subprocess.run(
-      [sys.executable, "-m", "bert_jax.data.prepare", f"--source={source}",
+      [sys.executable, "-m", "bert_jax.text.prepare", f"--source={source}",
        f"--output={output}"], capture_output=True, text=True, check=True)
   assert "wrote 2 documents, 3 sentences" in result.stdout
   assert read_documents(output) == [["A one. A two."], ["B one.", "B two."]]

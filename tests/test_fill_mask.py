@@ -7,10 +7,10 @@ import sys
 import numpy as np
 import pytest
 
-from bert_jax.data.tokenizer import WordPieceTokenizer
+from bert_jax.text.wordpiece import WordPieceTokenizer
 from bert_jax.fill_mask import fill_mask
 from bert_jax.models.config import BertConfig
-from bert_jax.pretrained import load_pretrained
+from bert_jax.weights import load_pretrained
 from hf_reference import random_hf_model
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

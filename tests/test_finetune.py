@@ -11,10 +11,14 @@ import numpy as np
 import pytest
 from flax import linen as nn
 
+import bert_jax
 from bert_jax import checkpoint, trainer
+from bert_jax.finetune import base, glue_reader
+from bert_jax.models import task_models
+from bert_jax.text.tokenizers import make_tokenizer
 from bert_jax.models.config import BertConfig
-from bert_jax.models.encoder import BertModel
-from configs import glue, ner, squad, swag
+from bert_jax.models.bert import BertModel
+from configs import conll, glue, squad, swag
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +50,13 @@ def test_glue_sst2_classification_and_predictions(small_bert, tmp_path):
     rows = f.read().splitlines()
   assert rows[0] == "index\tprediction" and len(rows) == 873  # every dev example once
   assert {r.split("\t")[1] for r in rows[1:]} <= {"0", "1"}
+  # The fine-tuned workdir reloads as its classifier and gives the predictions it wrote.
+  model, variables = bert_jax.load_pretrained(str(tmp_path))
+  assert isinstance(model, task_models.BertForSequenceClassification)
+  tokenizer = make_tokenizer(config.data, model_dir=str(tmp_path))
+  features, _ = glue_reader.load_split(config.data, "dev", tokenizer, config.data.max_seq_length)
+  logits = model.apply(variables, *(features[k] for k in base.MODEL_INPUTS)).logits
+  assert [r.split("\t")[1] for r in rows[1:]] == [str(i) for i in np.argmax(logits, -1)]
 
 
 def test_glue_stsb_regression(small_bert, tmp_path):
@@ -62,7 +73,7 @@ def test_glue_mrpc_reads_the_bom_file(small_bert, tmp_path):
 
 
 def test_conll_tagging(small_bert, tmp_path):
-  results = _run(ner.get_config("runlocal=True"), tmp_path, small_bert)
+  results = _run(conll.get_config("runlocal=True"), tmp_path, small_bert)
   assert 0.0 <= results["eval_f1"] <= 1.0
 
 
@@ -82,13 +93,13 @@ def test_swag_multiple_choice(small_bert, tmp_path):
 def test_init_from_requires_architecture(tmp_path):
   config = glue.get_config("task=sst2,runlocal=True")
   config.init_from = ""
-  with pytest.raises(ValueError, match="no config.init_from"):
+  with pytest.raises(ValueError, match="config.init_from is empty"):
     trainer.train_and_evaluate(config, str(tmp_path))
 
 
 def test_frozen_encoder_trains_only_the_head(small_bert, tmp_path):
   from bert_jax.convert.mapping import flatten
-  from bert_jax.pretrained import load_params
+  from bert_jax.weights import load_params
   config = glue.get_config("task=sst2,runlocal=True")
   config.freeze_encoder = True
   config.feature_layers = "-2,-1"

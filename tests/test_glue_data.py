@@ -6,8 +6,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from bert_jax.data import glue
-from bert_jax.data.task_sources import DataFormatError
+from bert_jax.finetune import glue_reader as glue
+from bert_jax.finetune.sources import DataFormatError
 
 
 
@@ -29,7 +29,7 @@ def test_real_files_have_the_published_label_counts(data_dir, task, split, count
   examples = glue.read_examples(task, split, data_dir=data_dir)
   assert _label_counts(examples) == counts
   assert all(e.text_a for e in examples)
-  assert all((e.text_b is None) == (glue.TASKS[task].layout.text_b is None)
+  assert all((e.text_b is None) == (glue.DATASETS[task].layout.text_b is None)
              for e in examples)
 
 
@@ -68,11 +68,11 @@ def test_k_shot_and_first_rows_files_by_path(data_dir):
 
 
 def test_table_covers_nine_tasks():
-  assert sorted(glue.TASKS) == sorted(
+  assert sorted(glue.DATASETS) == sorted(
       ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli"])
-  assert glue.TASKS["mnli"].files["dev_mismatched"] == "glue/MNLI/dev_mismatched.tsv"
-  assert glue.TASKS["stsb"].num_labels == 1 and glue.TASKS["mnli"].num_labels == 3
-  assert glue.TASKS["cola"].metrics == ("matthews_corrcoef",)
+  assert glue.DATASETS["mnli"].files["dev_mismatched"] == "glue/MNLI/dev_mismatched.tsv"
+  assert glue.DATASETS["stsb"].num_labels == 1 and glue.DATASETS["mnli"].num_labels == 3
+  assert glue.DATASETS["cola"].metrics == ("matthews_corrcoef",)
 
 
 def test_featurize_single_and_pair(data_dir, tokenizer):
@@ -87,7 +87,7 @@ def test_featurize_single_and_pair(data_dir, tokenizer):
   np.testing.assert_array_equal(features["input_ids"], expected["input_ids"])
   assert features["token_type_ids"].max() == 1
   np.testing.assert_array_equal(features["label"], [
-      glue.TASKS["rte"].labels.index(e.label) for e in examples])
+      glue.DATASETS["rte"].labels.index(e.label) for e in examples])
   stsb = glue.read_examples("stsb", "dev", data_dir=data_dir)[:4]
   stsb_features = glue.featurize(stsb, "stsb", tokenizer, max_seq_length=32)
   assert stsb_features["label"].dtype == np.float32
@@ -97,7 +97,7 @@ def test_featurize_single_and_pair(data_dir, tokenizer):
 
 
 def test_load_split_and_score(data_dir, tokenizer):
-  config = {"task": "mrpc", "data_dir": data_dir,
+  config = {"dataset": "mrpc", "data_dir": data_dir,
             "sources": {"train": "glue/MRPC/train.tsv"}}
   features, examples = glue.load_split(config, "train", tokenizer, 32)
   assert len(examples) == features["input_ids"].shape[0] == 3668
@@ -111,7 +111,7 @@ def test_load_split_and_score(data_dir, tokenizer):
 
 
 def test_heldout_split_is_disjoint_from_train_and_fixed_by_seed(data_dir, tokenizer):
-  config = {"task": "rte", "data_dir": data_dir, "heldout_fraction": 0.1, "heldout_seed": 0}
+  config = {"dataset": "rte", "data_dir": data_dir, "heldout_fraction": 0.1, "heldout_seed": 0}
   _, train = glue.load_split(config, "train", tokenizer, 16)
   _, heldout = glue.load_split(config, "heldout", tokenizer, 16)
   assert (len(train), len(heldout)) == (2241, 249)
@@ -122,7 +122,7 @@ def test_heldout_split_is_disjoint_from_train_and_fixed_by_seed(data_dir, tokeni
   _, other = glue.load_split({**config, "heldout_seed": 1}, "heldout", tokenizer, 16)
   assert [e.text_a for e in other] != [e.text_a for e in heldout]
   with pytest.raises(ValueError, match="heldout_fraction"):
-    glue.load_split({"task": "rte", "data_dir": data_dir}, "heldout", tokenizer, 16)
+    glue.load_split({"dataset": "rte", "data_dir": data_dir}, "heldout", tokenizer, 16)
 
 
 # ------------------------------------------------------------------------------------
@@ -211,7 +211,7 @@ def test_unlabeled_test_split_and_unknown_names(tmp_path):
   assert example.label is None and example.text_a == "A test sentence."
   with pytest.raises(ValueError, match="Cannot score unlabeled"):
     glue.score(np.zeros((1, 2)), [example], "cola")
-  with pytest.raises(ValueError, match="Unknown GLUE task"):
+  with pytest.raises(ValueError, match="Unknown GLUE dataset"):
     glue.read_examples("squad", "train")
   with pytest.raises(ValueError, match="no split 'dev'"):
     glue.read_examples("mnli", "dev")

@@ -4,8 +4,8 @@ import os
 import pytest
 import transformers
 
-from bert_jax.data import learn_vocab
-from bert_jax.data.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
+from bert_jax.text import learn_vocab
+from bert_jax.text.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 
 
 @pytest.fixture(scope="module")

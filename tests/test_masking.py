@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_jax.data import masking
+from bert_jax.pretrain import masking
 
 PAD, CLS, SEP, MASK = 0, 101, 102, 103
 T, P = 64, 10
@@ -190,7 +190,7 @@ def reference_whole_word(ids_row, scores_row, budget):
 
 def test_whole_word_masking_equals_the_reference_rule():
   ids = word_rows(300)
-  opts = options(whole_word=True, continuation_table=CONTINUATION)
+  opts = options(selector="whole_word", continuation_table=CONTINUATION)
   noise = masking.example_noise(0, 0, tf.constant(np.arange(len(ids)), tf.int64),
                                 masking.noise_size(T, opts)).numpy()
   out = run(ids, opts)
@@ -219,13 +219,15 @@ def test_whole_word_masking_equals_the_reference_rule():
 def test_whole_word_masking_without_continuations_selects_as_many_pieces():
   ids = packed_rows(64)  # every word is one piece
   plain = run(ids, options())
-  whole = run(ids, options(whole_word=True, continuation_table=CONTINUATION))
+  whole = run(ids, options(selector="whole_word", continuation_table=CONTINUATION))
   for key in ("masked_lm_weights", "masked_lm_positions", "masked_lm_ids", "input_ids"):
     np.testing.assert_array_equal(whole[key], plain[key])
 
 
 def test_whole_word_masking_needs_the_continuation_table():
-  with pytest.raises(ValueError, match="continuation_table"):
-    options(whole_word=True)
+  with pytest.raises(ValueError, match="needs a WordPiece vocabulary with '##'"):
+    options(selector="whole_word")
+  with pytest.raises(ValueError, match=r"config.data.masking='spam': expected one of"):
+    options(selector="spam")
   np.testing.assert_array_equal(masking.continuation_table_from_vocab(["the", "##s", "#"]),
                                 [False, True, False])

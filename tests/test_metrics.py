@@ -1,10 +1,10 @@
-"""bert_jax.metrics against scikit-learn/scipy and hand-checked official-scorer cases."""
+"""bert_jax.finetune.metrics against scikit-learn/scipy and hand-checked official-scorer cases."""
 import numpy as np
 import pytest
 from scipy import stats
 from sklearn import metrics as sk_metrics
 
-from bert_jax import metrics
+from bert_jax.finetune import metrics
 
 
 def _random_labels(rng, n, classes):

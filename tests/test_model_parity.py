@@ -11,7 +11,7 @@ transformers = pytest.importorskip("transformers")
 
 from bert_jax.convert import hf  # noqa: E402
 from bert_jax.models.config import BertConfig  # noqa: E402
-from bert_jax.models.tasks import BertForPreTraining  # noqa: E402
+from bert_jax.models.task_models import BertForPreTraining  # noqa: E402
 from tests.hf_reference import hf_state, padded_batch, random_hf_model  # noqa: E402
 
 ODD_SHAPES = [
@@ -56,7 +56,7 @@ def test_hf_to_ours_parity(config):
     pooled_ref = hf_model.bert.pooler(ref.hidden_states[-1])
   _assert_close(out.pooled_output, pooled_ref, name="pooled_output")
   _assert_close(out.mlm_logits, ref.prediction_logits, mask, "mlm_logits")
-  _assert_close(out.nsp_logits, ref.seq_relationship_logits, name="nsp_logits")
+  _assert_close(out.sentence_logits["nsp"], ref.seq_relationship_logits, name="nsp_logits")
   assert len(out.hidden_states) == config.num_hidden_layers + 1
   for i, (a, b) in enumerate(zip(out.hidden_states, ref.hidden_states)):
     _assert_close(a, b, mask, f"hidden_states[{i}]")
@@ -86,7 +86,7 @@ def test_ours_to_hf_parity_and_round_trip(config, tmp_path):
   out = model.apply({"params": params}, ids, types, mask)
   _assert_close(out.sequence_output, ref.hidden_states[-1], mask, "sequence_output")
   _assert_close(out.mlm_logits, ref.prediction_logits, mask, "mlm_logits")
-  _assert_close(out.nsp_logits, ref.seq_relationship_logits, name="nsp_logits")
+  _assert_close(out.sentence_logits["nsp"], ref.seq_relationship_logits, name="nsp_logits")
   # BertModel.from_pretrained on the same folder: the encoder loads with nothing missing.
   _, info = transformers.BertModel.from_pretrained(str(tmp_path), output_loading_info=True)
   assert not info["missing_keys"], info

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from bert_jax.data.corpus import TokenizedCorpus
-from bert_jax.data import nsp_pairs
+from bert_jax.text.corpus import TokenizedCorpus
+from bert_jax.pretrain import nsp_pairs
 
 
 def synthetic_corpus(sentences_per_document, seed=0, min_len=3, max_len=30) -> TokenizedCorpus:

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_jax.data import corpus as corpus_lib
-from bert_jax.data import inspect as inspect_lib
-from bert_jax.data import masking
-from bert_jax.data import prepare
-from bert_jax.data import pretraining
-from bert_jax.data.tokenizer import WordPieceTokenizer
+from bert_jax.text import corpus as corpus_lib
+from bert_jax.pretrain import inspect as inspect_lib
+from bert_jax.pretrain import masking
+from bert_jax.text import prepare
+from bert_jax.pretrain import pipeline as pretraining
+from bert_jax.text.tokenizers import make_tokenizer
+from bert_jax.text.wordpiece import WordPieceTokenizer
 
 KEYS = {"input_ids": np.int32, "token_type_ids": np.int32, "attention_mask": np.int32,
         "masked_lm_positions": np.int32, "masked_lm_ids": np.int32,
@@ -255,7 +256,7 @@ def test_whole_word_masking_in_the_pipeline(vocab_path, tmp_path, tokenizer):
   corpus = write_corpus(tmp_path / "train.txt", documents)
   stats = {}
   for whole_word in (False, True):
-    config = data_config(vocab_path, [corpus], whole_word_masking=whole_word)
+    config = data_config(vocab_path, [corpus], masking="whole_word" if whole_word else "token")
     stats[whole_word] = _statistics(pretraining.make_inputs(config, tokenizer=tokenizer)[0],
                                     tokenizer)
   assert stats[False]["split_word_fraction"] > 0.5  # piece masking splits most long words
@@ -269,8 +270,8 @@ def test_whole_word_masking_needs_wordpiece_continuations(vocab_path, corpus_fil
   no_continuations = tmp_path / "vocab.txt"
   with open(vocab_path) as f:
     no_continuations.write_text("".join(line for line in f if not line.startswith("##")))
-  config = data_config(str(no_continuations), [corpus_file], whole_word_masking=True)
-  with pytest.raises(ValueError, match="whole_word_masking=True needs a WordPiece vocabulary"):
+  config = data_config(str(no_continuations), [corpus_file], masking="whole_word")
+  with pytest.raises(ValueError, match="masking='whole_word' needs a WordPiece vocabulary"):
     pretraining.make_inputs(config, tokenizer=WordPieceTokenizer(str(no_continuations)))
 
 
@@ -311,7 +312,7 @@ def test_tfds_mock_data_path(vocab_path, tokenizer):
 def test_missing_vocab_names_the_file(tmp_path, corpus_file):
   config = data_config(str(tmp_path / "nope" / "vocab.txt"), [corpus_file])
   with pytest.raises(FileNotFoundError, match="nope/vocab.txt"):
-    pretraining.make_inputs(config)
+    pretraining.make_inputs(config, make_tokenizer(config))
 
 
 @pytest.mark.parametrize("content, message", [
@@ -353,7 +354,7 @@ def test_inspect_cli_on_real_text(data_dir, vocab_path, tmp_path):
   prepare.prepare(["wikitext-2/valid.txt", "nltk_corpora/inaugural.zip"], corpus_path, data_dir)
   config_path = tmp_path / "config.py"
   config_path.write_text(
-      "import ml_collections\nfrom bert_jax.data import pretraining\n"
+      "import ml_collections\nfrom bert_jax.pretrain import pipeline as pretraining\n"
       "def get_config():\n"
       "  config = ml_collections.ConfigDict()\n"
       "  config.data = pretraining.default_data_config()\n"
@@ -361,7 +362,7 @@ def test_inspect_cli_on_real_text(data_dir, vocab_path, tmp_path):
       f"  config.data.vocab_path = {vocab_path!r}\n"
       "  return config\n")
   result = subprocess.run(
-      [sys.executable, "-m", "bert_jax.data.inspect", f"--config={config_path}",
+      [sys.executable, "-m", "bert_jax.pretrain.inspect", f"--config={config_path}",
        "--batches=120", "--json"], capture_output=True, text=True, check=True)
   stats = json.loads(result.stdout)
   assert set(stats) == {"selected_fraction", "mask_fraction", "random_fraction",

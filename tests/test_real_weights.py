@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from bert_jax.pretrained import load_pretrained  # noqa: E402
+from bert_jax.weights import load_pretrained  # noqa: E402
 
 
 def _sst2_sentences(data_dir, n):

@@ -29,7 +29,8 @@ import pytest
 
 import scale_out_worker as worker
 from bert_jax import trainer
-from bert_jax.data import pretraining as pretraining_data
+from bert_jax.pretrain import pipeline as pretraining_data
+from bert_jax.text.tokenizers import make_tokenizer
 
 REPO = worker.REPO
 # (data, fsdp, tensor) meshes on 8 devices, two workers side by side; 2,4,1's checkpoint
@@ -156,11 +157,11 @@ def kill_after_step_20(pair: list[Job], workdir, outcome: types.SimpleNamespace)
 def corpus(tmp_path_factory, data_dir):
   """wikitext-2 valid in the plain format, its tokens cached for every run of the module."""
   path = str(tmp_path_factory.mktemp("corpus") / "pretrain.txt")
-  subprocess.run([sys.executable, "-m", "bert_jax.data.prepare",
+  subprocess.run([sys.executable, "-m", "bert_jax.text.prepare",
                   "--source=wikitext-2/valid.txt", f"--output={path}"], check=True, cwd=REPO,
                  capture_output=True)
   data_config = worker.small_config(path).data
-  tokenizer = pretraining_data.make_tokenizer(data_config)
+  tokenizer = make_tokenizer(data_config)
   for process_count in (1, 2):  # every run's data shards, tokenized once
     for process_index in range(process_count):
       pretraining_data.make_inputs(data_config, process_index=process_index,

@@ -8,7 +8,7 @@ from jax.sharding import AbstractMesh, AxisType
 
 from bert_jax import sharding
 from bert_jax.models.config import config_for_size
-from bert_jax.models.tasks import BertForPreTraining
+from bert_jax.models.task_models import BertForPreTraining
 
 
 def _abstract_params(size):

@@ -6,10 +6,10 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from bert_jax import metrics
-from bert_jax.data import squad
-from bert_jax.data import squad_postprocess
-from bert_jax.data.task_sources import DataFormatError
+from bert_jax.finetune import metrics
+from bert_jax.finetune import squad_reader as squad
+from bert_jax.finetune import squad_postprocess
+from bert_jax.finetune.sources import DataFormatError
 
 V1_FILE = "squad/du2017_split/test-v1.1.json"
 V2_FILE = "squad/v2.0_train_subset/train-v2.0.json"

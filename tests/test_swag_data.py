@@ -5,8 +5,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from bert_jax.data import swag
-from bert_jax.data.task_sources import DataFormatError
+from bert_jax.finetune import swag_reader as swag
+from bert_jax.finetune.sources import DataFormatError
 
 
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_jax.data import paths
-from bert_jax.data import sentencepiece_vocab
-from bert_jax.data import tokenizer
+from bert_jax.text import paths
+from bert_jax.text import sentencepiece_vocab
+from bert_jax.text import wordpiece as tokenizer
 
 _BENCH_DIR = pathlib.Path(__file__).resolve().parents[1] / "bench"
 _VOCAB = "bert/uncased_L-12_H-768_A-12/vocab.txt"

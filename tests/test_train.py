@@ -19,7 +19,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory, data_dir):
   out = tmp_path_factory.mktemp("corpus") / "pretrain.txt"
-  subprocess.run([sys.executable, "-m", "bert_jax.data.prepare",
+  subprocess.run([sys.executable, "-m", "bert_jax.text.prepare",
                   "--source=wikitext-2/valid.txt", f"--output={out}"], check=True, cwd=REPO,
                  capture_output=True)
   return str(out)

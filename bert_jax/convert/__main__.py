@@ -13,7 +13,7 @@ from absl import app, flags
 
 from bert_jax import checkpoint
 from bert_jax.convert import hf
-from bert_jax.pretrained import load_params
+from bert_jax.weights import load_params
 
 if __name__ == "__main__":  # flags exist only when run as a program
   _INPUT = flags.DEFINE_string("input", None, "Weights to read (HF, TF, or bert_jax).")

@@ -114,8 +114,8 @@ def expected_shapes(config: BertConfig, with_heads: bool, with_pooler: bool = Tr
   import jax.numpy as jnp
   from flax import linen as nn
 
-  from bert_jax.models.encoder import BertModel
-  from bert_jax.models.tasks import BertForPreTraining
+  from bert_jax.models.bert import BertModel
+  from bert_jax.models.task_models import BertForPreTraining
 
   config = config.replace(scan_layers=False)
   model = (BertForPreTraining(config) if with_heads

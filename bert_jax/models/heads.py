@@ -7,7 +7,7 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from bert_jax.models.config import BertConfig
-from bert_jax.models.encoder import ACT_BTV, activation, dense_init, layer_norm, zeros_init
+from bert_jax.models.layers import ACT_BTV, activation, dense_init, layer_norm, zeros_init
 
 
 def gather_positions(sequence, positions):

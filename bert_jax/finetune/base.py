@@ -1,0 +1,132 @@
+"""What every fine-tuning family shares (bert_jax/task.py's contract).
+
+Each family is one reader module (`<family>_reader.py`: jax-free reading, featurizing and
+official scoring) and one task module (`<family>.py`: the model spec, which of its
+features the model reads, its loss as additive sums so gradient accumulation stays exact,
+scoring and predictions), a small class over `FinetuningTask`, which owns the rest:
+reading the splits through the reader's `load_split`, batching them (ArrayInput),
+gathering eval outputs.
+
+config.data fields read here: data_dir, sources ({split: source}), train_split,
+eval_split, train_examples (0 = all; else a fixed random subset), max_seq_length,
+pad_to_multiple_of (training batches padded only to their longest row, rounded up to
+this; 0 = always max_seq_length), batch_size, eval_batch_size, seed, plus each family's
+own (GLUE: dataset, heldout_fraction, heldout_seed; SQuAD: doc_stride, max_query_length,
+version_2_with_negative, heldout_fraction, heldout_seed). The tokenizer is the run's one
+(bert_jax/text/tokenizers.py).
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bert_jax import flops
+from bert_jax.finetune import array_input
+from bert_jax.models import task_models
+from bert_jax.models.config import BertConfig
+from bert_jax.task import Evaluation, TaskInputs
+
+MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
+
+
+def feature_layers(config) -> tuple[int, ...]:
+  """config.feature_layers "-4,-3,-2,-1" -> (-4, -3, -2, -1); "" -> () (fine-tuning)."""
+  spec = config.feature_layers
+  try:
+    return tuple(int(x) for x in spec.split(",")) if spec else ()
+  except ValueError:
+    raise ValueError(f"config.feature_layers={spec!r}: expected comma-separated layer "
+                     "indices like -4,-3,-2,-1") from None
+
+
+class FinetuningTask:
+  """What every fine-tuning family shares. Subclasses set the class attributes below and
+  define model_spec, loss_sums and score (+ write_predictions)."""
+
+  name = ""
+  reader = None  # the family's reader module (bert_jax.finetune.<family>_reader)
+  label_keys: tuple[str, ...] = ()  # batch features the loss reads besides MODEL_INPUTS
+  metric_names = ("loss", "accuracy")
+
+  def __init__(self, config, model_config: BertConfig):
+    self.config, self.model_config = config, model_config
+
+  def build_model(self):
+    return task_models.build(self.model_config, self.model_spec())
+
+  # --- data ------------------------------------------------------------------------
+  def load_split(self, split, tokenizer):
+    return self.reader.load_split(self.config.data, split, tokenizer,
+                                  self.config.data.max_seq_length)
+
+  def make_inputs(self, tokenizer, process_index: int, process_count: int) -> TaskInputs:
+    data = self.config.data
+    train_features, _ = self.load_split(data.train_split, tokenizer)
+    eval_features, eval_metadata = self.load_split(data.eval_split, tokenizer)
+    keep = MODEL_INPUTS + self.label_keys
+    train_features = {k: train_features[k] for k in keep}
+    if data.train_examples:  # a fixed random subset, for quick runs and curves
+      rows = np.random.default_rng(data.seed).permutation(
+          len(train_features["input_ids"]))[:data.train_examples]
+      train_features = {k: v[np.sort(rows)] for k, v in train_features.items()}
+    train = array_input.ArrayInput(train_features, data.batch_size, data.seed,
+                                   process_index=process_index, process_count=process_count,
+                                   pad_to_multiple_of=data.pad_to_multiple_of,
+                                   name=f"{self.name} {data.train_split}")
+    evaluation = array_input.ArrayInput(eval_features, data.eval_batch_size,
+                                        shuffle=False, process_index=process_index,
+                                        process_count=process_count,
+                                        name=f"{self.name} {data.eval_split}")
+    return TaskInputs(train=train, eval=evaluation, steps_per_epoch=train.steps_per_epoch,
+                      eval_metadata=eval_metadata)
+
+  def example_batch(self, batch_size: int):
+    t = self.config.data.max_seq_length
+    batch = {k: jnp.zeros((batch_size, t), jnp.int32) for k in MODEL_INPUTS}
+    batch["attention_mask"] = jnp.ones((batch_size, t), jnp.int32)
+    return batch
+
+  # --- model -----------------------------------------------------------------------
+  def forward(self, model, params, batch, *, deterministic: bool, rng=None):
+    rngs = None if deterministic else {"dropout": rng}
+    return model.apply({"params": params}, *(batch[k] for k in MODEL_INPUTS),
+                       deterministic=deterministic, rngs=rngs)
+
+  def eval_outputs(self, outputs, batch):
+    """What the host collects per eval batch: the logits, and which rows are real."""
+    return {"logits": outputs.logits, "valid": batch["valid"]}
+
+  # --- loss (sums over examples, divided by the whole batch's denominators) ---------
+  def denominators(self, batch):
+    return {"examples": jnp.float32(batch["input_ids"].shape[0])}
+
+  def loss(self, sums, denominators):
+    return sums["loss"] / denominators["examples"]
+
+  def metrics(self, sums, denominators):
+    return {k: v / denominators["examples"] for k, v in sums.items()}
+
+  # --- evaluation --------------------------------------------------------------------
+  def evaluate(self, run_eval, inputs: TaskInputs) -> Evaluation:
+    """Runs every eval batch; scores the outputs of the real rows, concatenated."""
+    chunks = []
+    for local in inputs.eval.epoch_batches(0):
+      out = jax.device_get(run_eval(local))
+      valid = out.pop("valid").astype(bool)
+      chunks.append({k: v[valid] for k, v in out.items()})
+    outputs = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
+    return Evaluation(metrics=self.score(outputs, inputs.eval_metadata), outputs=outputs)
+
+  def score(self, outputs, eval_metadata) -> dict:
+    raise NotImplementedError
+
+  def write_predictions(self, evaluation, inputs, workdir: str) -> str | None:
+    return None
+
+  # --- bookkeeping -------------------------------------------------------------------
+  def step_flops(self, batch) -> float:
+    """Training FLOPs of the encoder on this (global) batch; heads are negligible."""
+    rows, seq_len = int(np.prod(batch["input_ids"].shape[:-1])), batch["input_ids"].shape[-1]
+    return 3.0 * flops.encoder_forward_flops(self.model_config, rows, seq_len)
+
+  def tokens(self, batch) -> int:
+    return int(batch["input_ids"].size)

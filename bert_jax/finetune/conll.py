@@ -1,0 +1,50 @@
+"""CoNLL-2003 NER (bert_jax/task.py's contract): every word's first sub-token -> 9 IOB2 tags.
+
+Reading, featurizing and entity-level scoring: conll_reader.py.
+"""
+import os
+
+import jax.numpy as jnp
+
+from bert_jax.finetune import conll_reader
+from bert_jax.finetune.base import FinetuningTask, feature_layers
+from bert_jax.losses import xent_sums
+
+
+class ConllTask(FinetuningTask):
+  """NER: the loss and the prediction use each word's first sub-token only."""
+  name = "conll"
+  reader = conll_reader
+  label_keys = ("labels", "label_weights")
+
+  def model_spec(self):
+    return {"task_model": "token_classification", "num_labels": len(conll_reader.LABELS),
+            "feature_layers": list(feature_layers(self.config)),
+            "frozen_encoder": bool(self.config.freeze_encoder)}
+
+  def loss_sums(self, outputs, batch):
+    loss, correct = xent_sums(outputs.logits, batch["labels"], batch["label_weights"])
+    return {"loss": loss, "accuracy": correct}
+
+  def denominators(self, batch):
+    return {"examples": jnp.maximum(jnp.sum(batch["label_weights"]), 1.0)}
+
+  def score(self, outputs, eval_metadata):
+    scores = conll_reader.score(outputs["logits"], eval_metadata)
+    per_type = scores.pop("per_type", {})
+    for entity, values in per_type.items():
+      scores[f"f1_{entity}"] = values["f1"] if isinstance(values, dict) else values
+    return scores
+
+  def write_predictions(self, evaluation, inputs, workdir):
+    """CoNLL format: `word gold predicted` per line, a blank line between sentences."""
+    outputs, eval_metadata = evaluation.outputs, inputs.eval_metadata
+    ids = outputs["logits"].argmax(-1)
+    tags, _ = conll_reader.word_tags(ids, eval_metadata.word_index, eval_metadata.sentences)
+    path = os.path.join(workdir, "predictions_conll.txt")
+    with open(path, "w") as f:
+      for sentence, predicted in zip(eval_metadata.sentences, tags):
+        for word, gold, tag in zip(sentence.words, sentence.tags, predicted):
+          f.write(f"{word} {gold} {tag}\n")
+        f.write("\n")
+    return path

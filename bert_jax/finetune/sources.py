@@ -1,0 +1,98 @@
+"""Where fine-tuning data comes from: a file under the data root, or a tfds dataset.
+
+Every task reader (glue, conll, squad, swag) takes a *source* string:
+  * a file path, absolute or relative to the data root (`paths.resolve`), keeping the
+    layout of ../shared/data, e.g. "glue/MNLI/k-shot/16-13/train.tsv";
+  * or "tfds:<name>", e.g. "tfds:glue/sst2", "tfds:squad/v2.0", "tfds:conll2003". The
+    reader maps its own split names (train/dev/test...) onto the tfds split names.
+
+Bad input raises `DataFormatError`, whose message starts with "<path>:<line>: " (or a
+JSON location for SQuAD) so the offending row can be found.
+
+Every reader's `load_split(config_like, ...)` reads options with `config_get`, so a
+plain dict and an ml_collections.ConfigDict both work.
+"""
+from collections.abc import Iterator, Mapping
+import os
+from typing import Any
+
+import numpy as np
+
+from bert_jax.text import paths
+
+TFDS_PREFIX = "tfds:"
+
+
+class DataFormatError(ValueError):
+  """A task file (or tfds record) that does not have the expected format."""
+
+
+def is_tfds(source: str) -> bool:
+  return source.startswith(TFDS_PREFIX)
+
+
+def tfds_name(source: str) -> str:
+  """"tfds:glue/sst2" -> "glue/sst2"."""
+  if not is_tfds(source):
+    raise ValueError(f"Not a tfds source: {source!r} (expected '{TFDS_PREFIX}<name>').")
+  return source[len(TFDS_PREFIX):]
+
+
+def resolve_file(source: str, data_dir: str | None) -> str:
+  """The absolute path of a file source; raises FileNotFoundError if it is missing."""
+  path = paths.resolve(data_dir, source)
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f"Task file not found: {path}")
+  return path
+
+
+def read_lines(path: str) -> Iterator[tuple[int, str]]:
+  """(1-based line number, text) for each line, split on '\\n' only.
+
+  A UTF-8 byte-order mark is dropped, as are a trailing '\\r' and the missing final
+  newline of files like CoLA's dev.tsv. Lone '\\r' inside a line is kept (Python's
+  universal newlines would split there). Raises DataFormatError on an empty file.
+  """
+  with open(path, "rb") as f:
+    line_number = 0
+    for line_number, raw in enumerate(f, start=1):
+      if line_number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+      try:
+        text = raw.decode("utf-8")
+      except UnicodeDecodeError as e:
+        raise DataFormatError(f"{path}:{line_number}: not valid UTF-8 ({e}).") from None
+      yield line_number, text.rstrip("\n").rstrip("\r")
+    if line_number == 0:
+      raise DataFormatError(f"{path}:1: the file is empty.")
+
+
+def load_tfds(name: str, split: str, data_dir: str | None = None):
+  """(iterator of numpy examples, tfds DatasetInfo) for `tfds.load(name, split)`."""
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  dataset, info = tfds.load(name, split=split, data_dir=data_dir, with_info=True,
+                            shuffle_files=False)
+  return tfds.as_numpy(dataset), info
+
+
+def as_text(value: Any) -> str:
+  """A tfds string feature (bytes) as str."""
+  return value.decode("utf-8") if isinstance(value, (bytes, np.bytes_)) else str(value)
+
+
+def config_get(config_like: Mapping[str, Any] | Any, key: str, default: Any = None):
+  """`config_like[key]` for a dict or ConfigDict, `default` when absent."""
+  getter = getattr(config_like, "get", None)
+  if getter is not None:
+    return getter(key, default)
+  return getattr(config_like, key, default)
+
+
+def split_source(config_like, split: str, default: str | None = None) -> str:
+  """The source of `split` from `config_like.sources` (a split -> source mapping)."""
+  sources = config_get(config_like, "sources", None) or {}
+  source = sources.get(split, default) if hasattr(sources, "get") else default
+  if source is None:
+    raise ValueError(f"No source for split {split!r}: set sources[{split!r}] to a file "
+                     f"under the data root or '{TFDS_PREFIX}<name>'.")
+  return source

@@ -1,0 +1,55 @@
+"""SQuAD v1.1 / v2.0 (bert_jax/task.py's contract): every token -> start and end logits.
+
+Reading and doc-stride windows: squad_reader.py; answers and the official scores:
+squad_postprocess.py.
+"""
+import json
+import os
+
+from bert_jax.finetune import squad_postprocess
+from bert_jax.finetune import squad_reader
+from bert_jax.finetune.base import FinetuningTask
+from bert_jax.losses import xent_sums
+
+
+class SquadTask(FinetuningTask):
+  """Extractive QA over doc-stride windows; v2.0 adds the null-answer threshold."""
+  name = "squad"
+  reader = squad_reader
+  label_keys = ("start_positions", "end_positions")
+  metric_names = ("loss",)
+
+  def model_spec(self):
+    return {"task_model": "question_answering"}
+
+  def loss_sums(self, outputs, batch):
+    start, _ = xent_sums(outputs.start_logits, batch["start_positions"])
+    end, _ = xent_sums(outputs.end_logits, batch["end_positions"])
+    return {"loss": (start + end) / 2}
+
+  def eval_outputs(self, outputs, batch):
+    return {"start_logits": outputs.start_logits, "end_logits": outputs.end_logits,
+            "valid": batch["valid"]}
+
+  def _postprocess_args(self):
+    return dict(n_best_size=self.config.data.n_best_size,
+                max_answer_length=self.config.data.max_answer_length)
+
+  def score(self, outputs, eval_metadata):
+    return squad_postprocess.score(outputs, eval_metadata,
+                                   null_score_diff_threshold=self.config.data.null_score_threshold,
+                                   **self._postprocess_args())
+
+  def write_predictions(self, evaluation, inputs, workdir):
+    """SQuAD submission format: predictions.json {id: text} (+ null_odds.json for v2.0)."""
+    outputs, eval_metadata = evaluation.outputs, inputs.eval_metadata
+    predictions = squad_postprocess.postprocess(outputs["start_logits"], outputs["end_logits"],
+                                                eval_metadata,
+                                                **self._postprocess_args())
+    path = os.path.join(workdir, "predictions.json")
+    with open(path, "w") as f:
+      json.dump(predictions.answers(self.config.data.null_score_threshold), f, indent=1)
+    if predictions.version_2:
+      with open(os.path.join(workdir, "null_odds.json"), "w") as f:
+        json.dump(predictions.null_score_diff, f, indent=1)
+    return path

@@ -1,0 +1,191 @@
+"""The BERT encoder: embeddings, post-LN Transformer layers (pre-LN optional), pooler.
+
+Shapes and logical axes: see bert_jax/models/layers.py.
+"""
+from typing import Optional
+
+import flax.linen as nn
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+from bert_jax.models.config import BertConfig
+from bert_jax.models.layers import (ACT_BT, ACT_BTH, ACT_BTI, SelfAttention, activation,
+                                    attention_mask_bias, dense_init, layer_norm, zeros_init)
+
+@flax.struct.dataclass
+class EncoderOutput:
+  """What `BertModel` returns.
+
+  sequence_output: [B, T, H] the last layer.
+  pooled_output: [B, H] tanh(dense(sequence_output[:, 0])), or None without a pooler.
+  hidden_states: (L + 1) x [B, T, H], the embedding output then each layer's output,
+    when asked for with `output_hidden_states=True`; else None.
+  """
+  sequence_output: jax.Array
+  pooled_output: Optional[jax.Array] = None
+  hidden_states: Optional[tuple[jax.Array, ...]] = None
+
+
+class Embeddings(nn.Module):
+  """Word + position + segment embeddings, then LayerNorm and dropout."""
+  config: BertConfig
+
+  def setup(self):
+    cfg = self.config
+    embed = lambda n, axes, name: nn.Embed(  # noqa: E731
+        n, cfg.hidden_size, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
+        embedding_init=dense_init(cfg, axes), name=name)
+    self.word_embeddings = embed(cfg.vocab_size, ("vocab", "embed"), "word_embeddings")
+    self.position_embeddings = embed(cfg.max_position_embeddings, (None, "embed"),
+                                     "position_embeddings")
+    self.token_type_embeddings = embed(cfg.type_vocab_size, (None, "embed"),
+                                       "token_type_embeddings")
+    self.layer_norm = layer_norm(cfg, "layer_norm")
+    self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+
+  def __call__(self, input_ids, token_type_ids, deterministic: bool):
+    cfg = self.config
+    seq_len = input_ids.shape[1]
+    if seq_len > cfg.max_position_embeddings:
+      raise ValueError(f"Sequence length {seq_len} exceeds max_position_embeddings="
+                       f"{cfg.max_position_embeddings}")
+    position_ids = jnp.arange(seq_len)[None, :]
+    x = (self.word_embeddings(input_ids) + self.position_embeddings(position_ids) +
+         self.token_type_embeddings(token_type_ids))  # [B, T, H]
+    x = self.layer_norm(x).astype(cfg.compute_dtype)
+    x = nn.with_logical_constraint(x, ACT_BTH)
+    return self.dropout(x, deterministic=deterministic)
+
+
+class TransformerLayer(nn.Module):
+  """One post-LN layer (BERT): x = LN(x + Attn(x)); x = LN(x + FFN(x)).
+
+  With `pre_layer_norm` (an ablation; Xiong et al. 2020): x = x + Attn(LN(x));
+  x = x + FFN(LN(x)), same param names, and the Encoder adds a final LayerNorm.
+  """
+  config: BertConfig
+
+  @nn.compact
+  def __call__(self, hidden, mask_bias, deterministic: bool):
+    cfg = self.config
+    dropout = nn.Dropout(cfg.hidden_dropout_prob)
+
+    def dense(features, axes, name):
+      return nn.Dense(features, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
+                      kernel_init=dense_init(cfg, axes), bias_init=zeros_init(axes[-1:]),
+                      name=name)
+
+    attention_norm = layer_norm(cfg, "attention_layer_norm")
+    output_norm = layer_norm(cfg, "output_layer_norm")
+    pre = cfg.pre_layer_norm
+
+    def feed_forward(x):
+      ffn = dense(cfg.intermediate_size, ("embed", "mlp"), "intermediate")(x)  # [B, T, I]
+      ffn = activation(cfg.hidden_act)(ffn)
+      ffn = nn.with_logical_constraint(ffn, ACT_BTI)
+      ffn = dense(cfg.hidden_size, ("mlp", "embed"), "output")(ffn)  # [B, T, H]
+      return dropout(ffn, deterministic=deterministic)
+
+    attention_in = attention_norm(hidden).astype(cfg.compute_dtype) if pre else hidden
+    attended = SelfAttention(cfg, name="attention")(attention_in, mask_bias, deterministic)
+    hidden = hidden + dropout(attended, deterministic=deterministic)
+    if not pre:
+      hidden = attention_norm(hidden).astype(cfg.compute_dtype)
+    hidden = hidden + feed_forward(output_norm(hidden).astype(cfg.compute_dtype) if pre
+                                   else hidden)
+    if not pre:
+      hidden = output_norm(hidden).astype(cfg.compute_dtype)
+    return nn.with_logical_constraint(hidden, ACT_BTH)
+
+
+def _remat_layer_class(policy: str):
+  if policy == "none":
+    return TransformerLayer
+  checkpoint_policy = {"full": None, "dots": jax.checkpoint_policies.checkpoint_dots}[policy]
+  # Argument 3 (counting self) is `deterministic`, a Python bool.
+  return nn.remat(TransformerLayer, policy=checkpoint_policy, static_argnums=(3,))
+
+
+class _ScannedLayer(nn.Module):
+  """Adapts TransformerLayer to nn.scan's (carry, x) -> (carry, y) signature."""
+  config: BertConfig
+  deterministic: bool
+
+  @nn.compact
+  def __call__(self, hidden, mask_bias):
+    layer_cls = _remat_layer_class(self.config.remat_policy)
+    hidden = layer_cls(self.config, name="layer")(hidden, mask_bias, self.deterministic)
+    return hidden, hidden
+
+
+class Encoder(nn.Module):
+  """L Transformer layers: unrolled (`layer_0` ...) or scanned (`layers`, stacked)."""
+  config: BertConfig
+
+  @nn.compact
+  def __call__(self, hidden, mask_bias, deterministic: bool, output_hidden_states: bool):
+    cfg = self.config
+    all_states = [hidden]  # the embeddings, then each layer's output
+    if cfg.scan_layers:
+      scanned = nn.scan(
+          _ScannedLayer, variable_axes={"params": 0, "intermediates": 0},
+          split_rngs={"params": True, "dropout": True},
+          in_axes=nn.broadcast, length=cfg.num_hidden_layers,
+          metadata_params={nn.PARTITION_NAME: "layers"})
+      hidden, per_layer = scanned(cfg, deterministic, name="layers")(hidden, mask_bias)
+      all_states += [per_layer[i] for i in range(cfg.num_hidden_layers)]
+    else:
+      layer_cls = _remat_layer_class(cfg.remat_policy)
+      for i in range(cfg.num_hidden_layers):
+        hidden = layer_cls(cfg, name=f"layer_{i}")(hidden, mask_bias, deterministic)
+        all_states.append(hidden)
+    if cfg.pre_layer_norm:  # the residual stream is normalised once, at the end
+      hidden = layer_norm(cfg, "final_layer_norm")(hidden).astype(cfg.compute_dtype)
+      all_states[-1] = hidden
+    return hidden, (tuple(all_states) if output_hidden_states else None)
+
+
+class Pooler(nn.Module):
+  """tanh(dense(hidden[:, 0])): the [CLS] summary used by NSP and classification."""
+  config: BertConfig
+
+  @nn.compact
+  def __call__(self, sequence_output):
+    cfg = self.config
+    first = sequence_output[:, 0]  # [B, H]
+    pooled = nn.Dense(cfg.hidden_size, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
+                      kernel_init=dense_init(cfg, ("embed", "mlp")),
+                      bias_init=zeros_init(("mlp",)), name="dense")(first)
+    return jnp.tanh(pooled)
+
+
+class BertModel(nn.Module):
+  """Embeddings + encoder (+ pooler). Heads are separate modules (see tasks.py)."""
+  config: BertConfig
+  add_pooling_layer: bool = True
+
+  def setup(self):
+    self.embeddings = Embeddings(self.config)
+    self.encoder = Encoder(self.config)
+    if self.add_pooling_layer:
+      self.pooler = Pooler(self.config)
+
+  def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
+               deterministic: bool = True, output_hidden_states: bool = False) -> EncoderOutput:
+    """input_ids, token_type_ids, attention_mask: int [B, T]; the last two default to 0s/1s."""
+    if token_type_ids is None:
+      token_type_ids = jnp.zeros_like(input_ids)
+    if attention_mask is None:
+      attention_mask = jnp.ones_like(input_ids)
+    input_ids = nn.with_logical_constraint(input_ids, ACT_BT)
+    hidden = self.embeddings(input_ids, token_type_ids, deterministic)
+    sequence_output, hidden_states = self.encoder(
+        hidden, attention_mask_bias(attention_mask), deterministic, output_hidden_states)
+    pooled = self.pooler(sequence_output) if self.add_pooling_layer else None
+    return EncoderOutput(sequence_output=sequence_output, pooled_output=pooled,
+                         hidden_states=hidden_states)
+
+  def word_embedding_table(self):
+    """[V, H] float32 word embeddings, for decoders tied to them (MLM)."""
+    return self.embeddings.word_embeddings.embedding

@@ -1,0 +1,196 @@
+"""Task models: `BertModel` composed with one head each (no head switch in the encoder).
+
+`TASK_MODELS` names them; `build(config, spec)` makes one from a spec such as
+{"task_model": "sequence_classification", "num_labels": 2} (what a task's `model_spec()`
+gives and a workdir's model_config.json records under "model").
+
+Every model takes `(input_ids, token_type_ids=None, attention_mask=None, ...)` int [B, T]
+(multiple choice: [B, C, T]) plus `deterministic` (False turns dropout on; pass an rng
+named "dropout") and `output_hidden_states`, and returns a flax.struct output object.
+Param trees: `bert` (the encoder) next to the head's name, so an encoder checkpoint
+drops into any of them.
+"""
+from typing import Optional
+
+import flax.linen as nn
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+from bert_jax.models.config import BertConfig
+from bert_jax.models.bert import BertModel
+from bert_jax.models.heads import LinearHead, MaskedLMHead, NextSentenceHead
+
+
+@flax.struct.dataclass
+class PreTrainingOutput:
+  """mlm_logits: [B, P, V] at the masked positions, or [B, T, V] when none were given.
+
+  sentence_logits: {head name: [B, 2]} for each sentence-level head (e.g. "nsp").
+  """
+  sequence_output: jax.Array
+  pooled_output: jax.Array
+  mlm_logits: jax.Array
+  sentence_logits: dict[str, jax.Array]
+  hidden_states: Optional[tuple[jax.Array, ...]] = None
+
+
+@flax.struct.dataclass
+class ClassifierOutput:
+  """logits: [B, C] (sequence, C=1 for regression), [B, T, C] (tokens), [B, C] (choices)."""
+  logits: jax.Array
+  hidden_states: Optional[tuple[jax.Array, ...]] = None
+
+
+@flax.struct.dataclass
+class SpanOutput:
+  start_logits: jax.Array  # [B, T]
+  end_logits: jax.Array  # [B, T]
+  hidden_states: Optional[tuple[jax.Array, ...]] = None
+
+
+class BertForPreTraining(nn.Module):
+  """Masked LM (decoder tied to the word embeddings) + sentence-level heads.
+
+  sentence_heads: one 2-way classifier on the pooled output per name, params `<name>_head`
+  ("nsp": next-sentence prediction, BERT's; none for MLM-only pretraining).
+  """
+  config: BertConfig
+  sentence_heads: tuple[str, ...] = ("nsp",)
+
+  @nn.compact
+  def __call__(self, input_ids, token_type_ids=None, attention_mask=None,
+               masked_lm_positions=None, *, deterministic: bool = True,
+               output_hidden_states: bool = False) -> PreTrainingOutput:
+    bert = BertModel(self.config, name="bert")
+    enc = bert(input_ids, token_type_ids, attention_mask, deterministic=deterministic,
+               output_hidden_states=output_hidden_states)
+    mlm_logits = MaskedLMHead(self.config, name="mlm_head")(
+        enc.sequence_output, bert.word_embedding_table(), masked_lm_positions)
+    sentence_logits = {name: NextSentenceHead(self.config, name=f"{name}_head")(
+        enc.pooled_output) for name in self.sentence_heads}
+    return PreTrainingOutput(
+        sequence_output=enc.sequence_output, pooled_output=enc.pooled_output,
+        mlm_logits=mlm_logits, sentence_logits=sentence_logits,
+        hidden_states=enc.hidden_states)
+
+
+def layer_features(enc, feature_layers: tuple[int, ...], frozen: bool):
+  """[B, T, H * k]: the chosen hidden_states concatenated (feature-based use, as ELMo).
+
+  frozen: no gradient flows into the encoder (train the head only; pair it with an
+  optimizer that leaves the `bert` params alone, see optim.freeze).
+  """
+  features = jnp.concatenate([enc.hidden_states[i] for i in feature_layers], axis=-1)
+  return jax.lax.stop_gradient(features) if frozen else features
+
+
+class BertForSequenceClassification(nn.Module):
+  """[CLS] -> C logits (single sentence or pair; C=1 is regression).
+
+  Fine-tuning reads the pooled output. With `feature_layers` (e.g. (-4, -3, -2, -1)) the
+  head reads those layers' [CLS] vectors concatenated instead; `frozen_encoder` stops
+  gradients into the encoder (the feature-based comparison of the BERT paper).
+  """
+  config: BertConfig
+  num_labels: int
+  dropout_rate: float | None = None
+  feature_layers: tuple[int, ...] = ()
+  frozen_encoder: bool = False
+
+  @nn.compact
+  def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
+               deterministic: bool = True, output_hidden_states: bool = False):
+    enc = BertModel(self.config, name="bert")(
+        input_ids, token_type_ids, attention_mask, deterministic=deterministic,
+        output_hidden_states=output_hidden_states or bool(self.feature_layers))
+    if self.feature_layers:
+      features = layer_features(enc, self.feature_layers, self.frozen_encoder)[:, 0]
+    else:
+      features = (jax.lax.stop_gradient(enc.pooled_output) if self.frozen_encoder
+                  else enc.pooled_output)
+    logits = LinearHead(self.config, self.num_labels, self.dropout_rate, name="classifier")(
+        features, deterministic)
+    return ClassifierOutput(logits=logits, hidden_states=enc.hidden_states)
+
+
+class BertForTokenClassification(nn.Module):
+  """Every token -> C logits (tagging, e.g. NER); `feature_layers`/`frozen_encoder` as above."""
+  config: BertConfig
+  num_labels: int
+  dropout_rate: float | None = None
+  feature_layers: tuple[int, ...] = ()
+  frozen_encoder: bool = False
+
+  @nn.compact
+  def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
+               deterministic: bool = True, output_hidden_states: bool = False):
+    enc = BertModel(self.config, add_pooling_layer=False, name="bert")(
+        input_ids, token_type_ids, attention_mask, deterministic=deterministic,
+        output_hidden_states=output_hidden_states or bool(self.feature_layers))
+    if self.feature_layers:
+      features = layer_features(enc, self.feature_layers, self.frozen_encoder)
+    else:
+      features = (jax.lax.stop_gradient(enc.sequence_output) if self.frozen_encoder
+                  else enc.sequence_output)
+    logits = LinearHead(self.config, self.num_labels, self.dropout_rate, name="classifier")(
+        features, deterministic)
+    return ClassifierOutput(logits=logits, hidden_states=enc.hidden_states)
+
+
+class BertForQuestionAnswering(nn.Module):
+  """Every token -> start and end logits (extractive QA, SQuAD)."""
+  config: BertConfig
+
+  @nn.compact
+  def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
+               deterministic: bool = True, output_hidden_states: bool = False):
+    enc = BertModel(self.config, add_pooling_layer=False, name="bert")(
+        input_ids, token_type_ids, attention_mask, deterministic=deterministic,
+        output_hidden_states=output_hidden_states)
+    logits = LinearHead(self.config, 2, dropout_rate=0.0, name="qa_outputs")(
+        enc.sequence_output, deterministic)  # [B, T, 2]
+    return SpanOutput(start_logits=logits[..., 0], end_logits=logits[..., 1],
+                      hidden_states=enc.hidden_states)
+
+
+class BertForMultipleChoice(nn.Module):
+  """[B, C, T] choices -> [B, C] logits: each choice's pooled output scored by one linear."""
+  config: BertConfig
+  dropout_rate: float | None = None
+
+  @nn.compact
+  def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
+               deterministic: bool = True, output_hidden_states: bool = False):
+    batch, choices, length = input_ids.shape
+    flat = lambda x: None if x is None else x.reshape(batch * choices, length)  # noqa: E731
+    enc = BertModel(self.config, name="bert")(
+        flat(input_ids), flat(token_type_ids), flat(attention_mask),
+        deterministic=deterministic, output_hidden_states=output_hidden_states)
+    scores = LinearHead(self.config, 1, self.dropout_rate, name="classifier")(
+        enc.pooled_output, deterministic)  # [B*C, 1]
+    return ClassifierOutput(logits=scores.reshape(batch, choices),
+                            hidden_states=enc.hidden_states)
+
+
+TASK_MODELS = {
+    "encoder": BertModel,
+    "pretraining": BertForPreTraining,
+    "sequence_classification": BertForSequenceClassification,
+    "token_classification": BertForTokenClassification,
+    "question_answering": BertForQuestionAnswering,
+    "multiple_choice": BertForMultipleChoice,
+}
+
+
+def build(config: BertConfig, spec: dict) -> nn.Module:
+  """The task model a spec names: {"task_model": NAME, **its fields} (see TASK_MODELS)."""
+  spec = dict(spec)
+  name = spec.pop("task_model", None)
+  if name not in TASK_MODELS:
+    raise ValueError(f"model spec {{'task_model': {name!r}}}: expected one of "
+                     f"{sorted(TASK_MODELS)}")
+  for key in ("sentence_heads", "feature_layers"):  # JSON lists -> hashable tuples
+    if key in spec:
+      spec[key] = tuple(spec[key])
+  return TASK_MODELS[name](config, **spec)

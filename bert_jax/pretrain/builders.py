@@ -1,0 +1,84 @@
+"""Example builders, by name: how one epoch of a shard's documents becomes model rows.
+
+`config.data.example_builder` picks one from BUILDERS. A builder draws an epoch's
+instances from a numpy Generator (new ones every epoch), and lays a chosen subset of them
+out as unmasked rows; masking happens afterwards, in the stream, for every builder alike.
+A new builder (SOP, full sentences, single segments) is one `ExampleBuilder` in BUILDERS;
+the stream and the trainer do not change.
+"""
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from bert_jax.pretrain import nsp_pairs
+from bert_jax.text.corpus import TokenizedCorpus
+
+
+@dataclasses.dataclass(frozen=True)
+class Rows:
+  """n rows of length T, before masking."""
+  input_ids: np.ndarray       # int32 [n, T], [PAD] after `lengths`
+  token_type_ids: np.ndarray  # int8 [n, T]
+  lengths: np.ndarray         # int32 [n] real tokens per row
+  labels: dict[str, np.ndarray]  # {batch field: int32 [n]}, one per label_fields
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecialIds:
+  pad: int
+  cls: int
+  sep: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ExampleBuilder:
+  """options(data_config) -> the builder's options (validated);
+  check_corpus(corpus) raises corpus.CorpusError when the corpus cannot feed it;
+  instances(corpus, options, rng) -> one epoch's instances (len() and take(indices));
+  rows(instances, corpus, options, special_ids) -> Rows.
+  label_fields: the per-row label fields its Rows carry into every batch."""
+  options: Callable[[Any], Any]
+  check_corpus: Callable[[TokenizedCorpus], None]
+  instances: Callable[..., Any]
+  rows: Callable[..., Rows]
+  label_fields: tuple[str, ...] = ()
+
+
+# ------------------------------------------------------------------------- NSP pairs
+def _pair_options(data_config) -> nsp_pairs.PairOptions:
+  return nsp_pairs.PairOptions(max_seq_length=int(data_config.max_seq_length),
+                               short_seq_prob=data_config.short_seq_prob,
+                               random_next_prob=data_config.random_next_prob)
+
+
+def _pair_rows(instances: nsp_pairs.PairInstances, corpus: TokenizedCorpus,
+               options: nsp_pairs.PairOptions, special: SpecialIds) -> Rows:
+  """[CLS] A [SEP] B [SEP] rows; segment 1 is B [SEP]; label 1 = NotNext."""
+  t = options.max_seq_length
+  input_ids = nsp_pairs.pack_pair_instances(instances, corpus.token_ids, t, special.cls,
+                                            special.sep, special.pad)
+  a_lengths = instances.a_lengths.astype(np.int32)
+  lengths = a_lengths + instances.b_lengths.astype(np.int32) + 3
+  position = np.arange(t)[None, :]
+  token_type_ids = ((position >= (a_lengths + 2)[:, None])
+                    & (position < lengths[:, None])).astype(np.int8)
+  return Rows(input_ids, token_type_ids, lengths,
+              {"next_sentence_labels": instances.is_random_next.astype(np.int32)})
+
+
+BUILDERS = {
+    "nsp_pairs": ExampleBuilder(
+        options=_pair_options,
+        check_corpus=lambda corpus: corpus.check_usable_for_nsp(),
+        instances=nsp_pairs.build_pair_instances,
+        rows=_pair_rows,
+        label_fields=("next_sentence_labels",)),
+}
+
+
+def get(name: str) -> ExampleBuilder:
+  if name not in BUILDERS:
+    raise ValueError(f"config.data.example_builder={name!r}: expected one of {sorted(BUILDERS)}")
+  return BUILDERS[name]

@@ -1,0 +1,193 @@
+r"""Looks at what the pretraining input produces: decoded examples and statistics.
+
+  python -m bert_jax.pretrain.inspect --config=configs/tiny.py --batches=100 [--json]
+
+Reads config.data (the fields of pipeline.default_data_config()) and takes the first
+--batches batches of epoch 0 of the training input (as process 0 of 1). Without --json it
+prints --examples decoded examples, WordPiece by WordPiece, with each prediction shown as
+`[MASK:orig]` (now [MASK]), `[new~orig]` (now a random token) or `[=orig]` (kept), then
+the statistics. With --json it prints one JSON object, nothing else, with:
+
+  selected_fraction   predictions / eligible (non-special) tokens; ~masked_lm_prob
+  mask_fraction       of the predictions, the share now [MASK];      ~mask_token_prob
+  random_fraction     the share now another token;                   ~random_token_prob
+  kept_fraction       the share left as it was;                      ~the rest
+  is_next_fraction    share of IsNext pairs (label 0);               ~1 - random_next_prob
+                      (only with next_sentence_labels, i.e. example_builder=nsp_pairs)
+  pad_fraction        share of [PAD] positions
+  epoch_mask_overlap  the same pairs masked as epoch 0 and as epoch 1: shared positions /
+                      positions; static masking gives 1.0, dynamic about masked_lm_prob
+  split_word_fraction of the predictions inside words of several WordPieces, the share
+                      whose word is not predicted whole; 0 with masking=whole_word
+
+A random replacement that happens to equal the original token counts as kept.
+"""
+import json
+import sys
+
+import numpy as np
+from absl import app
+from absl import flags
+from ml_collections import config_flags
+
+from bert_jax.pretrain import masking
+from bert_jax.pretrain import pipeline
+from bert_jax.text.tokenizers import make_tokenizer
+
+if __name__ == "__main__":  # flags exist only when run as a program
+  _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file; reads config.data.")
+  _BATCHES = flags.DEFINE_integer("batches", 50, "How many batches of epoch 0 to look at.")
+  _EXAMPLES = flags.DEFINE_integer("examples", 2, "Decoded examples to print (not with --json).")
+  _JSON = flags.DEFINE_bool("json", False, "Print one JSON object of statistics only.")
+
+
+def original_ids(batch: dict[str, np.ndarray]) -> np.ndarray:
+  """The input_ids [B, T] before masking: the predictions' ids put back."""
+  ids = batch["input_ids"].copy()
+  rows, slots = np.nonzero(batch["masked_lm_weights"] > 0)
+  ids[rows, batch["masked_lm_positions"][rows, slots]] = batch["masked_lm_ids"][rows, slots]
+  return ids
+
+
+def split_word_counts(batch: dict[str, np.ndarray], eligible: np.ndarray,
+                      continuation: np.ndarray) -> tuple[int, int]:
+  """(predictions in multi-piece words, of those in words not predicted whole)."""
+  original = original_ids(batch)
+  follows_eligible = np.pad(eligible[:, :-1], ((0, 0), (1, 0)))
+  word_start = eligible & ~(continuation[original] & follows_eligible)
+  word_index = np.cumsum(word_start, axis=1) - 1                                   # [B, T]
+  predicted = np.zeros_like(eligible)
+  rows, slots = np.nonzero(batch["masked_lm_weights"] > 0)
+  predicted[rows, batch["masked_lm_positions"][rows, slots]] = True
+  in_multi, split = 0, 0
+  for row in range(len(eligible)):
+    words = word_index[row][eligible[row]]
+    size = np.bincount(words)
+    chosen = np.bincount(words, weights=predicted[row][eligible[row]], minlength=len(size))
+    multi = size > 1
+    in_multi += int(chosen[multi].sum())
+    split += int(chosen[multi & (chosen < size)].sum())
+  return in_multi, split
+
+
+def batch_counts(batch: dict[str, np.ndarray], special_ids, mask_id: int,
+                 continuation: np.ndarray) -> dict[str, int]:
+  """Counts behind the statistics, for one batch; continuation: bool [V] "##" pieces."""
+  is_prediction = batch["masked_lm_weights"] > 0                                   # [B, P]
+  now = np.take_along_axis(batch["input_ids"], batch["masked_lm_positions"], axis=1)
+  to_mask = is_prediction & (now == mask_id)
+  kept = is_prediction & (now == batch["masked_lm_ids"])
+  eligible = (batch["attention_mask"] > 0) & ~np.isin(original_ids(batch), special_ids)
+  in_multi, split = split_word_counts(batch, eligible, continuation)
+  if "next_sentence_labels" in batch:
+    labels = batch["next_sentence_labels"]
+    sentence_counts = {"is_next": int((labels == 0).sum()), "examples": len(labels)}
+  else:
+    sentence_counts = {}
+  return {
+      **sentence_counts,
+      "in_multi_piece_words": in_multi,
+      "split_words": split,
+      "eligible": int(eligible.sum()),
+      "selected": int(is_prediction.sum()),
+      "mask": int(to_mask.sum()),
+      "kept": int(kept.sum()),
+      "random": int((is_prediction & ~to_mask & ~kept).sum()),
+      "pad": int((batch["attention_mask"] == 0).sum()),
+      "positions": int(batch["attention_mask"].size),
+  }
+
+
+def mask_overlap(first: dict[str, np.ndarray], second: dict[str, np.ndarray]) -> tuple[int, int]:
+  """(positions predicted in both, positions predicted in `first`) for the same pairs."""
+  shared, total = 0, 0
+  for row in range(len(first["masked_lm_positions"])):
+    a = set(first["masked_lm_positions"][row][first["masked_lm_weights"][row] > 0].tolist())
+    b = set(second["masked_lm_positions"][row][second["masked_lm_weights"][row] > 0].tolist())
+    shared, total = shared + len(a & b), total + len(a)
+  return shared, total
+
+
+def statistics(train_input: pipeline.PretrainingInput, num_batches: int, special_ids,
+               mask_id: int, continuation: np.ndarray
+               ) -> tuple[dict[str, float], list[dict[str, np.ndarray]]]:
+  """The module docstring's statistics over the first num_batches of epoch 0."""
+  steps = train_input.steps_in_epoch(0)
+  if num_batches > steps:
+    print(f"inspect: epoch 0 has {steps} batches; looking at all of them", file=sys.stderr)
+    num_batches = steps
+  as_epoch_0 = train_input.epoch_batches(0)
+  as_epoch_1 = train_input.epoch_batches(0, mask_epoch=1)
+  totals, shared, predicted, batches = {}, 0, 0, []
+  for _ in range(num_batches):
+    batch, remasked = next(as_epoch_0), next(as_epoch_1)
+    for key, count in batch_counts(batch, special_ids, mask_id, continuation).items():
+      totals[key] = totals.get(key, 0) + count
+    both, total = mask_overlap(batch, remasked)
+    shared, predicted = shared + both, predicted + total
+    batches.append(batch)
+  selected = max(totals["selected"], 1)
+  sentence_stats = ({"is_next_fraction": totals["is_next"] / totals["examples"]}
+                    if "examples" in totals else {})
+  return {
+      "selected_fraction": totals["selected"] / max(totals["eligible"], 1),
+      "mask_fraction": totals["mask"] / selected,
+      "random_fraction": totals["random"] / selected,
+      "kept_fraction": totals["kept"] / selected,
+      **sentence_stats,
+      "pad_fraction": totals["pad"] / totals["positions"],
+      "epoch_mask_overlap": shared / max(predicted, 1),
+      "split_word_fraction": totals["split_words"] / max(totals["in_multi_piece_words"], 1),
+  }, batches
+
+
+def render_example(batch: dict[str, np.ndarray], row: int, tokenizer) -> str:
+  """One example as WordPieces, predictions annotated (module docstring)."""
+  vocab, now = tokenizer.vocab, batch["input_ids"][row]
+  notes = {}
+  for position, original, weight in zip(batch["masked_lm_positions"][row],
+                                        batch["masked_lm_ids"][row],
+                                        batch["masked_lm_weights"][row]):
+    if weight > 0:
+      if now[position] == tokenizer.mask_id:
+        notes[position] = f"[MASK:{vocab[original]}]"
+      elif now[position] == original:
+        notes[position] = f"[={vocab[original]}]"
+      else:
+        notes[position] = f"[{vocab[now[position]]}~{vocab[original]}]"
+  length = int(batch["attention_mask"][row].sum())
+  words = [notes.get(i, vocab[now[i]]) for i in range(length)]
+  label = ""
+  if "next_sentence_labels" in batch:
+    label = "IsNext, " if batch["next_sentence_labels"][row] == 0 else "NotNext, "
+  return f"({label}{length} tokens + {len(now) - length} pad) " + " ".join(words)
+
+
+def main(argv):
+  del argv
+  if _CONFIG.value is None:
+    raise app.UsageError("--config is required")
+  data_config = _CONFIG.value.data
+  tokenizer = make_tokenizer(data_config, model_dir=_CONFIG.value.get("init_from", ""))
+  train_input, _ = pipeline.make_inputs(data_config, tokenizer)
+  special_ids = (tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id)
+  continuation = masking.continuation_table_from_vocab(list(tokenizer.vocab))
+  stats, batches = statistics(train_input, _BATCHES.value, special_ids, tokenizer.mask_id,
+                              continuation)
+  if _JSON.value:
+    print(json.dumps({key: round(value, 4) for key, value in stats.items()}))
+    return
+  corpora = train_input.corpora.values()
+  print(f"corpus: {sum(c.num_documents for c in corpora)} documents, "
+        f"{sum(c.num_sentences for c in corpora)} sentences, "
+        f"{sum(c.num_tokens for c in corpora)} tokens in {len(corpora)} data shard(s); "
+        f"epoch 0: {train_input.steps_in_epoch(0)} batches of {train_input.global_batch_size}")
+  for row in range(min(_EXAMPLES.value, len(batches[0]["input_ids"]))):
+    print(f"\nexample {row} " + render_example(batches[0], row, tokenizer))
+  print()
+  for key, value in stats.items():
+    print(f"{key:20s} {value:.4f}")
+
+
+if __name__ == "__main__":
+  app.run(main)

@@ -1,0 +1,117 @@
+"""Pretraining loss terms, by name: `config.objectives = "mlm,nsp"` (optionally "name:weight").
+
+Each term reads the model's outputs and the batch and gives additive sums plus the whole
+batch's denominators (so gradient accumulation stays exact), its training metrics, and
+what it needs: a sentence-level head on the model and label fields from the example
+builder. The logged `loss` is the weighted sum of the terms; each term's own loss and
+accuracy are logged apart (`<name>_loss`, `<name>_accuracy`).
+
+A new term is one `Objective(...)` in OBJECTIVES; the stream and the trainer do not change.
+"""
+import dataclasses
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+
+from bert_jax.losses import xent_sums
+
+
+@dataclasses.dataclass(frozen=True)
+class Objective:
+  """One loss term.
+
+  sums(outputs, batch) -> {name: sum}; denominators(batch) -> {name: count};
+  metrics(sums, denominators) -> {metric: value}, the term's own loss under
+  f"{name}_loss". sentence_head: the 2-way pooled head it reads from
+  outputs.sentence_logits (None: none); label_fields: batch fields it reads that the
+  example builder must make.
+  """
+  name: str
+  sums: Callable[..., dict]
+  denominators: Callable[..., dict]
+  metrics: Callable[..., dict]
+  sentence_head: str | None = None
+  label_fields: tuple[str, ...] = ()
+
+  def loss(self, sums, denominators) -> jax.Array:
+    return self.metrics(sums, denominators)[f"{self.name}_loss"]
+
+
+# ------------------------------------------------------------------------ masked LM
+def _corrupted_weights(batch) -> jax.Array:
+  """[B, P] float32: 1.0 at real predictions whose input token differs from the original."""
+  observed = jnp.take_along_axis(batch["input_ids"], batch["masked_lm_positions"], axis=1)
+  changed = (observed != batch["masked_lm_ids"]).astype(jnp.float32)
+  return batch["masked_lm_weights"].astype(jnp.float32) * changed
+
+
+def _mlm_sums(outputs, batch):
+  weights = batch["masked_lm_weights"].astype(jnp.float32)
+  loss, correct = xent_sums(outputs.mlm_logits, batch["masked_lm_ids"], weights)
+  _, corrupted_correct = xent_sums(outputs.mlm_logits, batch["masked_lm_ids"],
+                                   _corrupted_weights(batch))
+  return {"mlm_loss": loss, "mlm_correct": correct, "mlm_corrupted_correct": corrupted_correct}
+
+
+def _mlm_denominators(batch):
+  return {"mlm": jnp.maximum(jnp.sum(batch["masked_lm_weights"].astype(jnp.float32)), 1.0),
+          "mlm_corrupted": jnp.maximum(jnp.sum(_corrupted_weights(batch)), 1.0)}
+
+
+def _mlm_metrics(sums, denominators):
+  # mlm_accuracy_corrupted: accuracy where the input token was replaced ([MASK] or
+  # random), i.e. without the kept tokens a model gets right by copying its input.
+  return {"mlm_loss": sums["mlm_loss"] / denominators["mlm"],
+          "mlm_accuracy": sums["mlm_correct"] / denominators["mlm"],
+          "mlm_accuracy_corrupted": (sums["mlm_corrupted_correct"]
+                                     / denominators["mlm_corrupted"])}
+
+
+# ------------------------------------------------------------ sentence-level heads
+def sentence_objective(name: str, label_field: str) -> Objective:
+  """A 2-way classification of each row from the pooled output (NSP; SOP alike)."""
+  def sums(outputs, batch):
+    weights = jnp.ones(batch[label_field].shape, jnp.float32)
+    loss, correct = xent_sums(outputs.sentence_logits[name], batch[label_field], weights)
+    return {f"{name}_loss": loss, f"{name}_correct": correct}
+
+  def denominators(batch):
+    return {name: jnp.float32(batch[label_field].shape[0])}
+
+  def metrics(sums_, denominators_):
+    return {f"{name}_loss": sums_[f"{name}_loss"] / denominators_[name],
+            f"{name}_accuracy": sums_[f"{name}_correct"] / denominators_[name]}
+
+  return Objective(name, sums, denominators, metrics, sentence_head=name,
+                   label_fields=(label_field,))
+
+
+OBJECTIVES = {
+    "mlm": Objective("mlm", _mlm_sums, _mlm_denominators, _mlm_metrics,
+                     label_fields=("masked_lm_positions", "masked_lm_ids",
+                                   "masked_lm_weights")),
+    "nsp": sentence_objective("nsp", "next_sentence_labels"),
+}
+
+
+def parse(spec: str) -> tuple[tuple[Objective, float], ...]:
+  """"mlm,nsp" or "mlm:1,nsp:0.5" -> ((Objective, weight), ...); unknown names are errors."""
+  terms = []
+  for item in (part.strip() for part in spec.split(",")):
+    if not item:
+      continue
+    name, _, weight = item.partition(":")
+    if name not in OBJECTIVES:
+      raise ValueError(f"config.objectives={spec!r}: unknown objective {name!r}; expected "
+                       f"names from {sorted(OBJECTIVES)}")
+    try:
+      terms.append((OBJECTIVES[name], float(weight) if weight else 1.0))
+    except ValueError:
+      raise ValueError(f"config.objectives={spec!r}: weight {weight!r} of {name} is not a "
+                       "number") from None
+  if not terms:
+    raise ValueError(f"config.objectives={spec!r} names no objective")
+  if len({o.name for o, _ in terms}) != len(terms):
+    raise ValueError(f"config.objectives={spec!r} names an objective twice")
+  return tuple(terms)

@@ -1,0 +1,158 @@
+"""One data shard's endless, resumable stream of pretraining rows (see pretraining.py).
+
+Epoch e of shard k: the example builder's instances drawn with numpy Generator(seed, e, k)
+over the shard's documents, fully permuted; each global step takes the next `rows_per_step` of them (this
+process's slice of those when several processes share the shard), packed and masked in
+tf.data. Positions are (epoch, step); the next epoch is built in the background.
+"""
+import concurrent.futures
+import dataclasses
+from collections.abc import Iterator
+
+import numpy as np
+import tensorflow as tf
+
+from bert_jax.pretrain import builders
+from bert_jax.pretrain import masking
+from bert_jax.text import corpus as corpus_lib
+
+_BATCHES_PER_MAP = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class _EpochRows:
+  """One epoch's rows of one shard for this process, in step order (n = steps * rows)."""
+  rows: builders.Rows        # unmasked
+  example_index: np.ndarray  # int64 [n], masking-noise index (position in the shard's epoch list)
+  steps: int
+
+
+class ShardStream:
+  """One shard's endless, resumable stream of row blocks (its share of each global step)."""
+
+  def __init__(self, corpus: corpus_lib.TokenizedCorpus, shard: int, num_shards: int,
+               rows_per_step: int, slice_index: int, slice_count: int, seed: int,
+               builder: builders.ExampleBuilder, builder_options,
+               masking_options: masking.MaskingOptions, special_ids: builders.SpecialIds,
+               max_seq_length: int):
+    self.corpus, self.shard, self.num_shards = corpus, shard, num_shards
+    self.rows_per_step = rows_per_step            # of this shard, all slices
+    self.local_rows = rows_per_step // slice_count  # of this process
+    self.slice_index, self.seed = slice_index, seed
+    self.max_seq_length = max_seq_length
+    self._builder, self._builder_options = builder, builder_options
+    self._masking_options = masking_options
+    self._special_ids = special_ids
+    # Background work: one thread builds epochs' rows, one opens the next epoch's
+    # tf.data iterator (0.3 s) so that crossing an epoch boundary does not stall.
+    self._row_builder = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    self._iterator_opener = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    self._epoch_futures: dict[int, concurrent.futures.Future] = {}
+    self._next_epoch_batches: tuple[int, concurrent.futures.Future] | None = None
+    self.epoch, self.step = 0, 0
+    self._batches: Iterator[dict] | None = None
+
+  def move_to(self, epoch: int, step: int) -> None:
+    self.epoch, self.step, self._batches = epoch, step, None
+
+  def steps_in_epoch(self, epoch: int) -> int:
+    return self._epoch_rows(epoch).steps
+
+  def __next__(self) -> dict[str, np.ndarray]:
+    while True:
+      if self._batches is None:
+        self._batches = self._open_epoch(self.epoch, self.step)
+      batch = next(self._batches, None)
+      if batch is not None:
+        self.step += 1
+        if self.step >= self.steps_in_epoch(self.epoch):
+          self._next_epoch()
+        return batch
+      self._next_epoch()  # only when restored to the very end of an epoch
+
+  def _next_epoch(self) -> None:
+    self._epoch_futures.pop(self.epoch, None)
+    self.move_to(self.epoch + 1, 0)
+
+  def _open_epoch(self, epoch: int, start_step: int) -> Iterator[dict[str, np.ndarray]]:
+    """This epoch's blocks (opened in the background if it was foreseen); foresees the next."""
+    upcoming, self._next_epoch_batches = self._next_epoch_batches, None
+    if upcoming is not None and upcoming[0] == epoch and start_step == 0:
+      batches = upcoming[1].result()
+    elif start_step > self.steps_in_epoch(epoch):
+      raise ValueError(f"position step {start_step} of epoch {epoch} is past its "
+                       f"{self.steps_in_epoch(epoch)} steps (data shard {self.shard})")
+    else:
+      batches = self.epoch_batches(epoch, start_step)
+    next_rows = self._epoch_rows(epoch + 1, wait=False)
+    self._next_epoch_batches = (epoch + 1, self._iterator_opener.submit(
+        lambda: self._batches_from_rows(next_rows.result(), 0, epoch + 1)))
+    return batches
+
+  def epoch_batches(self, epoch: int, start_step: int = 0,
+                    mask_epoch: int | None = None) -> Iterator[dict[str, np.ndarray]]:
+    return self._batches_from_rows(self._epoch_rows(epoch), start_step,
+                                   epoch if mask_epoch is None else mask_epoch)
+
+  def _batches_from_rows(self, rows: _EpochRows, start_step: int,
+                         mask_epoch: int) -> Iterator[dict[str, np.ndarray]]:
+    first = start_step * self.local_rows
+    columns = {"input_ids": rows.rows.input_ids[first:],
+               "token_type_ids": rows.rows.token_type_ids[first:],
+               "lengths": rows.rows.lengths[first:],
+               "example_index": rows.example_index[first:],
+               "labels": {k: v[first:] for k, v in rows.rows.labels.items()}}
+    # Rows are finished _BATCHES_PER_MAP blocks at a time (fewer, bigger TF ops), then
+    # cut into blocks; a row's content never depends on this grouping.
+    dataset = (tf.data.Dataset.from_tensor_slices(columns)
+               .batch(self.local_rows * _BATCHES_PER_MAP)
+               .map(lambda block: self._finish_rows(mask_epoch, block),
+                    num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+               .rebatch(self.local_rows, drop_remainder=True)
+               .prefetch(tf.data.AUTOTUNE))
+    return dataset.as_numpy_iterator()
+
+  def _finish_rows(self, epoch, block):
+    # block: input_ids, token_type_ids [R, T]; lengths, example_index [R]; labels {[R]}.
+    position = tf.range(self.max_seq_length)[None, :]
+    attention_mask = position < block["lengths"][:, None]
+    options = self._masking_options
+    noise = masking.example_noise(self.seed, epoch, block["example_index"],
+                                  masking.noise_size(self.max_seq_length, options))
+    masked = masking.mask_batch(block["input_ids"], noise, options)
+    return {
+        "input_ids": masked["input_ids"],
+        "token_type_ids": tf.cast(block["token_type_ids"], tf.int32),
+        "attention_mask": tf.cast(attention_mask, tf.int32),
+        "masked_lm_positions": masked["masked_lm_positions"],
+        "masked_lm_ids": masked["masked_lm_ids"],
+        "masked_lm_weights": masked["masked_lm_weights"],
+        **block["labels"],
+    }
+
+  def _epoch_rows(self, epoch: int, wait: bool = True):
+    """The epoch's rows (wait=True), or the future of them."""
+    if epoch not in self._epoch_futures:
+      self._epoch_futures[epoch] = self._row_builder.submit(self._build_epoch_rows, epoch)
+    return self._epoch_futures[epoch].result() if wait else self._epoch_futures[epoch]
+
+  def _build_epoch_rows(self, epoch: int) -> _EpochRows:
+    rng = np.random.default_rng([self.seed, epoch, self.shard])
+    instances = self._builder.instances(self.corpus, self._builder_options, rng)
+    order = rng.permutation(len(instances))
+    steps = len(instances) // self.rows_per_step
+    if steps == 0:
+      where = f" (data shard {self.shard} of {self.num_shards})" if self.num_shards > 1 else ""
+      raise corpus_lib.CorpusError(
+          f"{len(instances)} examples from {', '.join(self.corpus.sources[:4])}{where} do "
+          f"not fill one batch of {self.rows_per_step}")
+    # Shard-list positions of this process's rows, step by step: [steps, local rows].
+    local_positions = (np.arange(steps)[:, None] * self.rows_per_step
+                       + self.slice_index * self.local_rows
+                       + np.arange(self.local_rows)[None, :]).reshape(-1)
+    local = instances.take(order[local_positions])
+    return _EpochRows(
+        rows=self._builder.rows(local, self.corpus, self._builder_options, self._special_ids),
+        # Distinct over shards, and the shard-list position itself when there is one shard.
+        example_index=(local_positions * self.num_shards + self.shard).astype(np.int64),
+        steps=steps)

@@ -1,0 +1,155 @@
+"""The pretraining task (bert_jax/task.py's contract): the objectives of config.objectives
+on the batches of bert_jax/pretrain/pipeline.py.
+
+The model is BertForPreTraining with the sentence heads its objectives read (the NSP head
+exists only when "nsp" is on). The logged `loss` is the weighted sum of the objectives;
+attention guidance, when on, is added to what is differentiated and logged apart as
+`attention_guidance_loss`.
+"""
+from typing import Optional
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+from bert_jax import flops
+from bert_jax.models import task_models
+from bert_jax.models.config import BertConfig
+from bert_jax.models.layers import attention_probs
+from bert_jax.models.task_models import PreTrainingOutput
+from bert_jax.pretrain import attention_guidance
+from bert_jax.pretrain import objectives as objectives_lib
+from bert_jax.pretrain import pipeline
+from bert_jax.task import Evaluation, TaskInputs
+
+
+@flax.struct.dataclass
+class PretrainingForward:
+  """What `forward` gives `loss_sums`: the model's outputs, plus the summed attention
+  guidance term when that is on (training steps only)."""
+  outputs: PreTrainingOutput
+  guidance_loss: Optional[jax.Array] = None
+
+
+class PretrainingTask:
+  """Pretraining on the prepared corpus; see the module docstring."""
+
+  name = "pretraining"
+
+  def __init__(self, config, model_config: BertConfig):
+    self.config, self.model_config = config, model_config
+    self.objectives = objectives_lib.parse(config.objectives)
+    pipeline.check_builder_makes(config.data, {field for objective, _ in self.objectives
+                                               for field in objective.label_fields})
+    self.metric_names = ("loss",) + tuple(
+        f"{objective.name}_{kind}" for objective, _ in self.objectives
+        for kind in ("loss", "accuracy"))
+    self.guidance = attention_guidance.from_config(
+        config, model_config.num_hidden_layers, model_config.num_attention_heads)
+
+  def model_spec(self) -> dict:
+    return {"task_model": "pretraining",
+            "sentence_heads": [o.sentence_head for o, _ in self.objectives if o.sentence_head]}
+
+  def build_model(self):
+    return task_models.build(self.model_config, self.model_spec())
+
+  def make_inputs(self, tokenizer, process_index: int, process_count: int) -> TaskInputs:
+    train, evaluation = pipeline.make_inputs(self.config.data, process_index=process_index,
+                                             process_count=process_count, tokenizer=tokenizer)
+    return TaskInputs(train=train, eval=evaluation)
+
+  def example_batch(self, batch_size: int):
+    """Zeros of the batch contract's shapes, for init and compile-only runs."""
+    data = self.config.data
+    t, p = data.max_seq_length, data.max_predictions_per_seq
+    batch = {
+        "input_ids": jnp.zeros((batch_size, t), jnp.int32),
+        "token_type_ids": jnp.zeros((batch_size, t), jnp.int32),
+        "attention_mask": jnp.ones((batch_size, t), jnp.int32),
+        "masked_lm_positions": jnp.zeros((batch_size, p), jnp.int32),
+        "masked_lm_ids": jnp.zeros((batch_size, p), jnp.int32),
+        "masked_lm_weights": jnp.zeros((batch_size, p), jnp.float32),
+    }
+    for field in pipeline.builder_for(data).label_fields:
+      batch[field] = jnp.zeros((batch_size,), jnp.int32)
+    return batch
+
+  def forward(self, model, params, batch, *, deterministic: bool,
+              rng=None) -> PretrainingForward:
+    rngs = None if deterministic else {"dropout": rng}
+    args = (batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+            batch["masked_lm_positions"])
+    if self.guidance is None or deterministic:
+      return PretrainingForward(model.apply({"params": params}, *args,
+                                            deterministic=deterministic, rngs=rngs))
+    outputs, state = model.apply({"params": params}, *args, deterministic=False, rngs=rngs,
+                                 mutable=["intermediates"])
+    probs = attention_probs(state["intermediates"], self.model_config.num_hidden_layers)
+    return PretrainingForward(outputs, self.guidance.loss_sum(probs, batch["attention_mask"]))
+
+  def loss_sums(self, forward: PretrainingForward, batch) -> dict[str, jax.Array]:
+    sums = {}
+    for objective, _ in self.objectives:
+      sums.update(objective.sums(forward.outputs, batch))
+    if forward.guidance_loss is not None:
+      sums["attention_guidance_loss"] = forward.guidance_loss
+    return sums
+
+  def denominators(self, batch) -> dict[str, jax.Array]:
+    denominators = {}
+    for objective, _ in self.objectives:
+      denominators.update(objective.denominators(batch))
+    if self.guidance is not None:
+      denominators["attention_guidance"] = jnp.maximum(
+          self.guidance.count(batch["attention_mask"]), 1.0)
+    return denominators
+
+  def _objective_loss(self, sums, denominators) -> jax.Array:
+    return sum(weight * objective.loss(sums, denominators)
+               for objective, weight in self.objectives)
+
+  def loss(self, sums, denominators) -> jax.Array:
+    loss = self._objective_loss(sums, denominators)
+    if "attention_guidance_loss" in sums:
+      loss += (self.guidance.weight * sums["attention_guidance_loss"]
+               / denominators["attention_guidance"])
+    return loss
+
+  def metrics(self, sums, denominators) -> dict[str, jax.Array]:
+    metrics = {"loss": self._objective_loss(sums, denominators)}
+    for objective, _ in self.objectives:
+      metrics.update(objective.metrics(sums, denominators))
+    if "attention_guidance_loss" in sums:  # reported apart: `loss` is the objectives'
+      metrics["attention_guidance_loss"] = (sums["attention_guidance_loss"]
+                                            / denominators["attention_guidance"])
+    return metrics
+
+  def step_flops(self, batch) -> float:
+    """Model FLOPs of one training step on this batch."""
+    rows, seq_len = batch["input_ids"].shape
+    return flops.pretraining_step_flops(self.model_config, rows, seq_len,
+                                        batch["masked_lm_positions"].shape[1])
+
+  def eval_outputs(self, outputs, batch):
+    return self.loss_sums(outputs, batch), self.denominators(batch)
+
+  def evaluate(self, run_eval, inputs: TaskInputs) -> Evaluation:
+    """Every objective's loss and accuracy over the held-out batches (config.eval_batches,
+    0 = all)."""
+    sums = denominators = None
+    for i, local in enumerate(inputs.eval.epoch_batches(0)):
+      if self.config.eval_batches and i >= self.config.eval_batches:
+        break
+      s, d = run_eval(local)
+      sums = s if sums is None else jax.tree.map(jnp.add, sums, s)
+      denominators = d if denominators is None else jax.tree.map(jnp.add, denominators, d)
+    if sums is None:
+      return Evaluation(metrics={})
+    return Evaluation(metrics={k: float(v) for k, v in self.metrics(sums, denominators).items()})
+
+  def write_predictions(self, evaluation, inputs, workdir):
+    return None  # pretraining has no prediction format
+
+  def tokens(self, batch) -> int:
+    return int(batch["input_ids"].size)

@@ -1,0 +1,124 @@
+"""The task contract: all the trainer knows of what it trains.
+
+A task is pretraining (bert_jax/pretrain/task.py) or a fine-tuning family
+(bert_jax/finetune/<family>.py). The trainer builds one per run, from the run's config
+and the resolved model config, and then only calls the members below; a task keeps no
+state between calls (everything it needs later is in what it returned earlier).
+
+Call order in a run (bert_jax/trainer.py):
+  task = TASKS[config.task](config, model_config)
+  model = task.build_model()                         # also what `model_spec()` describes
+  inputs = task.make_inputs(tokenizer, process_index, process_count)
+  per step (jitted):  outputs = task.forward(model, params, batch, ...)
+                      sums = task.loss_sums(outputs, batch); d = task.denominators(batch)
+                      grad of task.loss(sums, d); logged: task.metrics(sums, d)
+  per eval:           evaluation = task.evaluate(run_eval, inputs)
+                        (run_eval(batch) runs the jitted task.eval_outputs(forward(...)))
+  at the end:         task.write_predictions(evaluation, inputs, workdir)
+
+Losses are sums over examples / predictions, divided by the WHOLE batch's denominators, so
+gradient accumulation over micro-batches equals the big batch (see trainer.py).
+"""
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+import flax.linen as nn
+import jax
+import numpy as np
+
+Batch = dict[str, np.ndarray]  # one process's rows of a global batch (numpy, host side)
+
+
+class Input(Protocol):
+  """An endless, resumable iterator of local batches (pretrain/pipeline.py, finetune/array_input.py)."""
+
+  def __next__(self) -> Batch: ...
+
+  def state(self) -> dict:
+    """This process's position (JSON); saved in every checkpoint beside the train state."""
+
+  def restore(self, state: dict) -> None:
+    """Continues from a saved `state()`: the next batches are an uninterrupted run's."""
+
+  def epoch_batches(self, epoch: int) -> Iterator[Batch]:
+    """The batches of one epoch, from its start, statelessly (evaluation reads these)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskInputs:
+  """What `make_inputs` gives: the training input, the eval input and what scoring needs.
+
+  steps_per_epoch: training batches in one epoch (fine-tuning counts its length in
+    epochs); None where an epoch has no fixed length (pretraining counts steps).
+  eval_metadata: whatever `evaluate` / `write_predictions` need besides the model's
+    outputs (gold labels, SQuAD windows, CoNLL words); None when the task needs nothing.
+  """
+  train: Input
+  eval: Input | None
+  steps_per_epoch: int | None = None
+  eval_metadata: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+  """metrics: {name: float} (the trainer prefixes eval_); outputs: the host-side arrays
+  they were computed from, for `write_predictions`."""
+  metrics: dict[str, float]
+  outputs: dict[str, np.ndarray] | None = None
+
+
+class Task(Protocol):
+  """One training task. Constructed as `Task(config, model_config)`; both are fixed for
+  the task's life (config: the run's ConfigDict; model_config: the encoder's config)."""
+
+  name: str  # == config.task
+  metric_names: tuple[str, ...]  # the training metrics printed in the run's last line
+
+  def model_spec(self) -> dict:
+    """{"task_model": NAME, **kwargs}: the model in models/task_models.TASK_MODELS terms.
+
+    Written to the workdir's model_config.json, so `weights.load_pretrained(workdir)`
+    rebuilds exactly this model with its head.
+    """
+
+  def build_model(self) -> nn.Module:
+    """The module to train: `task_models.build(model_config, self.model_spec())`."""
+
+  def example_batch(self, batch_size: int) -> dict[str, jax.Array]:
+    """Zeros of the batch contract's shapes (init and compile-only runs)."""
+
+  def make_inputs(self, tokenizer, process_index: int, process_count: int) -> TaskInputs:
+    """Reads and featurizes the data with the run's one tokenizer; this process's share."""
+
+  def forward(self, model: nn.Module, params, batch, *, deterministic: bool, rng=None):
+    """The model's outputs on a batch (jitted; rng is the dropout key when training)."""
+
+  def loss_sums(self, outputs, batch) -> dict[str, jax.Array]:
+    """Additive sums over the batch's rows (losses, correct counts)."""
+
+  def denominators(self, batch) -> dict[str, jax.Array]:
+    """What the sums are divided by, counted over the whole batch."""
+
+  def loss(self, sums, denominators) -> jax.Array:
+    """The scalar that is differentiated."""
+
+  def metrics(self, sums, denominators) -> dict[str, jax.Array]:
+    """Training metrics logged every log_every_steps (`loss` among them)."""
+
+  def eval_outputs(self, outputs, batch):
+    """What one eval batch gives the host (jitted with forward, deterministic)."""
+
+  def evaluate(self, run_eval: Callable[[Batch], Any], inputs: TaskInputs) -> Evaluation:
+    """Runs `run_eval` over inputs.eval and scores the result (official metrics)."""
+
+  def write_predictions(self, evaluation: Evaluation, inputs: TaskInputs,
+                        workdir: str) -> str | None:
+    """Writes the eval split's predictions in the task's submission format; the path
+    (None where the task has no prediction format)."""
+
+  def step_flops(self, batch) -> float:
+    """Model FLOPs of one training step on this batch (for MFU)."""
+
+  def tokens(self, batch) -> int:
+    """Token positions in the batch (for tokens/s)."""

@@ -1,0 +1,94 @@
+r"""Learns a WordPiece vocab.txt from plain-format text, for pretraining from scratch.
+
+BERT's released vocabularies fit Wikipedia + BookCorpus; a new corpus (or a small model
+that should not spend most of its parameters and output softmax on 30,522 rows) gets
+its own. Words are cut exactly as `WordPieceTokenizer` cuts them (same normalisation,
+lower-casing, punctuation and CJK splitting), counted, and handed to tensorflow_text's
+WordPiece learner (the algorithm of `bert_vocab_from_dataset`). The file starts with
+[PAD] [UNK] [CLS] [SEP] [MASK]; the tokenizer finds them by name, so any vocab.txt in this
+layout loads in `WordPieceTokenizer` and in HF's BertTokenizer alike.
+
+  python -m bert_jax.text.learn_vocab --input=runs/corpus/pretrain.txt \
+      --vocab_size=8192 --output=runs/corpus/vocab-8k.txt
+"""
+import collections
+import os
+from collections.abc import Sequence
+
+import tensorflow as tf
+from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
+
+from bert_jax.text import wordpiece as tokenizer_lib
+
+_LINES_PER_BATCH = 4096
+
+
+def count_words(input_files: Sequence[str], lower_case: bool = True) -> collections.Counter:
+  """{word: count} over the non-blank lines of the files, split as the tokenizer splits."""
+  missing = [path for path in input_files if not os.path.isfile(path)]
+  if missing:
+    raise FileNotFoundError(f"vocab learner input file(s) not found: {missing}")
+  lines = tf.data.TextLineDataset(list(input_files)).filter(
+      lambda line: tf.strings.length(tf.strings.strip(line)) > 0)
+  words = lines.batch(_LINES_PER_BATCH).map(
+      lambda batch: tokenizer_lib.normalize_and_split(batch, lower_case).flat_values)
+  counts = collections.Counter()
+  for batch in words.as_numpy_iterator():
+    counts.update(batch)
+  if not counts:
+    raise ValueError(f"vocab learner: no words in {list(input_files)}")
+  # The splitter turns special tokens written in the text into sentinel words; they
+  # are not words to learn pieces from.
+  sentinels = {chr(tokenizer_lib.SENTINEL_BASE + i)
+               for i in range(len(tokenizer_lib.SPECIAL_TOKENS))}
+  return collections.Counter({w.decode("utf-8"): c for w, c in counts.items()
+                              if w.decode("utf-8") not in sentinels})
+
+
+def learn_vocab(input_files: Sequence[str], vocab_size: int, lower_case: bool = True,
+                min_count: int = 10) -> list[str]:
+  """A WordPiece vocabulary (special tokens first) of at most `vocab_size` entries.
+
+  Args:
+    input_files: plain-format text files.
+    vocab_size: the target size, special tokens included; the learner's binary search
+      lands within a few percent below it.
+    lower_case: fold case (and strip accents) as an uncased tokenizer does.
+    min_count: words seen fewer times only contribute their characters.
+  """
+  reserved = list(tokenizer_lib.SPECIAL_TOKENS)
+  if vocab_size <= len(reserved):
+    raise ValueError(f"vocab_size {vocab_size} leaves no room beside {reserved}")
+  counts = count_words(input_files, lower_case)
+  vocab = wordpiece_tokenizer_learner_lib.learn(
+      sorted(counts.items()), vocab_size=vocab_size, reserved_tokens=reserved,
+      lower_thresh=min_count)
+  return vocab[:vocab_size]
+
+
+def write_vocab(vocab: Sequence[str], path: str) -> None:
+  """One token per line, as vocab.txt files are."""
+  if os.path.dirname(path):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("".join(token + "\n" for token in vocab))
+
+
+if __name__ == "__main__":
+  from absl import app, flags
+
+  _INPUT = flags.DEFINE_multi_string("input", None, "Plain-format text file(s).")
+  _OUTPUT = flags.DEFINE_string("output", None, "The vocab.txt to write.")
+  _VOCAB_SIZE = flags.DEFINE_integer("vocab_size", 8192, "Target size, specials included.")
+  _LOWER_CASE = flags.DEFINE_bool("lower_case", True, "Uncased vocabulary.")
+  _MIN_COUNT = flags.DEFINE_integer("min_count", 10, "Rarer words add only characters.")
+  flags.mark_flags_as_required(["input", "output"])
+
+  def main(argv):
+    del argv
+    vocab = learn_vocab(_INPUT.value, _VOCAB_SIZE.value, _LOWER_CASE.value,
+                        _MIN_COUNT.value)
+    write_vocab(vocab, _OUTPUT.value)
+    print(f"wrote {len(vocab)} tokens to {_OUTPUT.value}")
+
+  app.run(main)

@@ -1,0 +1,40 @@
+"""The one data root: every task/corpus path in a config is relative to it.
+
+`resolve(data_dir, path)` is the one resolver: an absolute path passes through, a relative
+one joins the data root, which is `data_dir` when given (config.data.data_dir, --data_dir)
+and otherwise `default_data_dir()`:
+  1. the environment variable BERT_JAX_DATA_DIR;
+  2. `../shared/data` next to the working directory, or next to this repository's checkout;
+  3. None (configs then have to set `data_dir` explicitly).
+"""
+import os
+import pathlib
+
+ENV_VAR = "BERT_JAX_DATA_DIR"
+_REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def default_data_dir() -> str | None:
+  env = os.environ.get(ENV_VAR)
+  if env:
+    return env
+  for base in (pathlib.Path.cwd(), _REPO_ROOT):
+    candidate = base.parent / "shared" / "data"
+    if candidate.is_dir():
+      return str(candidate)
+  return None
+
+
+def resolve(data_dir: str | None, relative_path: str) -> str:
+  """Joins a config-relative path onto the data root; absolute paths pass through.
+
+  data_dir: the root; "" or None means `default_data_dir()`.
+  """
+  if os.path.isabs(relative_path):
+    return relative_path
+  data_dir = data_dir or default_data_dir()
+  if not data_dir:
+    raise ValueError(
+        f"No data root: cannot resolve '{relative_path}'. Set --config.data_dir or the "
+        f"{ENV_VAR} environment variable.")
+  return os.path.join(data_dir, relative_path)

@@ -1,0 +1,291 @@
+r"""Turns raw text sources into the plain pretraining format.
+
+The plain format is google-research/bert's: UTF-8 text, one sentence per line, a blank
+line between documents. `corpus.py` reads it; this command makes it from the shapes the
+data root holds.
+
+  python -m bert_jax.text.prepare --output=workdirs/corpus/pretrain.txt   # all of it
+  python -m bert_jax.text.prepare \
+      --source=nltk_corpora/gutenberg.zip --source=wikitext-2/valid.txt \
+      --output=workdirs/corpus/small.txt
+
+Sources are relative to the data root (`bert_jax.text.paths`) unless absolute; without
+--source, all of PRETRAINING_SOURCES. Each source's format is guessed from its file name,
+or given as `--source=PATH:FORMAT`:
+
+  format      guessed for         one document is    its sentences are
+  zip         *.zip               a member file      paragraphs (blank-line separated,
+                                                     lines joined) cut by the sentence rule
+  zip_lines   movie_reviews*.zip  a member file      its non-blank lines
+  zip_tagged  brown*.zip          a member file      as zip, after `word/tag` -> `word`
+  wikitext    *wikitext*          a ` = Title = `    each paragraph line cut by the rule;
+                                  article            ` = = Sub = = ` headings dropped,
+                                                     `@-@ @,@ @.@` joined, `<unk>` dropped
+  plain       anything else       a blank-line       its lines (already the plain format)
+                                  separated block
+
+The sentence rule (`split_sentences`; corpus.py's in-graph tfds reader applies the same
+patterns): a sentence ends after a run of `.`, `!` or `?` (plus closing quotes/brackets)
+followed by whitespace and a character that is not a lowercase ASCII letter, unless the
+word before the period is a common title or an initial (`ABBREVIATION`: "Mr. Smith" and
+"W. N. Francis" stay whole). Crude, but good enough for NSP pairs.
+
+The printed summary counts, per source, documents, sentences, skipped documentation
+members (README, CONTENTS, cats.txt) and skipped empty documents, and lists the members
+that are not valid UTF-8. What happens to those is --invalid_utf8: `latin1` (default)
+reads them as Latin-1 (two Gutenberg books are Latin-1; seven State-of-the-Union and
+inaugural files carry a few mojibake bytes), `skip` leaves them out, `error` stops.
+"""
+import dataclasses
+import os
+import re
+import sys
+import zipfile
+from collections.abc import Iterator
+
+from absl import app
+from absl import flags
+
+from bert_jax.text import paths
+
+# RE2 (tf.strings.regex_replace) and Python `re` read these patterns and replacements
+# the same way. First the space after an abbreviation becomes a \x1f guard, then a line
+# break goes in at each sentence boundary, then the guards turn back into spaces.
+ABBREVIATION = (r"\b(Mr|Mrs|Ms|Dr|St|Mt|Jr|Sr|Messrs|Prof|Gen|Col|Capt|Lt|Sgt|Rev|Gov|"
+                r"Sen|Rep|Hon|vs|Vol|No|[A-Z])\.[ \t]+")
+ABBREVIATION_REPLACEMENT = "\\1.\x1f"
+SENTENCE_BOUNDARY = r"""([.!?]+["')\]]*)[ \t\r\n\f\v]+([^ \t\r\n\f\v a-z])"""
+SENTENCE_BOUNDARY_REPLACEMENT = "\\1\n\\2"
+ABBREVIATION_GUARD = "\x1f"
+
+_ABBREVIATION_RE = re.compile(ABBREVIATION)
+_SENTENCE_BOUNDARY_RE = re.compile(SENTENCE_BOUNDARY)
+_WHITESPACE_RE = re.compile(r"\s+")
+_BLANK_LINES_RE = re.compile(r"\n[ \t\r\f\v]*\n")
+_WIKITEXT_TITLE_RE = re.compile(r"= [^=].* =")      # fullmatch on the stripped line
+_WIKITEXT_HEADING_RE = re.compile(r"=( =)+ .* =( =)+")
+_DOCUMENTATION_MEMBERS = frozenset({"README", "CONTENTS", "cats.txt"})
+FORMATS = ("zip", "zip_lines", "zip_tagged", "wikitext", "plain")
+INVALID_UTF8_POLICIES = ("latin1", "skip", "error")
+
+
+class PrepareError(ValueError):
+  """A source that cannot be converted; the message names the file (and member)."""
+
+
+@dataclasses.dataclass
+class SourceCounts:
+  """What one source contributed; printed as one summary line."""
+  source: str
+  documents: int = 0
+  sentences: int = 0
+  skipped_members: int = 0
+  skipped_empty_documents: int = 0
+  invalid_utf8_members: list[str] = dataclasses.field(default_factory=list)
+  invalid_utf8_policy: str = "latin1"  # what was done with those members
+
+  def summary(self) -> str:
+    line = (f"{self.source}: {self.documents} documents, {self.sentences} sentences, "
+            f"skipped {self.skipped_members} documentation members and "
+            f"{self.skipped_empty_documents} empty documents")
+    if self.invalid_utf8_members:
+      line += (f"; {len(self.invalid_utf8_members)} not valid UTF-8 "
+               f"({self.invalid_utf8_policy}): "
+               + ", ".join(self.invalid_utf8_members))
+    return line
+
+
+def split_sentences(paragraph: str) -> list[str]:
+  """One paragraph (any internal line breaks) -> its sentences, whitespace collapsed."""
+  text = _WHITESPACE_RE.sub(" ", paragraph).strip()
+  if not text:
+    return []
+  text = _ABBREVIATION_RE.sub(ABBREVIATION_REPLACEMENT, text)
+  text = _SENTENCE_BOUNDARY_RE.sub(SENTENCE_BOUNDARY_REPLACEMENT, text)
+  text = text.replace(ABBREVIATION_GUARD, " ")
+  return [s.strip() for s in text.split("\n") if s.strip()]
+
+
+def prose_to_sentences(text: str) -> list[str]:
+  """A document of wrapped prose: paragraphs at blank lines, each split into sentences."""
+  sentences = []
+  for paragraph in _BLANK_LINES_RE.split(text.replace("\r\n", "\n")):
+    sentences.extend(split_sentences(paragraph))
+  return sentences
+
+
+def lines_to_sentences(text: str) -> list[str]:
+  """A document that already has one sentence per line (movie_reviews)."""
+  return [_WHITESPACE_RE.sub(" ", line).strip() for line in text.splitlines() if line.strip()]
+
+
+def strip_pos_tags(text: str) -> str:
+  """Brown's `word/tag` tokens -> `word`; its `` and '' quotes -> `"`. Layout is kept."""
+  def untag(match: re.Match) -> str:
+    word = match.group(0).rsplit("/", 1)[0]
+    return '"' if word in ("``", "''") else word
+  return re.sub(r"\S+/\S+", untag, text)
+
+
+def detokenize_wikitext(line: str) -> str:
+  """WikiText's split number marks `1 @,@ 000` -> `1,000`; `<unk>` placeholders dropped."""
+  line = line.replace(" @-@ ", "-").replace(" @,@ ", ",").replace(" @.@ ", ".")
+  return line.replace("<unk>", " ")
+
+
+def guess_format(path: str) -> str:
+  name = os.path.basename(path).lower()
+  if "wikitext" in path.lower():
+    return "wikitext"
+  if name.endswith(".zip"):
+    if name.startswith("movie_reviews"):
+      return "zip_lines"
+    if name.startswith("brown"):
+      return "zip_tagged"
+    return "zip"
+  return "plain"
+
+
+def parse_source(spec: str, data_dir: str | None) -> tuple[str, str]:
+  """`PATH` or `PATH:FORMAT` -> (resolved path, format)."""
+  path, fmt = spec, ""
+  head, colon, tail = spec.rpartition(":")
+  if colon and tail in FORMATS:
+    path, fmt = head, tail
+  fmt = fmt or guess_format(path)
+  resolved = paths.resolve(data_dir, path)
+  if not os.path.isfile(resolved):
+    raise PrepareError(f"source '{spec}' not found at '{resolved}'")
+  return resolved, fmt
+
+
+def _decode(raw: bytes, where: str, policy: str, counts: SourceCounts) -> str | None:
+  try:
+    return raw.decode("utf-8")
+  except UnicodeDecodeError as error:
+    if policy == "error":
+      raise PrepareError(f"{where}: invalid UTF-8 at byte {error.start}") from None
+    counts.invalid_utf8_members.append(where)
+    return None if policy == "skip" else raw.decode("latin-1")
+
+
+def _zip_documents(path: str, fmt: str, policy: str,
+                   counts: SourceCounts) -> Iterator[list[str]]:
+  to_sentences = lines_to_sentences if fmt == "zip_lines" else prose_to_sentences
+  with zipfile.ZipFile(path) as archive:
+    for member in sorted(archive.namelist()):
+      base = os.path.basename(member)
+      if member.endswith("/") or not base or base.startswith("."):
+        continue
+      if base in _DOCUMENTATION_MEMBERS:
+        counts.skipped_members += 1
+        continue
+      text = _decode(archive.read(member), f"{path}!{member}", policy, counts)
+      if text is None:
+        continue
+      if fmt == "zip_tagged":
+        text = strip_pos_tags(text)
+      yield to_sentences(text)
+
+
+def _wikitext_documents(text: str) -> Iterator[list[str]]:
+  document, in_article = [], False
+  for line in text.splitlines():
+    stripped = line.strip()
+    if _WIKITEXT_TITLE_RE.fullmatch(stripped):
+      if in_article or document:
+        yield document
+      document, in_article = [], True
+    elif stripped and not _WIKITEXT_HEADING_RE.fullmatch(stripped):
+      document.extend(split_sentences(detokenize_wikitext(stripped)))
+  if in_article or document:
+    yield document
+
+
+def _plain_documents(text: str) -> Iterator[list[str]]:
+  for block in _BLANK_LINES_RE.split(text.replace("\r\n", "\n")):
+    yield lines_to_sentences(block)
+
+
+def read_source(path: str, fmt: str, invalid_utf8: str,
+                counts: SourceCounts) -> Iterator[list[str]]:
+  """Yields the non-empty documents (lists of sentences) of one source; updates counts."""
+  if fmt not in FORMATS:
+    raise PrepareError(f"{path}: unknown format '{fmt}'; expected one of {FORMATS}")
+  if fmt.startswith("zip"):
+    documents = _zip_documents(path, fmt, invalid_utf8, counts)
+  else:
+    with open(path, "rb") as f:
+      text = _decode(f.read(), path, invalid_utf8, counts)
+    text = text or ""
+    documents = _wikitext_documents(text) if fmt == "wikitext" else _plain_documents(text)
+  for document in documents:
+    if document:
+      counts.documents += 1
+      counts.sentences += len(document)
+      yield document
+    else:
+      counts.skipped_empty_documents += 1
+
+
+def prepare(sources: list[str], output: str, data_dir: str | None = None,
+            invalid_utf8: str = "latin1") -> list[SourceCounts]:
+  """Converts `sources` into one plain-format file at `output`; returns per-source counts."""
+  if invalid_utf8 not in INVALID_UTF8_POLICIES:
+    raise PrepareError(f"invalid_utf8 must be one of {INVALID_UTF8_POLICIES}")
+  if not sources:
+    raise PrepareError("no --source given")
+  resolved = [parse_source(spec, data_dir) for spec in sources]
+  os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+  all_counts = []
+  temporary = output + ".tmp"
+  with open(temporary, "w", encoding="utf-8") as out:
+    for path, fmt in resolved:
+      counts = SourceCounts(path, invalid_utf8_policy=invalid_utf8)
+      for document in read_source(path, fmt, invalid_utf8, counts):
+        out.write("\n".join(document))
+        out.write("\n\n")
+      all_counts.append(counts)
+  if sum(c.documents for c in all_counts) == 0:
+    os.remove(temporary)
+    raise PrepareError(f"no text found in {[path for path, _ in resolved]}")
+  os.replace(temporary, output)
+  return all_counts
+
+
+# All the pretraining text in the data root (shared/data/README.md): the default --source.
+PRETRAINING_SOURCES = (
+    "nltk_corpora/gutenberg.zip", "nltk_corpora/brown.zip", "nltk_corpora/movie_reviews.zip",
+    "nltk_corpora/state_union.zip", "nltk_corpora/inaugural.zip", "wikitext-2/valid.txt",
+    "wikitext-2/test.txt")
+
+if __name__ == "__main__":  # flags exist only when run as a program
+  _SOURCES = flags.DEFINE_multi_string(
+      "source", list(PRETRAINING_SOURCES),
+      "Raw source, relative to the data root; `PATH` or `PATH:FORMAT`. Repeat for more. "
+      "Default: all the pretraining text of the data root (PRETRAINING_SOURCES).")
+  _OUTPUT = flags.DEFINE_string("output", None, "The plain-format file to write.")
+  _DATA_DIR = flags.DEFINE_string(
+      "data_dir", None, "Data root (default: bert_jax.text.paths.default_data_dir()).")
+  _INVALID_UTF8 = flags.DEFINE_enum(
+      "invalid_utf8", "latin1", INVALID_UTF8_POLICIES, "What to do with non-UTF-8 members.")
+
+
+def main(argv):
+  del argv
+  if not _OUTPUT.value:
+    raise app.UsageError("--output is required")
+  data_dir = _DATA_DIR.value
+  try:
+    all_counts = prepare(_SOURCES.value, _OUTPUT.value, data_dir, _INVALID_UTF8.value)
+  except PrepareError as error:
+    print(f"prepare: error: {error}", file=sys.stderr)
+    sys.exit(1)
+  for counts in all_counts:
+    print(counts.summary())
+  print(f"wrote {sum(c.documents for c in all_counts)} documents, "
+        f"{sum(c.sentences for c in all_counts)} sentences to {_OUTPUT.value}")
+
+
+if __name__ == "__main__":
+  app.run(main)

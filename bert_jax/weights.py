@@ -1,0 +1,164 @@
+"""The one weights loader: HF folders, Google TF checkpoints and bert_jax saved models /
+training workdirs (pretrained or fine-tuned), for users and for the trainer alike.
+
+  model, variables = load_pretrained(path)           # the model with the checkpoint's heads
+  config, params, with_heads = load_params(path)     # unrolled float32 numpy params
+  params, notes = init_params(params, path, config)  # the trainer's config.init_from
+
+A bert_jax workdir records its model in model_config.json ("model": a task_models spec),
+so a fine-tuned workdir loads as its task model (classifier, tagger, QA, multiple choice)
+with its head. HF and TF checkpoints load as BertForPreTraining (with MLM/NSP heads) or
+BertModel.
+"""
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bert_jax import checkpoint
+from bert_jax.convert import hf, tf_checkpoint
+from bert_jax.models import task_models
+from bert_jax.models.config import BertConfig
+from bert_jax.models.layout import stack_layers
+
+
+def detect_format(path: str) -> str:
+  """"native" (ours: saved model or training workdir), "hf" or "tf"."""
+  if not os.path.exists(path) and not tf_checkpoint.is_tf_checkpoint(path):
+    raise FileNotFoundError(f"{path}: no such file or folder")
+  if checkpoint.is_native(path):
+    return "native"
+  if tf_checkpoint.is_tf_checkpoint(path):
+    return "tf"
+  if os.path.isdir(path) and os.path.exists(os.path.join(path, "config.json")):
+    return "hf"
+  raise ValueError(f"{path}: not an HF folder (config.json + model.safetensors), a TF "
+                   "checkpoint (bert_config.json + *.ckpt.index) or a bert_jax checkpoint")
+
+
+def load_config(path: str) -> BertConfig:
+  """The model config of any supported format, without reading the weights."""
+  fmt = detect_format(path)
+  if fmt == "native":
+    return checkpoint.read_model_config(path)
+  if fmt == "hf":
+    return hf.read_config(path)
+  return BertConfig.from_json_file(tf_checkpoint.find_checkpoint(path)[1])
+
+
+def load_params(path: str, heads: str = "auto") -> tuple[BertConfig, dict, bool]:
+  """(config, unrolled float32 params, has_pretraining_heads) from any supported format."""
+  fmt = detect_format(path)
+  if fmt == "native":
+    config, params = checkpoint.load_model_params(path)
+    with_heads = "mlm_head" in params
+    if heads == "none" and "bert" in params:
+      params, with_heads = params["bert"], False
+    elif heads == "pretraining" and not with_heads:
+      raise ValueError(f"{path}: has no pretraining heads")
+  else:
+    loader = hf.load if fmt == "hf" else tf_checkpoint.load
+    config, params, with_heads = loader(path, heads)
+  check_vocab(path, config)
+  return config, params, with_heads
+
+
+def check_vocab(path: str, config: BertConfig) -> None:
+  """A vocab.txt beside the weights must have exactly vocab_size entries."""
+  folder = path if os.path.isdir(path) else os.path.dirname(path)
+  vocab = os.path.join(folder, "vocab.txt")
+  if os.path.exists(vocab):
+    with open(vocab, encoding="utf-8") as f:
+      entries = sum(1 for line in f if line.rstrip("\n"))
+    if entries != config.vocab_size:
+      raise ValueError(f"{vocab}: {entries} entries but the model's vocab_size is "
+                       f"{config.vocab_size}")
+
+
+def model_spec(path: str, params: dict) -> dict:
+  """The task_models spec of a checkpoint: recorded in a bert_jax workdir's model_config.json;
+  for HF/TF weights (and older workdirs) read off the params: pretraining heads or encoder."""
+  if checkpoint.is_native(path):
+    with open(os.path.join(path, checkpoint.MODEL_CONFIG)) as f:
+      recorded = json.load(f).get("model")
+    if recorded:
+      return recorded
+  if "mlm_head" in params:
+    return {"task_model": "pretraining",
+            "sentence_heads": sorted(k[:-len("_head")] for k in params
+                                     if k.endswith("_head") and k != "mlm_head")}
+  encoder = params.get("bert", params)
+  return {"task_model": "encoder", "add_pooling_layer": "pooler" in encoder}
+
+
+def load_pretrained(path: str, heads: str = "auto", **config_overrides):
+  """Loads weights from an HF folder, a TF checkpoint or a bert_jax checkpoint/workdir.
+
+  Returns (model, variables): the module the checkpoint holds (`model_spec`), e.g.
+  BertForPreTraining, BertModel, or a fine-tuned workdir's BertForSequenceClassification;
+  heads="none" gives the encoder alone. config_overrides change implementation fields
+  such as dtype="bfloat16" or scan_layers=True (params are then stacked to match).
+  """
+  config, params, _ = load_params(path, heads)
+  spec = model_spec(path, params)
+  if heads == "none" and spec["task_model"] != "encoder":
+    params = params.get("bert", params)
+    spec = {"task_model": "encoder", "add_pooling_layer": "pooler" in params}
+  config = config.replace(**config_overrides)
+  if config.scan_layers:
+    params = stack_layers(params, config.num_hidden_layers)
+  params = jax.tree.map(lambda x: jnp.asarray(np.asarray(x, np.float32)), params)
+  return task_models.build(config, spec), {"params": params}
+
+
+# ----------------------------------------------------------------- the trainer's init_from
+def init_params(params: dict, path: str, model_config: BertConfig):
+  """(params with every tensor of the checkpoint at `path` copied in, notes on what was
+  adapted): the trainer's config.init_from. `params` are the freshly initialised ones."""
+  pretrained_config, pretrained, _ = load_params(path)
+  if pretrained_config.vocab_size != model_config.vocab_size:
+    raise ValueError(f"init_from {path}: vocab_size {pretrained_config.vocab_size} != "
+                     f"config.model.vocab_size {model_config.vocab_size}")
+  if model_config.scan_layers:
+    pretrained = stack_layers(pretrained, model_config.num_hidden_layers)
+  return _merge(params, pretrained, path)
+
+
+def _merge(params, pretrained, path: str):
+  """Copies every tensor of `pretrained` into `params`; shapes and names must match.
+
+  Adapts the usual encoder/task differences and says so: an encoder-only checkpoint goes
+  under a task model's `bert`; a pretraining checkpoint gives only its encoder to a
+  fine-tuning model (its MLM/NSP heads are dropped); a pooler the model lacks (token
+  tasks) is dropped. Heads the checkpoint lacks keep their fresh initialisation.
+  """
+  def merge(ours, theirs, prefix):
+    if not isinstance(theirs, dict):
+      if ours.shape != theirs.shape:
+        raise ValueError(f"init_from {path}: {prefix} has shape {theirs.shape}, the model "
+                         f"expects {ours.shape}")
+      return jnp.asarray(theirs, ours.dtype)
+    unknown = set(theirs) - set(ours)
+    if unknown:
+      raise ValueError(f"init_from {path}: {prefix or 'params'} has no {sorted(unknown)}")
+    return {k: merge(ours[k], theirs[k], f"{prefix}/{k}" if prefix else k) if k in theirs
+            else ours[k] for k in ours}
+
+  notes = []
+  if "bert" in params and "bert" not in pretrained:
+    pretrained = {"bert": pretrained}  # an encoder-only checkpoint under a task model
+  dropped = sorted(set(pretrained) - set(params))
+  if "bert" in params and dropped:
+    pretrained = {"bert": pretrained["bert"]}
+    notes.append(f"dropped the checkpoint's {dropped}")
+  encoder, theirs = params.get("bert", params), pretrained.get("bert", pretrained)
+  if "pooler" in theirs and "pooler" not in encoder:
+    theirs = {k: v for k, v in theirs.items() if k != "pooler"}
+    pretrained = {**pretrained, "bert": theirs} if "bert" in pretrained else theirs
+    notes.append("dropped the checkpoint's pooler (the model has none)")
+  fresh = sorted(set(params) - set(pretrained))
+  if fresh:
+    notes.append(f"newly initialised {fresh}")
+  return merge(params, pretrained, ""), notes

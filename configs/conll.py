@@ -1,0 +1,20 @@
+r"""CoNLL-2003 English NER fine-tuning (first sub-token of each word), from all-MiniLM-L6-v2.
+
+  python -m bert_jax.train --config=configs/conll.py --workdir=runs/conll [--config.init_from=PATH]
+
+Trains on conll2003/train.txt, evaluates seqeval-style entity F1 on valid.txt (the
+"dev" split; `eval=test` scores test.txt); "tfds:conll2003" reads tfds instead.
+`train_examples=N` uses a random N-sentence subset; `runlocal=True` is a smoke test.
+"""
+from bert_jax.finetune import conll_reader
+from configs.common import finetuning_config, parse_arg, shrink_for_runlocal
+
+
+def get_config(arg=None):
+  arg = parse_arg(arg, eval="dev", train_examples=0, runlocal=False)
+  sources = {"train": conll_reader.DEFAULT_FILES["train"], arg.eval: conll_reader.DEFAULT_FILES[arg.eval]}
+  config = finetuning_config("conll", sources)
+  config.data.eval_split = arg.eval
+  config.data.train_examples = arg.train_examples
+  config.optim.learning_rate = 5e-5
+  return shrink_for_runlocal(config) if arg.runlocal else config
