@@ -1,0 +1,176 @@
+r"""Runs a sweep of experiments/sweeps/ here, one run after another, and records each.
+
+  python -m experiments.run finetune_minilm                  # every run without a row yet
+  python -m experiments.run finetune_minilm swag wnli --force
+  python -m experiments.run plateau --print                  # the commands, for a cluster
+  python -m experiments.tables finetune_minilm               # the markdown table
+
+Run from the repository root. Each run is exactly
+`python -m bert_jax.train --config=CONFIG --config.KEY=VALUE ... --workdir=runs/SWEEP/RUN`,
+in a fresh workdir (an old one is deleted first), its output also going to
+runs/SWEEP/RUN.log. A finished run adds one JSON row to experiments/results/SWEEP.jsonl
+(or --results): the command, git revision ("-dirty" if the tree has changes outside
+experiments/results/), wall time, finish time (UTC) and the metrics the sweep's METRICS
+names; the file keeps one row per run, in the sweep's order. Runs that already have a row
+are skipped (--force re-runs them and replaces their row); a failed run writes no row,
+and the runner goes on and exits non-zero at the end. --print prints the commands of the
+runs it would do, one per line, and runs nothing.
+"""
+import argparse
+import datetime
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+from experiments import sweeps
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def command(sweep: str, run: str, spec: dict) -> list[str]:
+  """The train command of one run, as an argument list."""
+  def value(v):
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+  return (["python", "-m", "bert_jax.train", f"--config={spec['config']}"] +
+          [f"--config.{key}={value(v)}" for key, v in spec["overrides"].items()] +
+          [f"--workdir=runs/{sweep}/{run}"])
+
+
+def git_revision() -> str:
+  """HEAD, plus "-dirty" if the tree differs from it outside experiments/results/."""
+  def git(*args):
+    return subprocess.run(["git", *args], cwd=_REPO, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+  try:
+    head = git("rev-parse", "HEAD")
+    dirty = git("status", "--porcelain", "--", ".", ":!experiments/results")
+  except (OSError, subprocess.CalledProcessError):
+    return "unknown"
+  return head + ("-dirty" if dirty else "")
+
+
+def collect_metrics(workdir: str, spec: dict) -> dict:
+  """The METRICS of a finished workdir: final eval results (+ eval rows by step)."""
+  with open(os.path.join(workdir, "eval_results.json")) as f:
+    final = json.load(f)
+  keys = spec.get("eval_results.json")
+  metrics = final if keys is None else {k: final[k] for k in keys if k in final}
+  if "metrics.jsonl" in spec:
+    metrics["eval_by_step"] = {}
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+      for row in map(json.loads, f):
+        kept = {k: row[k] for k in spec["metrics.jsonl"] if k in row}
+        if kept:
+          metrics["eval_by_step"][str(row["step"])] = kept
+  return metrics
+
+
+def _argv(cmd: list[str]) -> list[str]:
+  """A recorded command as run here: "python" is this interpreter."""
+  return [sys.executable, *cmd[1:]] if cmd[0] == "python" else cmd
+
+
+def _execute(cmd: list[str], log_path: str) -> int:
+  """Runs cmd, its output to the terminal and to log_path; returns the exit code."""
+  with open(log_path, "w") as log:
+    process = subprocess.Popen(_argv(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    for line in process.stdout:
+      sys.stdout.write(line)
+      log.write(line)
+    return process.wait()
+
+
+def _prepare(name: str, module, print_only: bool) -> None:
+  """Runs the sweep's PREPARE commands whose outputs are missing."""
+  missing = [(out, cmd) for out, cmd in getattr(module, "PREPARE", ())
+             if not os.path.exists(out)]
+  if missing and print_only:
+    raise SystemExit(f"sweep {name} needs {', '.join(out for out, _ in missing)} first: "
+                     + " && ".join(cmd for _, cmd in missing))
+  for out, cmd in missing:
+    print(f"== prepare {out}: {cmd}", flush=True)
+    if subprocess.run(_argv(shlex.split(cmd))).returncode:
+      raise SystemExit(f"prepare failed: {cmd}")
+
+
+def _run(sweep: str, run: str, cmd: list[str], metrics_spec: dict) -> dict | None:
+  """Runs one command in a fresh workdir; its results row, or None if it failed."""
+  workdir = f"runs/{sweep}/{run}"
+  shutil.rmtree(workdir, ignore_errors=True)
+  os.makedirs(os.path.dirname(workdir), exist_ok=True)
+  print(f"== {run}: {shlex.join(cmd)}", flush=True)
+  revision = git_revision()
+  start = time.time()
+  code = _execute(cmd, f"{workdir}.log")
+  seconds = time.time() - start
+  failure = f"exit code {code}" if code else None
+  if not failure and not os.path.exists(os.path.join(workdir, "eval_results.json")):
+    failure = "no eval_results.json"
+  if failure:
+    print(f"== {run} failed ({failure}); log in {workdir}.log", file=sys.stderr, flush=True)
+    return None
+  return {"sweep": sweep, "run": run, "command": shlex.join(cmd), "git_revision": revision,
+          "wall_seconds": round(seconds, 1),
+          "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
+              timespec="seconds"),
+          "metrics": collect_metrics(workdir, metrics_spec)}
+
+
+def save_row(path: str, row: dict, order: list[str]) -> None:
+  """Adds row to the results file (replacing the run's old row), rows in sweep order."""
+  rows = [r for r in sweeps.read_results(path) if r["run"] != row["run"]] + [row]
+  rows.sort(key=lambda r: order.index(r["run"]) if r["run"] in order else len(order))
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  with open(path + ".tmp", "w") as f:
+    f.writelines(json.dumps(r) + "\n" for r in rows)
+  os.replace(path + ".tmp", path)
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("sweep", help=f"one of: {', '.join(sweeps.names())}")
+  parser.add_argument("runs", nargs="*", help="runs of the sweep (default: all, in order)")
+  parser.add_argument("--print", dest="print_only", action="store_true",
+                      help="print the commands, one per line; run nothing")
+  parser.add_argument("--force", action="store_true", help="re-run runs that have a row")
+  parser.add_argument("--results", help="results file (default experiments/results/SWEEP.jsonl)")
+  args = parser.parse_args(argv)
+
+  module = sweeps.load(args.sweep)
+  _prepare(args.sweep, module, args.print_only)
+  specs = module.get_sweep()
+  unknown = [run for run in args.runs if run not in specs]
+  if unknown:
+    raise SystemExit(f"unknown run(s) {', '.join(unknown)} in sweep {args.sweep}; "
+                     f"known runs: {', '.join(specs)}")
+  path = args.results or sweeps.results_path(args.sweep)
+  done = {row["run"] for row in sweeps.read_results(path)}
+  runs = args.runs or list(specs)
+  todo = [run for run in runs if args.force or run not in done]
+  for run in runs:
+    if run not in todo:
+      print(f"skip {run}: it has a row in {path} (--force re-runs it)", file=sys.stderr)
+  failed = []
+  for run in todo:
+    cmd = command(args.sweep, run, specs[run])
+    if args.print_only:
+      print(shlex.join(cmd))
+      continue
+    row = _run(args.sweep, run, cmd, getattr(module, "METRICS", {"eval_results.json": None}))
+    if row is None:
+      failed.append(run)
+    else:
+      save_row(path, row, list(specs))
+  if failed:
+    raise SystemExit(f"{len(failed)} of {len(todo)} runs failed: {' '.join(failed)}")
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,46 @@
+"""Sweeps: one Python file per sweep, holding data, not a runner.
+
+A sweep file `experiments/sweeps/NAME.py` has
+  a docstring    what the sweep measures, its prerequisites and the commands;
+  get_sweep()    {run name: {"config": "configs/x.py[:arg]", "overrides": {"a.b": value}}},
+                 in the order the runs go (and their rows are kept in);
+  PREPARE        optional ((output path, command), ...): run first where the output is
+                 missing (`experiments.run` does; `--print` asks for them instead);
+  METRICS        {"eval_results.json": keys or None (all), "metrics.jsonl": keys}: what
+                 goes into a results row; "metrics.jsonl" (pretraining sweeps) keeps the
+                 eval rows by step under metrics["eval_by_step"]["STEP"];
+  COLUMNS        ((header, row -> cell text), ...): the markdown table of the results.
+
+A results row (experiments/results/NAME.jsonl, one per run): {"sweep", "run", "command",
+"git_revision", "wall_seconds", "finished_at", "metrics"}; rows imported from an older
+record also carry "imported_from".
+"""
+import importlib
+import json
+import os
+
+_DIR = os.path.dirname(os.path.abspath(__file__))
+RESULTS_DIR = os.path.join(os.path.dirname(_DIR), "results")
+
+
+def names() -> list[str]:
+  return sorted(f[:-3] for f in os.listdir(_DIR) if f.endswith(".py") and not f.startswith("_"))
+
+
+def load(name: str):
+  """The sweep module `name`; an unknown name exits with the known ones."""
+  if name not in names():
+    raise SystemExit(f"unknown sweep {name!r}; known sweeps: {', '.join(names())}")
+  return importlib.import_module(f"experiments.sweeps.{name}")
+
+
+def results_path(name: str) -> str:
+  return os.path.join(RESULTS_DIR, f"{name}.jsonl")
+
+
+def read_results(path: str) -> list[dict]:
+  """The rows of a results file ([] if there is none yet)."""
+  if not os.path.exists(path):
+    return []
+  with open(path) as f:
+    return [json.loads(line) for line in f if line.strip()]

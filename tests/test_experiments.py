@@ -1,0 +1,165 @@
+"""experiments.run / experiments.tables: commands, skip-on-rerun, results rows, tables.
+
+No training: --print runs nothing, and the one "run" test replaces the train command.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from experiments import run as runner
+from experiments import sweeps
+from experiments import tables
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _write(path, rows):
+  with open(path, "w") as f:
+    f.writelines(json.dumps(row) + "\n" for row in rows)
+  return str(path)
+
+
+def _row(run, metrics, sweep="finetune_minilm", wall_seconds=378.0):
+  return {"sweep": sweep, "run": run, "command": f"python -m bert_jax.train --x={run}",
+          "git_revision": "abc", "wall_seconds": wall_seconds, "finished_at": None,
+          "metrics": metrics}
+
+
+@pytest.fixture
+def plateau_vocab(tmp_path, monkeypatch):
+  """A cwd with the plateau sweep's prepared files: a 123-line vocab."""
+  monkeypatch.chdir(tmp_path)
+  os.makedirs("runs/corpus")
+  open("runs/corpus/pretrain.txt", "w").close()
+  with open("runs/corpus/vocab-8k.txt", "w") as f:
+    f.writelines(f"piece{i}\n" for i in range(123))
+  return tmp_path / "runs/corpus/vocab-8k.txt"
+
+
+def test_finetune_table_rows(tmp_path, capsys):
+  path = _write(tmp_path / "r.jsonl", [
+      _row("cola", {"step": 801, "train_examples_per_sec": 73.3,
+                    "eval_matthews_corrcoef": 0.2396}),
+      _row("squad11", {"step": 374, "eval_f1": 60.69, "eval_exact_match": 41.76,
+                       "eval_total": 1111}, wall_seconds=6894.0),
+      _row("conll", {"step": 876, "train_examples_per_sec": 20.5, "eval_f1": 0.8994,
+                     "eval_precision": 0.8889, "eval_recall": 0.9101})])
+  tables.main(["finetune_minilm", f"--results={path}"])
+  lines = capsys.readouterr().out.splitlines()
+  assert lines[0] == ("| run | eval scores (%) | steps | wall time | train examples/s | "
+                      "command |")
+  assert lines[2] == ("| cola (dev; 3 epochs, seq 64, lr 5e-5) | matthews_corrcoef 23.96 | 801 "
+                      "| 6.3 min | 73.3 | `python -m bert_jax.train --x=cola` |")
+  # SQuAD (eval_total present) is already on the 0-100 scale: not multiplied by 100.
+  assert lines[3].startswith("| squad11 (1,111 questions") and lines[3].endswith(
+      "| f1 60.69, exact_match 41.76 | 374 | 114.9 min | nan | "
+      "`python -m bert_jax.train --x=squad11` |")
+  assert "| f1 89.94 (precision 88.89, recall 91.01) | 876 |" in lines[4]
+
+
+def test_plateau_table_row(tmp_path, capsys):
+  evals = {"eval_mlm_accuracy": 0.1514, "eval_mlm_accuracy_corrupted": 0.1256,
+           "eval_nsp_accuracy": 0.5391}
+  path = _write(tmp_path / "r.jsonl", [_row(
+      "guided_layer0", {"eval_by_step": {"400": {}, "800": evals}}, sweep="plateau")])
+  tables.main(["plateau", f"--results={path}"])
+  assert capsys.readouterr().out.splitlines()[2] == (
+      "| attention guidance, layer 0 | 0.151 | 0.126 | 0.54 |")
+
+
+def test_print_finetune_commands(tmp_path, capsys):
+  runner.main(["finetune_minilm", "--print", f"--results={tmp_path / 'none.jsonl'}"])
+  lines = capsys.readouterr().out.splitlines()
+  assert len(lines) == 12
+  assert lines[9] == ("python -m bert_jax.train --config=configs/swag.py "
+                      "--config.optim.learning_rate=1e-4 --workdir=runs/finetune_minilm/swag")
+  for line, name in zip(lines, sweeps.load("finetune_minilm").get_sweep()):
+    assert line.endswith(f" --workdir=runs/finetune_minilm/{name}")
+
+
+def test_print_plateau_commands_read_the_vocab_size(plateau_vocab, tmp_path, capsys):
+  runner.main(["plateau", "--print", f"--results={tmp_path / 'none.jsonl'}"])
+  lines = capsys.readouterr().out.splitlines()
+  assert len(lines) == 7
+  for line, name in zip(lines, sweeps.load("plateau").get_sweep()):
+    assert line.startswith("python -m bert_jax.train --config=configs/tiny.py "
+                           f"--config.data.vocab_path={plateau_vocab} "
+                           "--config.model.vocab_size=123 --config.num_train_steps=800 ")
+    assert line.endswith(f" --workdir=runs/plateau/{name}")
+  assert lines[-1].endswith(" --config.attention_guidance.layers= "
+                            "--workdir=runs/plateau/guided_all_layers")
+
+
+def test_print_plateau_without_vocab_names_the_prepare_commands(tmp_path, monkeypatch):
+  monkeypatch.chdir(tmp_path)
+  with pytest.raises(SystemExit, match="runs/corpus/vocab-8k.txt first: .*learn_vocab"):
+    runner.main(["plateau", "--print"])
+
+
+def test_rerun_skips_runs_with_a_row(tmp_path, capsys):
+  path = _write(tmp_path / "r.jsonl", [_row("swag", {"step": 6})])
+  runner.main(["finetune_minilm", "swag", "wnli", "--print", f"--results={path}"])
+  out, err = capsys.readouterr()
+  assert len(out.splitlines()) == 1
+  assert out.endswith(" --workdir=runs/finetune_minilm/wnli\n")
+  assert err.splitlines() == [f"skip swag: it has a row in {path} (--force re-runs it)"]
+  runner.main(["finetune_minilm", "swag", "wnli", "--print", "--force", f"--results={path}"])
+  assert len(capsys.readouterr().out.splitlines()) == 2
+
+
+def test_finished_runs_write_one_row_each_and_failures_none(tmp_path, monkeypatch, capsys):
+  """The train command is replaced: swag 'finishes' (eval_results.json), wnli fails."""
+  monkeypatch.chdir(tmp_path)
+  accuracy = iter([0.5, 0.75])
+
+  def fake_execute(cmd, log_path):
+    workdir = cmd[-1].split("=", 1)[1]
+    if workdir.endswith("wnli"):
+      return 1
+    os.makedirs(workdir)
+    with open(os.path.join(workdir, "eval_results.json"), "w") as f:
+      json.dump({"step": 6, "eval_accuracy": next(accuracy), "loss": 1.0}, f)
+    return 0
+
+  monkeypatch.setattr(runner, "_execute", fake_execute)
+  path = str(tmp_path / "r.jsonl")
+  with pytest.raises(SystemExit, match="^1 of 2 runs failed: wnli$"):
+    runner.main(["finetune_minilm", "wnli", "swag", f"--results={path}"])
+  rows = sweeps.read_results(path)
+  assert [row["run"] for row in rows] == ["swag"]
+  assert rows[0]["command"] == ("python -m bert_jax.train --config=configs/swag.py "
+                                "--config.optim.learning_rate=1e-4 "
+                                "--workdir=runs/finetune_minilm/swag")
+  assert rows[0]["metrics"] == {"step": 6, "eval_accuracy": 0.5}  # METRICS keys only
+  assert rows[0]["git_revision"] == runner.git_revision()
+  runner.main(["finetune_minilm", "swag", f"--results={path}"])  # has a row: skipped
+  assert sweeps.read_results(path)[0]["metrics"]["eval_accuracy"] == 0.5
+  runner.main(["finetune_minilm", "swag", "--force", f"--results={path}"])  # replaced
+  assert [row["metrics"]["eval_accuracy"] for row in sweeps.read_results(path)] == [0.75]
+
+
+def test_unknown_sweep_and_run_names():
+  with pytest.raises(SystemExit, match="unknown sweep 'nope'; known sweeps: "
+                                       "finetune_minilm, plateau$"):
+    runner.main(["nope", "--print"])
+  with pytest.raises(SystemExit, match="unknown run.* sst3 in sweep finetune_minilm; "
+                                       "known runs: sst2, stsb, "):
+    runner.main(["finetune_minilm", "sst2", "sst3", "--print"])
+  out = subprocess.run([sys.executable, "-m", "experiments.tables", "nope"], cwd=REPO,
+                       capture_output=True, text=True)
+  assert out.returncode == 1
+  assert out.stderr == "unknown sweep 'nope'; known sweeps: finetune_minilm, plateau\n"
+
+
+@pytest.mark.parametrize("sweep", sweeps.names())
+def test_committed_results_print_one_row_per_run(sweep, capsys):
+  rows = sweeps.read_results(sweeps.results_path(sweep))
+  assert rows and len({row["run"] for row in rows}) == len(rows)
+  for row in rows:
+    assert {"sweep", "run", "command", "git_revision", "wall_seconds", "finished_at",
+            "metrics"} <= set(row) and row["sweep"] == sweep
+  tables.main([sweep])
+  assert len(capsys.readouterr().out.splitlines()) == 2 + len(rows)
