@@ -20,8 +20,8 @@ import os
 VOCAB = "runs/corpus/vocab-8k.txt"
 PREPARE = (
     ("runs/corpus/pretrain.txt",
-     "python -m bert_jax.data.prepare --output=runs/corpus/pretrain.txt"),
-    (VOCAB, "python -m bert_jax.data.learn_vocab --input=runs/corpus/pretrain.txt "
+     "python -m bert_jax.text.prepare --output=runs/corpus/pretrain.txt"),
+    (VOCAB, "python -m bert_jax.text.learn_vocab --input=runs/corpus/pretrain.txt "
             f"--vocab_size=8192 --output={VOCAB}"),
 )
 
