@@ -120,15 +120,3 @@ def global_batch(local_batch: Mapping[str, np.ndarray], mesh: Mesh, rules) -> di
   sharding = batch_sharding(mesh, rules)
   return {k: jax.make_array_from_process_local_data(sharding, np.asarray(v))
           for k, v in local_batch.items()}
-
-
-def replicated_fraction(state, min_size: int = 2 ** 14) -> float:
-  """Fraction of the bytes of large arrays that sit fully replicated (for tests/logs)."""
-  total = replicated = 0
-  for x in jax.tree.leaves(state):
-    if x.size < min_size:
-      continue
-    total += x.nbytes
-    if x.sharding.is_fully_replicated:
-      replicated += x.nbytes
-  return replicated / max(total, 1)

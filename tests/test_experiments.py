@@ -163,3 +163,12 @@ def test_committed_results_print_one_row_per_run(sweep, capsys):
             "metrics"} <= set(row) and row["sweep"] == sweep
   tables.main([sweep])
   assert len(capsys.readouterr().out.splitlines()) == 2 + len(rows)
+
+
+@pytest.mark.parametrize("sweep", ["plateau", "finetune_minilm"])
+def test_readme_tables_are_the_printed_ones(sweep):
+  """The README's tables are what `python -m experiments.tables SWEEP` prints."""
+  module = sweeps.load(sweep)
+  table = tables.markdown(module.COLUMNS, sweeps.read_results(sweeps.results_path(sweep)))
+  with open(os.path.join(REPO, "README.md")) as f:
+    assert table in f.read()

@@ -1,0 +1,125 @@
+"""Pretraining pieces chosen by name: example builders, masking selectors, objectives.
+
+Each table takes a new entry without any change to the stream or the trainer: the tests
+below add a selector and an objective from outside (monkeypatching the tables) and run
+them through the real pipeline and trainer. Unknown names are one-line errors.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_jax import trainer
+from bert_jax.pretrain import builders
+from bert_jax.pretrain import masking
+from bert_jax.pretrain import objectives
+from bert_jax.pretrain import pipeline
+from bert_jax.text.wordpiece import WordPieceTokenizer
+from configs import tiny
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+  out = tmp_path_factory.mktemp("corpus") / "pretrain.txt"
+  subprocess.run([sys.executable, "-m", "bert_jax.text.prepare",
+                  "--source=wikitext-2/valid.txt", f"--output={out}"], check=True, cwd=REPO,
+                 capture_output=True)
+  return str(out)
+
+
+def small_config(corpus, **changes):
+  config = tiny.get_config(f"corpus={corpus},runlocal=True")
+  config.model.update(hidden_size=32, intermediate_size=64, num_attention_heads=2,
+                      max_position_embeddings=64)
+  config.data.update(max_seq_length=32, max_predictions_per_seq=5, cache_dir="")
+  config.update(num_train_steps=3, log_every_steps=1, eval_every_steps=0,
+                checkpoint_every_steps=100)
+  for key, value in changes.items():
+    node = config
+    *parents, leaf = key.split(".")
+    for p in parents:
+      node = node[p]
+    node[leaf] = value
+  return config
+
+
+def rows(workdir):
+  with open(os.path.join(workdir, "metrics.jsonl")) as f:
+    return [json.loads(line) for line in f]
+
+
+def test_mlm_only_has_no_nsp_head_and_logs_no_nsp(corpus, tmp_path):
+  trainer.train_and_evaluate(small_config(corpus, objectives="mlm"), str(tmp_path))
+  first = rows(str(tmp_path))[0]
+  assert "mlm_loss" in first and not any(k.startswith("nsp") for k in first)
+  assert first["loss"] == pytest.approx(first["mlm_loss"], rel=1e-6)
+  import bert_jax
+  model, variables = bert_jax.load_pretrained(str(tmp_path))
+  assert set(variables["params"]) == {"bert", "mlm_head"}
+  assert model.sentence_heads == ()
+
+
+def test_objective_weights_scale_the_logged_loss(corpus, tmp_path):
+  trainer.train_and_evaluate(small_config(corpus, objectives="mlm:1,nsp:0.5"), str(tmp_path))
+  first = rows(str(tmp_path))[0]
+  assert first["loss"] == pytest.approx(first["mlm_loss"] + 0.5 * first["nsp_loss"], rel=1e-5)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"objectives": "mlm,sop_typo"}, r"unknown objective 'sop_typo'; expected names from"),
+    ({"objectives": "mlm:x"}, r"weight 'x' of mlm is not a number"),
+    ({"objectives": ""}, r"names no objective"),
+    ({"data.example_builder": "full_sentence"}, r"example_builder='full_sentence': expected"),
+    ({"data.masking": "spans"}, r"masking='spans': expected one of"),
+])
+def test_unknown_names_are_one_line_errors(corpus, tmp_path, changes, message):
+  with pytest.raises(ValueError, match=message):
+    trainer.train_and_evaluate(small_config(corpus, **changes), str(tmp_path))
+  assert not os.listdir(tmp_path) or not os.path.exists(tmp_path / "checkpoints")
+
+
+def test_an_objective_needs_its_builders_labels(corpus, tmp_path, monkeypatch):
+  single = builders.ExampleBuilder(**{**vars(builders.BUILDERS["nsp_pairs"]),
+                                      "label_fields": ()})
+  monkeypatch.setitem(builders.BUILDERS, "pairs_without_labels", single)
+  config = small_config(corpus, **{"data.example_builder": "pairs_without_labels"})
+  with pytest.raises(ValueError, match=r"reads \['next_sentence_labels'\], which "
+                     r"config.data.example_builder='pairs_without_labels' does not make"):
+    trainer.train_and_evaluate(config, str(tmp_path))
+
+
+def test_a_new_selector_is_one_table_entry(corpus, vocab_path, monkeypatch):
+  """'first_tokens' (select the first `budget` eligible tokens) through the real stream."""
+  def first_tokens(input_ids, eligible, scores, budget, options):
+    rank = tf.cumsum(tf.cast(eligible, tf.int32), axis=1)
+    return eligible & (rank <= budget[:, None])
+  monkeypatch.setitem(masking.SELECTORS, "first_tokens", masking.Selector(first_tokens))
+  config = small_config(corpus, **{"data.masking": "first_tokens"})
+  train, _ = pipeline.make_inputs(config.data, WordPieceTokenizer(vocab_path))
+  batch = next(train)
+  weights = batch["masked_lm_weights"] > 0
+  for row in range(len(weights)):
+    k = int(weights[row].sum())
+    np.testing.assert_array_equal(batch["masked_lm_positions"][row][:k], np.arange(1, k + 1))
+
+
+def test_a_new_objective_is_one_table_entry(corpus, tmp_path, monkeypatch):
+  """A second MLM-like term ('mlm_again', same sums) trains through the unchanged trainer."""
+  mlm = objectives.OBJECTIVES["mlm"]
+  again = objectives.Objective(
+      "mlm_again", lambda o, b: {"mlm_again_loss": mlm.sums(o, b)["mlm_loss"]},
+      lambda b: {"mlm_again": mlm.denominators(b)["mlm"]},
+      lambda s, d: {"mlm_again_loss": s["mlm_again_loss"] / d["mlm_again"]})
+  monkeypatch.setitem(objectives.OBJECTIVES, "mlm_again", again)
+  trainer.train_and_evaluate(small_config(corpus, objectives="mlm,mlm_again:2"), str(tmp_path))
+  first = rows(str(tmp_path))[0]
+  assert first["mlm_again_loss"] == pytest.approx(first["mlm_loss"], rel=1e-6)
+  assert first["loss"] == pytest.approx(3 * first["mlm_loss"], rel=1e-5)
+  assert np.isfinite(jax.device_get(first["loss"]))
