@@ -13,6 +13,7 @@ Two layouts, both recognised by `load_pretrained`:
 import json
 import os
 import shutil
+import time
 
 import jax
 import numpy as np
@@ -103,16 +104,23 @@ class TrainCheckpoints:
   """WORKDIR/checkpoints: the train state AND the input position, saved together.
 
   Saving is collective (every process calls it; orbax writes each process's shards).
+  A save is atomic (orbax writes a temporary folder and renames it), and keep-N deletes an
+  old checkpoint only after the new one is complete.
   """
 
   def __init__(self, workdir: str, max_to_keep: int = 3):
     self.directory = os.path.join(os.path.abspath(workdir), "checkpoints")
-    self.manager = ocp.CheckpointManager(
-        self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep,
-                                                             create=True))
+    self._max_to_keep = max_to_keep
+    self._manager = None
 
-  def latest_step(self) -> int | None:
-    return self.manager.latest_step()
+  @property
+  def manager(self) -> ocp.CheckpointManager:
+    """Made on first use, so that a run refused before saving creates no folder."""
+    if self._manager is None:
+      self._manager = ocp.CheckpointManager(
+          self.directory, options=ocp.CheckpointManagerOptions(
+              max_to_keep=self._max_to_keep, create=True))
+    return self._manager
 
   def save(self, step: int, state, data_position: dict) -> None:
     """data_position: this process's input `state()`; merged over processes here."""
@@ -126,8 +134,56 @@ class TrainCheckpoints:
         state=ocp.args.StandardRestore(abstract_state), data=ocp.args.JsonRestore()))
     return restored["state"], restored["data"]
 
+  def restore_latest_intact(self, abstract_state, check_data=None):
+    """(step, state, data position) of the newest checkpoint that restores, or None.
+
+    A damaged checkpoint (a missing or truncated file; `check_data` raising on its data
+    position is NOT damage and propagates) is reported in one line and moved to
+    WORKDIR/damaged_checkpoints/<step> (kept, not deleted), and the next older one is
+    tried. Raises if checkpoints exist but none is intact.
+    """
+    if not os.path.isdir(self.directory):
+      return None
+    steps = sorted(self.manager.all_steps(), reverse=True)
+    damaged = []
+    for step in steps:
+      try:
+        state, data = self.restore(step, abstract_state)
+        jax.block_until_ready(state)
+      except Exception as error:  # orbax/TensorStore raise many kinds for a bad file
+        damaged.append(step)
+        print(f"checkpoint {step} in {self.directory} is damaged ({_first_line(error)}); "
+              "trying the one before", flush=True)
+        continue
+      if check_data is not None:
+        check_data(data)
+      self._set_aside(damaged)
+      return step, state, data
+    if steps:
+      raise ValueError(f"{self.directory}: no intact checkpoint among steps {steps} (see "
+                       "the lines above); move them away to start again")
+    return None
+
+  def _set_aside(self, steps) -> None:
+    if not steps or jax.process_index() != 0:
+      return
+    aside = os.path.join(os.path.dirname(self.directory), "damaged_checkpoints")
+    os.makedirs(aside, exist_ok=True)
+    for step in steps:
+      target = os.path.join(aside, f"{step}-{int(time.time())}")
+      shutil.move(os.path.join(self.directory, str(step)), target)
+      print(f"moved damaged checkpoint {step} to {target}", flush=True)
+    self.manager.reload()
+
   def wait(self) -> None:
-    self.manager.wait_until_finished()
+    if self._manager is not None:
+      self._manager.wait_until_finished()
 
   def close(self) -> None:
-    self.manager.close()
+    if self._manager is not None:
+      self._manager.close()
+
+
+def _first_line(error: BaseException) -> str:
+  text = str(error).strip().splitlines()
+  return f"{type(error).__name__}: {text[0][:200]}" if text else type(error).__name__

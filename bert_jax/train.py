@@ -84,7 +84,9 @@ def main(argv):
     print(compile_report.format_report(compile_report.compile_report(_CONFIG.value)))
     return
   from bert_jax import trainer  # after distributed init
-  trainer.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
+  result = trainer.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
+  if "stopped_by" in result:  # preempted: exit as a process killed by that signal would
+    sys.exit({"SIGTERM": 128 + 15, "SIGINT": 128 + 2}.get(result["stopped_by"], 1))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ runs on 1 CPU, a simulated 8-device mesh and a pod slice.
 import dataclasses
 import json
 import os
+import signal
+import threading
 import time
 
 import flax.linen as nn
@@ -19,12 +21,14 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 import optax
+from jax.experimental import multihost_utils
 
 from bert_jax import checkpoint
 from bert_jax import flops as flops_lib
 from bert_jax import optim
 from bert_jax import sharding
 from bert_jax import weights
+from bert_jax import workdir as workdir_lib
 from bert_jax.finetune.conll import ConllTask
 from bert_jax.finetune.glue import GlueTask
 from bert_jax.finetune.squad import SquadTask
@@ -186,8 +190,80 @@ def build(config: ml_collections.ConfigDict, task: Task | None = None,
                dropout_rng=dropout_rng)
 
 
+def validate_config(config: ml_collections.ConfigDict) -> None:
+  """Sizes and counts that must be positive, checked before anything is read or written."""
+  positive = {"data.batch_size": config.data.batch_size,
+              "grad_accum_steps": config.grad_accum_steps,
+              "log_every_steps": config.log_every_steps,
+              "checkpoint_every_steps": config.checkpoint_every_steps,
+              "max_checkpoints_to_keep": config.max_checkpoints_to_keep}
+  if "eval_batch_size" in config.data:
+    positive["data.eval_batch_size"] = config.data.eval_batch_size
+  for name, value in positive.items():
+    if value is None or value <= 0:
+      raise ValueError(f"config.{name}={value}: must be > 0")
+  for name in ("num_train_steps", "eval_every_steps", "eval_batches"):
+    if config.get(name, 0) < 0:
+      raise ValueError(f"config.{name}={config[name]}: must be >= 0")
+  if config.num_train_steps == 0:
+    if config.task == "pretraining":
+      raise ValueError("config.num_train_steps=0: pretraining counts its length in steps "
+                       "(the stream's epochs have no fixed length); set it > 0")
+    if not config.get("num_train_epochs", 0) > 0:
+      raise ValueError(f"config.num_train_steps=0 and config.num_train_epochs="
+                       f"{config.get('num_train_epochs')}: set one of them > 0")
+
+
+class _StopSignals:
+  """SIGTERM / SIGINT ask the loop to stop after the current step (checkpoint first).
+
+  `requested` is the signal's name once one came. A second Ctrl-C interrupts at once.
+  Handlers are installed only in the main thread (signals go nowhere else).
+  """
+
+  def __init__(self):
+    self.requested = None
+    self._previous = {}
+
+  def _handle(self, signum, frame):
+    del frame
+    self.requested = signal.Signals(signum).name
+    signal.signal(signum, self._previous.get(signum, signal.SIG_DFL))  # a second one kills
+    print(f"{self.requested}: stopping after this step (a checkpoint is written first)",
+          flush=True)
+
+  def __enter__(self) -> "_StopSignals":
+    if threading.current_thread() is threading.main_thread():
+      for signum in (signal.SIGTERM, signal.SIGINT):
+        self._previous[signum] = signal.signal(signum, self._handle)
+    return self
+
+  def __exit__(self, *exc) -> None:
+    for signum, handler in self._previous.items():
+      signal.signal(signum, handler)
+
+  def agreed(self) -> bool:
+    """Whether to stop now: every process stops at the same step if any process was asked."""
+    asked = self.requested is not None
+    if jax.process_count() == 1:
+      return asked
+    return bool(multihost_utils.process_allgather(np.array([asked], np.int32)).max())
+
+
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
-  """Trains per `config`, resuming from WORKDIR/checkpoints; returns the final metrics."""
+  """Trains per `config`, resuming from WORKDIR/checkpoints; returns the final metrics.
+
+  Everything that can refuse the run (config values, the model the workdir already holds,
+  its data position, a lock held by another run) is checked before anything in the
+  workdir is written. SIGTERM/SIGINT stop after the current step with a checkpoint; the
+  result then has "stopped_by" (the signal's name) and "step".
+  """
+  validate_config(config)
+  with workdir_lib.WorkdirLock(workdir), _StopSignals() as stop:
+    return _train(config, workdir, stop)
+
+
+def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) -> dict:
   # ------------------------------------------------------------------------------------
   # Task, tokenizer, data (a fine-tuning run's length is counted in epochs of its data).
   # ------------------------------------------------------------------------------------
@@ -199,22 +275,16 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   total_steps = int(config.num_train_steps)
   if total_steps <= 0:
     total_steps = max(1, round(config.num_train_epochs * inputs.steps_per_epoch))
+  workdir_lib.check_same_model(workdir, task.model_config.to_json_dict(), task.model_spec())
 
   # ------------------------------------------------------------------------------------
-  # Setup: mesh, model, optimizer, shardings; logging.
+  # Setup: mesh, model, optimizer, shardings.
   # ------------------------------------------------------------------------------------
   setup = build(config, task, total_steps)
   model_config, mesh, rules = setup.model_config, setup.mesh, setup.rules
   state_sharding, batch_sharding = setup.state_sharding, setup.batch_sharding
   replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
   is_chief = jax.process_index() == 0
-  writer = MetricWriter(workdir, enabled=is_chief)
-  if is_chief:
-    # So the workdir loads like any pretrained model, with its head (weights.py).
-    checkpoint.write_model_config(workdir, model_config, model=task.model_spec())
-    tokenizer.save(workdir)
-    with open(os.path.join(workdir, "config.json"), "w") as f:
-      f.write(config.to_json_best_effort(indent=2))
   peak_flops = flops_lib.device_peak_flops(model_config.dtype) * jax.device_count()
 
   # ------------------------------------------------------------------------------------
@@ -228,13 +298,20 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   # Restore (automatic, from the workdir) or init_from pretrained weights.
   # ------------------------------------------------------------------------------------
   checkpoints = checkpoint.TrainCheckpoints(workdir, config.max_checkpoints_to_keep)
-  latest = checkpoints.latest_step()
-  if latest is not None:
-    abstract = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
-                            state, state_sharding)
-    state, position = checkpoints.restore(latest, abstract)
-    train_input.restore(position)
-    writer.truncate_after(latest)
+  abstract = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
+                          state, state_sharding)
+  restored = checkpoints.restore_latest_intact(abstract, check_data=train_input.restore)
+  results_path = os.path.join(workdir, "eval_results.json")
+  if (restored is not None and restored[0] >= total_steps and os.path.exists(results_path)
+      and not config.get("predict")):
+    checkpoints.close()  # a finished run: report it again, change nothing
+    with open(results_path) as f:
+      final = json.load(f)
+    print(f"Already finished at step {restored[0]}; results in {results_path}", flush=True)
+    return final
+
+  if restored is not None:
+    latest, state, _ = restored
     print(f"Resumed from {checkpoints.directory} at step {latest}", flush=True)
   elif config.init_from:
     params, notes = weights.init_params(jax.device_get(state.params), config.init_from,
@@ -242,6 +319,17 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     state = state.replace(params=jax.device_put(params, state_sharding.params))
     print(f"Initialised from {config.init_from}" + (f" ({'; '.join(notes)})" if notes else ""),
           flush=True)
+
+  # From here on the run writes to the workdir (nothing above has).
+  writer = MetricWriter(workdir, enabled=is_chief)
+  if is_chief:
+    # So the workdir loads like any pretrained model, with its head (weights.py).
+    checkpoint.write_model_config(workdir, model_config, model=task.model_spec())
+    tokenizer.save(workdir)
+    with open(os.path.join(workdir, "config.json"), "w") as f:
+      f.write(config.to_json_best_effort(indent=2))
+  if restored is not None:
+    writer.truncate_after(restored[0])
 
   # ------------------------------------------------------------------------------------
   # Steps.
@@ -274,11 +362,36 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   step = int(jax.device_get(state.step))
   last_metrics: dict = {}
   tokens_since, flops_since, time_since, loop_start, start_step = 0, 0.0, time.time(), None, step
+  unchecked = []  # (step, metrics on device) not yet checked for NaN/inf
+  last_saved = restored[0] if restored is not None else None
+
+  def check_finite():
+    """Stops at the first step whose loss, gradient or params are not finite (a sync at
+    log and checkpoint steps only, which wait for the device anyway)."""
+    values = jax.device_get([(s, m["loss"], m["grad_norm"], m["param_norm"])
+                             for s, m in unchecked])
+    unchecked.clear()
+    for s, loss, grad_norm, param_norm in values:
+      if not np.isfinite([loss, grad_norm, param_norm]).all():
+        kept = (f"the last good checkpoint is step {last_saved} in {checkpoints.directory}"
+                if last_saved is not None else "no checkpoint was saved")
+        raise FloatingPointError(
+            f"step {s}: loss {loss}, grad_norm {grad_norm}, param_norm {param_norm} are not "
+            f"all finite; stopped before saving ({kept}). Rerunning the command resumes "
+            "from it: change what diverged first, e.g. --config.optim.learning_rate")
+
+  def save(at_step):
+    nonlocal last_saved
+    check_finite()
+    checkpoints.save(at_step, state, train_input.state())
+    last_saved = at_step
+
   while step < total_steps:
     local = next(train_input)
     with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
       state, metrics = p_train_step(state, sharding.global_batch(local, mesh, rules))
     step += 1
+    unchecked.append((step, metrics))
     tokens_since += task.tokens(local) * jax.process_count()
     flops_since += task.step_flops(local) * jax.process_count()
     if loop_start is None:  # the first step includes compilation; time from the second
@@ -287,10 +400,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
       tokens_since, flops_since = 0, 0.0
 
     if step % config.log_every_steps == 0 or step == total_steps:
+      check_finite()
       metrics = jax.device_get(metrics)
-      if not np.isfinite(metrics["loss"]):
-        raise FloatingPointError(f"step {step}: loss is {metrics['loss']} (grad_norm "
-                                 f"{metrics['grad_norm']}); stopping")
       now = time.time()
       metrics["tokens_per_sec"] = tokens_since / max(now - time_since, 1e-9)
       metrics["mfu"] = flops_since / max(now - time_since, 1e-9) / peak_flops
@@ -310,8 +421,16 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
           print("eval: " + ", ".join(f"{k} {v:.4f}" for k, v in eval_metrics.items()
                                      if isinstance(v, float)), flush=True)
 
-    if step % config.checkpoint_every_steps == 0 or step == total_steps:
-      checkpoints.save(step, state, train_input.state())
+    stopping = stop.agreed()  # SIGTERM/SIGINT here or (multi-process) on any process
+    if step % config.checkpoint_every_steps == 0 or step == total_steps or stopping:
+      save(step)
+    if stopping and step < total_steps:
+      checkpoints.wait()
+      checkpoints.close()
+      by = stop.requested or "a signal to another process"
+      print(f"Stopped by {by} at step {step}; checkpoint saved in {checkpoints.directory}: "
+            "run the same command to resume", flush=True)
+      return {"stopped_by": by, "step": step}
 
   # ------------------------------------------------------------------------------------
   # Final eval.
@@ -328,6 +447,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     final.update(eval_metrics)
   checkpoints.close()
   if is_chief:
+    if restored is not None and restored[0] >= total_steps and os.path.exists(results_path):
+      with open(results_path) as f:  # a finished run re-evaluated (predict): keep its keys
+        final = {**json.load(f), **final}
     summary = ", ".join(f"{k} {v:.4f}" for k, v in final.items()
                         if isinstance(v, float) and k.split("eval_")[-1] in
                         (*task.metric_names, *_HEADLINE_METRICS))

@@ -1,0 +1,126 @@
+"""A training workdir's guards: one run at a time, and a rerun that fits what is there.
+
+  with WorkdirLock(workdir):           # a second run in the same workdir is refused
+    check_same_model(workdir, ...)     # before anything in the workdir is written
+
+The lock is WORKDIR/.lock (JSON: pid, host, start time), created exclusively by process 0.
+A lock whose process is gone (same host, pid not running) is stale: it is replaced, with
+one line saying so. A lock held by a live process, or by another host (whose processes
+cannot be checked from here), refuses the run in one line that says how to clear it. In a
+multi-process run every process learns process 0's outcome, so all start or none does.
+"""
+import json
+import os
+import socket
+import time
+
+import jax
+import numpy as np
+from jax.experimental import multihost_utils
+
+LOCK = ".lock"
+MODEL_CONFIG = "model_config.json"
+
+
+class WorkdirLocked(BlockingIOError):
+  """Another run holds the workdir (an OSError: the CLIs print it in one line)."""
+
+
+def _alive(pid: int) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:  # exists, owned by someone else
+    return True
+  return True
+
+
+class WorkdirLock:
+  """Context manager: holds WORKDIR/.lock for the run (see the module docstring).
+
+  created_workdir: True when this run made the workdir (a refused run removes it again,
+  so a refusal leaves no trace).
+  """
+
+  def __init__(self, workdir: str):
+    self.workdir = os.path.abspath(workdir)
+    self.path = os.path.join(self.workdir, LOCK)
+    self.created_workdir = False
+    self._held = False
+
+  def __enter__(self) -> "WorkdirLock":
+    error = ""
+    if jax.process_index() == 0:
+      error = self._acquire()
+    if jax.process_count() > 1:  # everyone starts, or no one does
+      failed = multihost_utils.process_allgather(np.array([len(error)], np.int32)).max()
+      if failed and not error:
+        error = f"{self.workdir}: process 0 could not lock the workdir (see its message)"
+    if error:
+      raise WorkdirLocked(error)
+    return self
+
+  def _acquire(self) -> str:
+    self.created_workdir = not os.path.isdir(self.workdir)
+    os.makedirs(self.workdir, exist_ok=True)
+    mine = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                       "started": time.strftime("%Y-%m-%d %H:%M:%S")})
+    for _ in range(2):
+      try:
+        fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+      except FileExistsError:
+        holder = self._holder()
+        if holder is None:
+          continue  # released meanwhile
+        if holder.get("host") == socket.gethostname() and not _alive(int(holder.get("pid", -1))):
+          print(f"{self.workdir}: removed a stale lock of process {holder.get('pid')} (no "
+                "longer running)", flush=True)
+          os.remove(self.path)
+          continue
+        return (f"{self.workdir} is in use by process {holder.get('pid')} on "
+                f"{holder.get('host')} (since {holder.get('started')}); wait for it to end, "
+                f"or delete {self.path} if no run is using this workdir")
+      with os.fdopen(fd, "w") as f:
+        f.write(mine)
+      self._held = True
+      return ""
+    return f"{self.path}: could not be created"
+
+  def _holder(self) -> dict | None:
+    try:
+      with open(self.path) as f:
+        return json.load(f)
+    except FileNotFoundError:
+      return None
+    except (OSError, ValueError):
+      return {"pid": "?", "host": "?", "started": "?"}
+
+  def __exit__(self, *exc) -> None:
+    if self._held:
+      os.remove(self.path)
+      self._held = False
+      if self.created_workdir and not os.listdir(self.workdir):
+        os.rmdir(self.workdir)  # a run refused before writing anything leaves no trace
+
+
+def check_same_model(workdir: str, model_fields: dict, model_spec: dict) -> None:
+  """A rerun must train the model the workdir holds: same architecture, same head.
+
+  model_fields: the run's BertConfig fields (to_json_dict); model_spec: its task model.
+  Implementation fields (dtype, scan_layers, remat_policy) may change between runs.
+  """
+  path = os.path.join(workdir, MODEL_CONFIG)
+  if not os.path.exists(path):
+    return
+  with open(path) as f:
+    saved = json.load(f)
+  free = {"dtype", "scan_layers", "remat_policy", "hidden_dropout_prob",
+          "attention_probs_dropout_prob"}
+  changed = [f"{key} {saved[key]!r} -> {value!r}" for key, value in model_fields.items()
+             if key in saved and key not in free and saved[key] != value]
+  if saved.get("model") not in (None, model_spec):
+    changed.append(f"model {saved['model']} -> {model_spec}")
+  if changed:
+    raise ValueError(f"{workdir} holds a different model than this run's config "
+                     f"({'; '.join(changed)}): use a new --workdir, or the workdir's config")
