@@ -39,13 +39,13 @@ inaugural files carry a few mojibake bytes), `skip` leaves them out, `error` sto
 import dataclasses
 import os
 import re
-import sys
 import zipfile
 from collections.abc import Iterator
 
 from absl import app
 from absl import flags
 
+from bert_jax import cli
 from bert_jax.text import paths
 
 # RE2 (tf.strings.regex_replace) and Python `re` read these patterns and replacements
@@ -276,11 +276,7 @@ def main(argv):
   if not _OUTPUT.value:
     raise app.UsageError("--output is required")
   data_dir = _DATA_DIR.value
-  try:
-    all_counts = prepare(_SOURCES.value, _OUTPUT.value, data_dir, _INVALID_UTF8.value)
-  except PrepareError as error:
-    print(f"prepare: error: {error}", file=sys.stderr)
-    sys.exit(1)
+  all_counts = prepare(_SOURCES.value, _OUTPUT.value, data_dir, _INVALID_UTF8.value)
   for counts in all_counts:
     print(counts.summary())
   print(f"wrote {sum(c.documents for c in all_counts)} documents, "
@@ -288,4 +284,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)
