@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_jax.pretrain import pipeline
 from bert_jax.text import corpus
 from bert_jax.text import prepare
 from bert_jax.text.wordpiece import WordPieceTokenizer
@@ -148,6 +149,16 @@ def test_prepare_skips_or_stops_at_invalid_utf8_lines(tmp_path, mixed_utf8_sourc
     prepare.prepare([source], output, invalid_utf8="error")
 
 
+def test_prepare_directory_source_is_a_clear_error(tmp_path):
+  (tmp_path / "texts").mkdir()
+  write(tmp_path / "texts" / "b.txt", "B.\n")
+  write(tmp_path / "texts" / "a.txt", "A.\n")
+  with pytest.raises(prepare.PrepareError,
+                     match=r"source 'texts' is a directory .*one --source each "
+                           r"\(e.g. --source=texts/a.txt\)"):
+    prepare.prepare(["texts"], str(tmp_path / "out.txt"), data_dir=str(tmp_path))
+
+
 def test_prepare_errors_name_the_source(tmp_path):
   with pytest.raises(prepare.PrepareError, match="missing.zip"):
     prepare.prepare([str(tmp_path / "missing.zip")], str(tmp_path / "out.txt"))
@@ -225,6 +236,21 @@ def test_unusable_corpora_are_clear_errors(tmp_path, tokenizer, text, message):
   path = write(tmp_path / "empty.txt", text)
   with pytest.raises(corpus.CorpusError, match=message):
     corpus.read_files([path], tokenizer).check_usable_for_nsp()
+
+
+def test_directory_in_train_files_names_the_field(tmp_path, vocab_path, tokenizer):
+  (tmp_path / "texts").mkdir()
+  good = write(tmp_path / "texts" / "a.txt", "One here.\nTwo here.\n\nThree.\nFour.\n")
+  config = pipeline.default_data_config()
+  config.update(dict(train_files=(str(tmp_path / "texts"),), vocab_path=vocab_path))
+  directory = str(tmp_path / "texts")
+  with pytest.raises(corpus.CorpusError) as error:
+    pipeline.load_corpora(config, tokenizer)
+  assert str(error.value) == (f"config.data.train_files: {directory} is a directory; give "
+                              f"files or a glob such as {directory}/*.txt")
+  config.update(dict(train_files=(good,), eval_files=(str(tmp_path / "*"),)))
+  with pytest.raises(corpus.CorpusError, match=f"config.data.eval_files: {directory} is a dir"):
+    pipeline.load_corpora(config, tokenizer)
 
 
 def test_pattern_without_files_is_an_error(tmp_path):

@@ -160,9 +160,19 @@ def parse_source(spec: str, data_dir: str | None) -> tuple[str, str]:
     path, fmt = head, tail
   fmt = fmt or guess_format(path)
   resolved = paths.resolve(data_dir, path)
+  if os.path.isdir(resolved):
+    raise PrepareError(_directory_message(spec, resolved))
   if not os.path.isfile(resolved):
     raise PrepareError(f"source '{spec}' not found at '{resolved}'")
   return resolved, fmt
+
+
+def _directory_message(spec: str, resolved: str) -> str:
+  files = sorted(name for name in os.listdir(resolved)
+                 if os.path.isfile(os.path.join(resolved, name)) and not name.startswith("."))
+  example = f" (e.g. --source={os.path.join(spec, files[0])})" if files else ""
+  return (f"source '{spec}' is a directory ('{resolved}'); give the files in it, "
+          f"one --source each{example}")
 
 
 def _decode(raw: bytes, where: str, policy: str, counts: SourceCounts) -> str:
