@@ -87,7 +87,7 @@ class SourceCounts:
   sentences: int = 0
   skipped_members: int = 0
   skipped_empty_documents: int = 0
-  invalid_utf8_lines: dict[str, int] = dataclasses.field(default_factory=dict)  # per file
+  invalid_utf8_lines: dict[str, int] = dataclasses.field(default_factory=dict)  # file: count
   invalid_utf8_policy: str = "replace"  # what was done with those lines
 
   def summary(self) -> str:
@@ -95,9 +95,11 @@ class SourceCounts:
             f"skipped {self.skipped_members} documentation members and "
             f"{self.skipped_empty_documents} empty documents")
     if self.invalid_utf8_lines:
+      member = len(self.source) + 1  # "source.zip!member" is shown as "member"
       line += (f"; {sum(self.invalid_utf8_lines.values())} lines with invalid UTF-8 "
                f"({_INVALID_UTF8_DONE[self.invalid_utf8_policy]}) in "
-               + ", ".join(f"{where} ({n})" for where, n in self.invalid_utf8_lines.items()))
+               + ", ".join(f"{where[member:] or where} ({n})"
+                           for where, n in self.invalid_utf8_lines.items()))
     return line
 
 
