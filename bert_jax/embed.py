@@ -14,8 +14,9 @@ import os
 import jax
 import jax.numpy as jnp
 import numpy as np
-from absl import app, flags
+from absl import flags
 
+from bert_jax import cli
 from bert_jax.text.wordpiece import WordPieceTokenizer
 from bert_jax.weights import load_pretrained
 
@@ -94,17 +95,17 @@ if __name__ == "__main__":  # flags exist only when run as a program
 
 def main(argv):
   del argv
+  sentences = read_lines(_INPUT.value)  # a bad --input fails before the model loads
+  layers = parse_layers(_LAYERS.value)
   model, variables = load_pretrained(_MODEL.value, heads="none")
   folder = _MODEL.value if os.path.isdir(_MODEL.value) else os.path.dirname(_MODEL.value)
   tokenizer = WordPieceTokenizer.from_pretrained_dir(folder)
-  sentences = read_lines(_INPUT.value)
-  features = embed_sentences(model, variables, tokenizer, sentences,
-                             parse_layers(_LAYERS.value), _POOLING.value, _MAX_LENGTH.value,
-                             _BATCH_SIZE.value, _NORMALIZE.value)
+  features = embed_sentences(model, variables, tokenizer, sentences, layers, _POOLING.value,
+                             _MAX_LENGTH.value, _BATCH_SIZE.value, _NORMALIZE.value)
   np.save(_OUTPUT.value, features)
   print(f"Wrote {features.shape} float32 to {_OUTPUT.value}")
 
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["model", "input", "output"])
-  app.run(main)
+  cli.run(main)

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from absl import app, flags, logging
 
+from bert_jax import cli
 from bert_jax.text.wordpiece import WordPieceTokenizer
 from bert_jax.models.task_models import BertForPreTraining
 from bert_jax.weights import load_pretrained
@@ -84,4 +85,4 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["model"])
-  app.run(main)
+  cli.run(main)

@@ -15,6 +15,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is impor
 from absl import app, flags, logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
+from bert_jax import cli  # noqa: E402
+
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Experiment config file.",
                                           lock_config=True)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Checkpoints, metrics and logs go here.")
@@ -91,4 +93,4 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["config", "workdir"])
-  app.run(main)
+  cli.run(main)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_jax.pretrain import pipeline
 from bert_jax.text import corpus
 from bert_jax.text import prepare
 from bert_jax.text.wordpiece import WordPieceTokenizer
@@ -60,6 +61,10 @@ def read_documents(path):
     return [block.split("\n") for block in f.read().strip("\n").split("\n\n")]
 
 
+def read_lines(path):
+  return [line for document in read_documents(path) for line in document]
+
+
 def test_prepare_zip_of_documents(tmp_path):
   source = make_zip(tmp_path / "books.zip", {
       "books/README": b"About these books.",
@@ -103,17 +108,56 @@ def test_prepare_wikitext_articles(tmp_path):
   assert counts.documents == 2
 
 
-def test_prepare_invalid_utf8_policies(tmp_path):
-  source = make_zip(tmp_path / "old.zip", {"old/a.txt": "Caf\u00e9 here. Fine.".encode("latin-1"),
-                                           "old/b.txt": b"Good. Text."})
+# 4 invalid bytes on 2 lines, between lines of valid non-ASCII UTF-8.
+MIXED_UTF8 = ("Dash \u2013 here. Caf\u00e9 too.\n".encode() + b"Bad \xff byte and \xfe more.\n"
+              + "\u65e5\u672c is fine.\n\n".encode() + b"Next \x80 doc \xe8 end.\n"
+              + "Last \u00e9 line.\n".encode())
+VALID_LINES = ["Dash \u2013 here. Caf\u00e9 too.", "\u65e5\u672c is fine.", "Last \u00e9 line."]
+
+
+@pytest.fixture(params=["plain", "zip member"])
+def mixed_utf8_source(request, tmp_path):
+  """(source spec, the name invalid lines are counted under) for MIXED_UTF8.
+
+  Both formats keep lines as sentences (zip_lines: one document per member).
+  """
+  if request.param == "plain":
+    path = write(tmp_path / "mixed.txt", MIXED_UTF8, "wb")
+    return path, path
+  path = make_zip(tmp_path / "movie_reviews_mixed.zip", {"r/mixed.txt": MIXED_UTF8})
+  return path, f"{path}!r/mixed.txt"
+
+
+def test_prepare_replaces_invalid_utf8_per_line(tmp_path, mixed_utf8_source):
+  source, where = mixed_utf8_source
   output = str(tmp_path / "corpus.txt")
-  counts, = prepare.prepare([source], output)  # default: read as Latin-1, listed
-  assert read_documents(output)[0] == ["Caf\u00e9 here.", "Fine."]
-  assert counts.invalid_utf8_members == [f"{source}!old/a.txt"]
+  counts, = prepare.prepare([source], output)  # default: replace
+  first, second, third, fourth, fifth = read_lines(output)
+  assert [first, third, fifth] == VALID_LINES  # decoded exactly as UTF-8
+  assert (second, fourth) == ("Bad \ufffd byte and \ufffd more.", "Next \ufffd doc \ufffd end.")
+  assert counts.invalid_utf8_lines == {where: 2}
+  shown = "r/mixed.txt" if source != where else source  # a zip member under its zip's line
+  assert counts.summary().endswith(f"; 2 lines with invalid UTF-8 (bytes replaced) in {shown} (2)")
+
+
+def test_prepare_skips_or_stops_at_invalid_utf8_lines(tmp_path, mixed_utf8_source):
+  source, where = mixed_utf8_source
+  output = str(tmp_path / "corpus.txt")
   counts, = prepare.prepare([source], output, invalid_utf8="skip")
-  assert read_documents(output) == [["Good.", "Text."]]
-  with pytest.raises(prepare.PrepareError, match="old.zip!old/a.txt: invalid UTF-8"):
+  assert read_lines(output) == VALID_LINES
+  assert "2 lines with invalid UTF-8 (lines skipped)" in counts.summary()
+  with pytest.raises(prepare.PrepareError, match=f"{where}:2: invalid UTF-8 at byte 4"):
     prepare.prepare([source], output, invalid_utf8="error")
+
+
+def test_prepare_directory_source_is_a_clear_error(tmp_path):
+  (tmp_path / "texts").mkdir()
+  write(tmp_path / "texts" / "b.txt", "B.\n")
+  write(tmp_path / "texts" / "a.txt", "A.\n")
+  with pytest.raises(prepare.PrepareError,
+                     match=r"source 'texts' is a directory .*one --source each "
+                           r"\(e.g. --source=texts/a.txt\)"):
+    prepare.prepare(["texts"], str(tmp_path / "out.txt"), data_dir=str(tmp_path))
 
 
 def test_prepare_errors_name_the_source(tmp_path):
@@ -193,6 +237,21 @@ def test_unusable_corpora_are_clear_errors(tmp_path, tokenizer, text, message):
   path = write(tmp_path / "empty.txt", text)
   with pytest.raises(corpus.CorpusError, match=message):
     corpus.read_files([path], tokenizer).check_usable_for_nsp()
+
+
+def test_directory_in_train_files_names_the_field(tmp_path, vocab_path, tokenizer):
+  (tmp_path / "texts").mkdir()
+  good = write(tmp_path / "texts" / "a.txt", "One here.\nTwo here.\n\nThree.\nFour.\n")
+  config = pipeline.default_data_config()
+  config.update(dict(train_files=(str(tmp_path / "texts"),), vocab_path=vocab_path))
+  directory = str(tmp_path / "texts")
+  with pytest.raises(corpus.CorpusError) as error:
+    pipeline.load_corpora(config, tokenizer)
+  assert str(error.value) == (f"config.data.train_files: {directory} is a directory; give "
+                              f"files or a glob such as {directory}/*.txt")
+  config.update(dict(train_files=(good,), eval_files=(str(tmp_path / "*"),)))
+  with pytest.raises(corpus.CorpusError, match=f"config.data.eval_files: {directory} is a dir"):
+    pipeline.load_corpora(config, tokenizer)
 
 
 def test_pattern_without_files_is_an_error(tmp_path):

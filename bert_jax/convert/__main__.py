@@ -9,9 +9,10 @@ Input may be an HF folder (config.json + model.safetensors), a Google TF checkpo
 """
 import os
 
-from absl import app, flags
+from absl import flags
 
 from bert_jax import checkpoint
+from bert_jax import cli
 from bert_jax.convert import hf
 from bert_jax.weights import load_params
 
@@ -43,4 +44,4 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["input", "output"])
-  app.run(main)
+  cli.run(main)

@@ -30,6 +30,7 @@ from absl import app
 from absl import flags
 from ml_collections import config_flags
 
+from bert_jax import cli
 from bert_jax.pretrain import masking
 from bert_jax.pretrain import pipeline
 from bert_jax.text.tokenizers import make_tokenizer
@@ -190,4 +191,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

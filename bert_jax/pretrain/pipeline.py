@@ -285,7 +285,7 @@ def load_corpora(data_config, tokenizer, shards: tuple[int, ...] = (0,), num_sha
   documents and the held-out ones are tokenized. Held-out documents (eval_held_out_docs)
   are a fixed random choice, by seed, of all the source's document ids.
   """
-  source, identity = _line_source(data_config, tuple(data_config.train_files))
+  source, identity = _line_source(data_config, "train_files")
   held_out_ids = np.zeros([0], np.int64)
   held_out = int(data_config.eval_held_out_docs)
   if not data_config.eval_files and held_out > 0:
@@ -316,7 +316,7 @@ def load_corpora(data_config, tokenizer, shards: tuple[int, ...] = (0,), num_sha
                  lambda ids, k=shard: (ids % num_shards == k) & ~is_held_out(ids))
              for shard in shards}
   if data_config.eval_files:
-    eval_source, eval_identity = _line_source(data_config, tuple(data_config.eval_files))
+    eval_source, eval_identity = _line_source(data_config, "eval_files")
     return train, _cached(data_config, ["corpus", eval_identity], "npz",
                           lambda: corpus_lib.tokenize_lines(eval_source, tokenizer))
   if not held_out_ids.size:
@@ -343,10 +343,12 @@ def make_inputs(data_config, tokenizer, *, process_index: int = 0, process_count
                                        process_index=process_index, process_count=process_count)
 
 
-def _line_source(data_config, file_patterns) -> tuple[corpus_lib.LineSource, list]:
-  """(the text's LineSource, what identifies its content for the cache)."""
+def _line_source(data_config, field: str) -> tuple[corpus_lib.LineSource, list]:
+  """(the LineSource of config.data.<field>, else tfds; what identifies it for the cache)."""
+  file_patterns = tuple(data_config[field])
   if file_patterns:
-    files = corpus_lib.expand_file_patterns(file_patterns, data_config.data_dir)
+    files = corpus_lib.expand_file_patterns(file_patterns, data_config.data_dir,
+                                            f"config.data.{field}")
     identity = [[f, os.path.getsize(f), os.path.getmtime(f)] for f in files]
     return corpus_lib.file_lines(files), identity
   if data_config.tfds_name:

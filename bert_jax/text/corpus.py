@@ -24,12 +24,13 @@ tokenizing the rest, and the ids stay those of the whole stream.
 A document's sentences are contiguous, so a run of whole sentences is one slice of
 token_ids; nsp_pairs.py builds instances as such slices.
 
-Errors (`CorpusError`, each naming the files): a pattern that matches no file, a line that
-is not valid UTF-8 (file and line number), a corpus with no sentence, with fewer than two
-documents, or with no document of two or more sentences (no IsNext pair possible). Non-blank
-lines that tokenize to nothing are dropped and counted in `skipped_lines`. Literal
-"[CLS]", "[SEP]", "[PAD]" or "[MASK]" in the text (which the tokenizer maps to the special
-ids) are dropped, so that only the pipeline places special tokens.
+Errors (`CorpusError`, each naming the files): a pattern that matches no file or matches
+a directory, a line that is not valid UTF-8 (file and line number), a corpus with no
+sentence, with fewer than two documents, or with no document of two or more sentences (no
+IsNext pair possible). Non-blank lines that tokenize to nothing are dropped and counted in
+`skipped_lines`. Literal "[CLS]", "[SEP]", "[PAD]" or "[MASK]" in the text (which the
+tokenizer maps to the special ids) are dropped, so that only the pipeline places special
+tokens.
 """
 import dataclasses
 import glob
@@ -146,17 +147,26 @@ class TokenizedCorpus:
           "per line and blank lines only between documents (see bert_jax.text.prepare).")
 
 
-def expand_file_patterns(patterns: Sequence[str], data_dir: str | None) -> list[str]:
-  """Globs (relative to the data root unless absolute) -> sorted files; each must match."""
+def expand_file_patterns(patterns: Sequence[str], data_dir: str | None,
+                         field: str = "file patterns") -> list[str]:
+  """Globs (relative to the data root unless absolute) -> sorted files; each must match.
+
+  A directory is an error; `field` (e.g. "config.data.train_files") names the patterns'
+  origin in its message.
+  """
   if not patterns:
     raise CorpusError("no file patterns given")
   files = []
   for pattern in patterns:
     resolved = paths.resolve(data_dir, pattern)
-    matches = sorted(glob.glob(resolved))
+    matches = [os.path.abspath(match) for match in sorted(glob.glob(resolved))]
     if not matches:
       raise CorpusError(f"file pattern '{pattern}' (resolved to '{resolved}') matches no file")
-    files.extend(os.path.abspath(match) for match in matches)
+    for match in matches:
+      if os.path.isdir(match):
+        raise CorpusError(f"{field}: {match} is a directory; give files or a glob such as "
+                          f"{os.path.join(match, '*.txt')}")
+    files.extend(matches)
   return files
 
 

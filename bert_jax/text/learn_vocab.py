@@ -75,7 +75,9 @@ def write_vocab(vocab: Sequence[str], path: str) -> None:
 
 
 if __name__ == "__main__":
-  from absl import app, flags
+  from absl import flags
+
+  from bert_jax import cli
 
   _INPUT = flags.DEFINE_multi_string("input", None, "Plain-format text file(s).")
   _OUTPUT = flags.DEFINE_string("output", None, "The vocab.txt to write.")
@@ -91,4 +93,4 @@ if __name__ == "__main__":
     write_vocab(vocab, _OUTPUT.value)
     print(f"wrote {len(vocab)} tokens to {_OUTPUT.value}")
 
-  app.run(main)
+  cli.run(main)

@@ -1,0 +1,66 @@
+"""How every command line ends on an error: one line, or a traceback when asked.
+
+  if __name__ == "__main__":
+    cli.run(main)          # instead of absl's app.run(main)
+
+An expected error (bad data, config, checkpoint or weights: `ValueError` and its
+subclasses such as `CorpusError`, `OSError` such as a missing file, `FloatingPointError`)
+becomes `<program>: error: <message>` on stderr and exit code 1, with no traceback.
+`--verbose` (where the program has that flag) or the environment variable
+`BERT_JAX_TRACEBACK=1` shows the traceback instead. Any other exception is a bug and
+always shows its traceback.
+
+This module imports nothing else from bert_jax: it is the bottom layer, so every
+program, `text/` ones included, can use it.
+"""
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from absl import app
+from absl import flags
+
+EXPECTED_ERRORS = (ValueError, OSError, FloatingPointError)
+TRACEBACK_ENV = "BERT_JAX_TRACEBACK"
+
+
+def program_name() -> str:
+  """`python -m bert_jax.text.prepare` -> "bert_jax.text.prepare"; else the script's name."""
+  spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+  if spec is not None and spec.name:
+    return spec.name.removesuffix(".__main__")
+  return os.path.basename(sys.argv[0])
+
+
+def show_traceback() -> bool:
+  """True with BERT_JAX_TRACEBACK=1 or, where the program defines it, --verbose."""
+  if os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
+    return True
+  return "verbose" in flags.FLAGS and bool(flags.FLAGS["verbose"].value)
+
+
+def error_line(error: BaseException) -> str:
+  """`<program>: error: <message>`; a multi-line message keeps its lines."""
+  return f"{program_name()}: error: {str(error) or type(error).__name__}"
+
+
+def one_line_errors(main: Callable[[list[str]], Any]) -> Callable[[list[str]], Any]:
+  """Wraps an absl main: expected errors exit 1 with `error_line`, unless tracebacks are on."""
+  @functools.wraps(main)
+  def wrapped(argv):
+    try:
+      return main(argv)
+    except EXPECTED_ERRORS as error:
+      if show_traceback():
+        raise
+      sys.stdout.flush()
+      print(error_line(error), file=sys.stderr, flush=True)
+      sys.exit(1)
+  return wrapped
+
+
+def run(main: Callable[[list[str]], Any]) -> None:
+  """absl's `app.run(main)`, with expected errors as one line (module docstring)."""
+  app.run(one_line_errors(main))
