@@ -313,6 +313,9 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
   if restored is not None:
     latest, state, _ = restored
     print(f"Resumed from {checkpoints.directory} at step {latest}", flush=True)
+  elif config.init_from and config.get("random_init"):
+    print(f"Random initialisation (config.random_init): the architecture and vocabulary of "
+          f"{config.init_from}, not its weights", flush=True)
   elif config.init_from:
     params, notes = weights.init_params(jax.device_get(state.params), config.init_from,
                                         model_config)

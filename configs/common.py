@@ -68,6 +68,9 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
   config = ml_collections.ConfigDict()
   config.task = family
   config.init_from = default_init_from()
+  # True: only the architecture and vocabulary come from init_from, the weights are random
+  # (the "what did pretraining buy" baseline: the same fine-tuning from scratch).
+  config.random_init = False
   config.model = ml_collections.ConfigDict(dict(
       hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, dtype="float32",
       scan_layers=False, remat_policy="none"))

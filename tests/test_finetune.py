@@ -111,3 +111,17 @@ def test_frozen_encoder_trains_only_the_head(small_bert, tmp_path):
   for k in enc_before:
     np.testing.assert_array_equal(enc_before[k], enc_after[k], err_msg=k)
   assert after["classifier"]["dense"]["kernel"].shape == (64, 2)  # 2 layers x H=32
+
+
+def test_random_init_takes_the_architecture_but_not_the_weights(small_bert, tmp_path):
+  from bert_jax.convert.mapping import flatten
+  from bert_jax.weights import load_params
+  config = glue.get_config("task=sst2,runlocal=True")
+  config.random_init = True
+  config.num_train_epochs = 0.01  # one step: the weights stay near their initialisation
+  _run(config, tmp_path, small_bert)
+  _, pretrained, _ = load_params(small_bert)
+  _, trained, _ = load_params(str(tmp_path))
+  embeddings = flatten(trained["bert"])["embeddings/word_embeddings/embedding"]
+  assert embeddings.shape == flatten(pretrained)["embeddings/word_embeddings/embedding"].shape
+  assert np.abs(embeddings - flatten(pretrained)["embeddings/word_embeddings/embedding"]).max() > 0.01
