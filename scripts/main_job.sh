@@ -2,7 +2,8 @@
 # The main job on a fresh machine: set up, turn the real text of ../shared/data into the
 # plain pretraining format, pretrain BERT-Tiny on it (CPU, minutes), show its MLM head's
 # guesses for two [MASK]s, then fine-tune that model on SST-2 (8,000 training sentences,
-# 3 epochs; dev accuracy), printing the results.
+# 3 epochs; dev accuracy) and, as the baseline pretraining has to beat, the same model from
+# random weights (config.random_init), printing both dev accuracies.
 # Re-running resumes from runs/tiny and runs/tiny_sst2 (finished runs just report again).
 # Arguments go to the pretraining command (e.g. --config.num_train_steps=200).
 set -euo pipefail
@@ -14,3 +15,13 @@ python -m bert_jax.fill_mask --model=runs/tiny "he said that [MASK] was the best
 python -m bert_jax.train --config=configs/glue.py:task=sst2,train_examples=8000 \
     --config.init_from=runs/tiny --config.data.max_seq_length=64 \
     --config.optim.learning_rate=5e-4 --workdir=runs/tiny_sst2
+python -m bert_jax.train --config=configs/glue.py:task=sst2,train_examples=8000 \
+    --config.init_from=runs/tiny --config.random_init=true --config.data.max_seq_length=64 \
+    --config.optim.learning_rate=5e-4 --workdir=runs/tiny_sst2_random
+python - <<'EOF'
+import json
+acc = {name: json.load(open(f"runs/{name}/eval_results.json"))["eval_accuracy"]
+       for name in ("tiny_sst2", "tiny_sst2_random")}
+print(f"SST-2 dev accuracy, 8,000 training sentences: pretrained here {acc['tiny_sst2']:.4f}, "
+      f"random init {acc['tiny_sst2_random']:.4f}")
+EOF
