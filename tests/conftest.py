@@ -1,5 +1,8 @@
-"""Shared fixtures: the data root and the real-weights folder."""
+"""Shared fixtures and helpers: the data root, the real-weights folder, a small real corpus
+and the tiny pretraining config the end-to-end tests train."""
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -32,3 +35,42 @@ def tokenizer(vocab_path):
   if not os.path.isfile(vocab_path):
     pytest.skip(f"no vocab at {vocab_path}")
   return WordPieceTokenizer(vocab_path)
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory, data_dir):
+  """wikitext-2 valid in the plain pretraining format (prepared once per session)."""
+  out = tmp_path_factory.mktemp("corpus") / "pretrain.txt"
+  subprocess.run([sys.executable, "-m", "bert_jax.text.prepare",
+                  "--source=wikitext-2/valid.txt", f"--output={out}"], check=True, cwd=REPO,
+                 capture_output=True)
+  return str(out)
+
+
+def set_fields(config, changes: dict):
+  """config with each dotted `changes` key ("data.batch_size") set; returns config."""
+  for key, value in changes.items():
+    node = config
+    *parents, leaf = key.split(".")
+    for p in parents:
+      node = node[p]
+    node[leaf] = value
+  return config
+
+
+# Tiny shapes for end-to-end pretraining tests: H32, T32, 12 steps, log every step.
+TINY_PRETRAINING = {"model.hidden_size": 32, "model.intermediate_size": 64,
+                    "model.num_attention_heads": 2, "model.max_position_embeddings": 64,
+                    "data.max_seq_length": 32, "data.max_predictions_per_seq": 5,
+                    "data.cache_dir": "", "num_train_steps": 12, "log_every_steps": 1,
+                    "checkpoint_every_steps": 4}
+
+
+def tiny_pretraining_config(corpus, **changes):
+  """configs/tiny.py's runlocal variant at TINY_PRETRAINING shapes, plus `changes`."""
+  from configs import tiny
+  config = tiny.get_config(f"corpus={corpus},runlocal=True")
+  return set_fields(config, {**TINY_PRETRAINING, **changes})

@@ -6,8 +6,6 @@ them through the real pipeline and trainer. Unknown names are one-line errors.
 """
 import json
 import os
-import subprocess
-import sys
 
 import jax
 import numpy as np
@@ -20,34 +18,11 @@ from bert_jax.pretrain import masking
 from bert_jax.pretrain import objectives
 from bert_jax.pretrain import pipeline
 from bert_jax.text.wordpiece import WordPieceTokenizer
-from configs import tiny
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-  out = tmp_path_factory.mktemp("corpus") / "pretrain.txt"
-  subprocess.run([sys.executable, "-m", "bert_jax.text.prepare",
-                  "--source=wikitext-2/valid.txt", f"--output={out}"], check=True, cwd=REPO,
-                 capture_output=True)
-  return str(out)
-
+from tests.conftest import tiny_pretraining_config
 
 def small_config(corpus, **changes):
-  config = tiny.get_config(f"corpus={corpus},runlocal=True")
-  config.model.update(hidden_size=32, intermediate_size=64, num_attention_heads=2,
-                      max_position_embeddings=64)
-  config.data.update(max_seq_length=32, max_predictions_per_seq=5, cache_dir="")
-  config.update(num_train_steps=3, log_every_steps=1, eval_every_steps=0,
-                checkpoint_every_steps=100)
-  for key, value in changes.items():
-    node = config
-    *parents, leaf = key.split(".")
-    for p in parents:
-      node = node[p]
-    node[leaf] = value
-  return config
+  return tiny_pretraining_config(corpus, **{"num_train_steps": 3, "eval_every_steps": 0,
+                                            "checkpoint_every_steps": 100, **changes})
 
 
 def rows(workdir):

@@ -18,38 +18,18 @@ import pytest
 
 from bert_jax import trainer
 from bert_jax import workdir as workdir_lib
-from configs import tiny
+from tests.conftest import TINY_PRETRAINING, tiny_pretraining_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS = 12
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-  out = tmp_path_factory.mktemp("corpus") / "pretrain.txt"
-  subprocess.run([sys.executable, "-m", "bert_jax.text.prepare",
-                  "--source=wikitext-2/valid.txt", f"--output={out}"], check=True, cwd=REPO,
-                 capture_output=True)
-  return str(out)
-
-
-OVERRIDES = {"model.hidden_size": 32, "model.intermediate_size": 64,
-             "model.num_attention_heads": 2, "model.max_position_embeddings": 64,
-             "data.max_seq_length": 32, "data.max_predictions_per_seq": 5,
-             "data.cache_dir": "", "num_train_steps": STEPS, "log_every_steps": 1,
-             "checkpoint_every_steps": 4, "eval_every_steps": 0,
-             "max_checkpoints_to_keep": 3}
+OVERRIDES = {**TINY_PRETRAINING, "eval_every_steps": 0, "max_checkpoints_to_keep": 3}
 
 
 def small_config(corpus, **changes):
-  config = tiny.get_config(f"corpus={corpus},runlocal=True")
-  for key, value in {**OVERRIDES, **changes}.items():
-    node = config
-    *parents, leaf = key.split(".")
-    for p in parents:
-      node = node[p]
-    node[leaf] = value
-  return config
+  return tiny_pretraining_config(corpus, **{"eval_every_steps": 0,
+                                            "max_checkpoints_to_keep": 3, **changes})
 
 
 def losses(workdir):

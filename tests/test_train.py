@@ -11,39 +11,13 @@ import pytest
 
 from bert_jax import trainer
 from configs import glue
-from configs import tiny
+from tests.conftest import tiny_pretraining_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory, data_dir):
-  out = tmp_path_factory.mktemp("corpus") / "pretrain.txt"
-  subprocess.run([sys.executable, "-m", "bert_jax.text.prepare",
-                  "--source=wikitext-2/valid.txt", f"--output={out}"], check=True, cwd=REPO,
-                 capture_output=True)
-  return str(out)
-
-
 def small_config(corpus, **changes):
-  config = tiny.get_config(f"corpus={corpus},runlocal=True")
-  config.model.hidden_size = 32
-  config.model.intermediate_size = 64
-  config.model.num_attention_heads = 2
-  config.model.max_position_embeddings = 64
-  config.data.max_seq_length = 32
-  config.data.max_predictions_per_seq = 5
-  config.data.cache_dir = ""
-  config.num_train_steps = 12
-  config.log_every_steps = 1
-  config.checkpoint_every_steps = 4
-  for key, value in changes.items():
-    node = config
-    *parents, leaf = key.split(".")
-    for p in parents:
-      node = node[p]
-    node[leaf] = value
-  return config
+  return tiny_pretraining_config(corpus, **changes)
 
 
 def read_rows(workdir):
