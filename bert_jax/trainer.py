@@ -301,18 +301,20 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
   abstract = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
                           state, state_sharding)
   restored = checkpoints.restore_latest_intact(abstract, check_data=train_input.restore)
+  restored_step = None if restored is None else restored[0]
   results_path = os.path.join(workdir, "eval_results.json")
-  if (restored is not None and restored[0] >= total_steps and os.path.exists(results_path)
-      and not config.get("predict")):
+  finished_before = (restored_step is not None and restored_step >= total_steps
+                     and os.path.exists(results_path))
+  if finished_before and not config.get("predict"):
     checkpoints.close()  # a finished run: report it again, change nothing
     with open(results_path) as f:
       final = json.load(f)
-    print(f"Already finished at step {restored[0]}; results in {results_path}", flush=True)
+    print(f"Already finished at step {restored_step}; results in {results_path}", flush=True)
     return final
 
   if restored is not None:
-    latest, state, _ = restored
-    print(f"Resumed from {checkpoints.directory} at step {latest}", flush=True)
+    state = restored[1]
+    print(f"Resumed from {checkpoints.directory} at step {restored_step}", flush=True)
   elif config.init_from and config.get("random_init"):
     print(f"Random initialisation (config.random_init): the architecture and vocabulary of "
           f"{config.init_from}, not its weights", flush=True)
@@ -331,8 +333,9 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
     tokenizer.save(workdir)
     with open(os.path.join(workdir, "config.json"), "w") as f:
       f.write(config.to_json_best_effort(indent=2))
-  if restored is not None:
-    writer.truncate_after(restored[0])
+  if restored_step is not None:
+    writer.truncate_after(restored_step)
+  del restored  # its state is the loop's first input, donated to the first step
 
   # ------------------------------------------------------------------------------------
   # Steps.
@@ -366,7 +369,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
   last_metrics: dict = {}
   tokens_since, flops_since, time_since, loop_start, start_step = 0, 0.0, time.time(), None, step
   unchecked = []  # (step, metrics on device) not yet checked for NaN/inf
-  last_saved = restored[0] if restored is not None else None
+  last_saved = restored_step
 
   def check_finite():
     """Stops at the first step whose loss, gradient or params are not finite (a sync at
@@ -445,13 +448,13 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
                                        max(time.time() - loop_start, 1e-9))
   evaluation = evaluate(state.params)
   eval_metrics = prefixed(evaluation)
-  if eval_metrics:
+  if eval_metrics and not finished_before:
     writer.write(step, eval_metrics)
-    final.update(eval_metrics)
+  final.update(eval_metrics)
   checkpoints.close()
   if is_chief:
-    if restored is not None and restored[0] >= total_steps and os.path.exists(results_path):
-      with open(results_path) as f:  # a finished run re-evaluated (predict): keep its keys
+    if finished_before:  # re-evaluated only to write predictions: keep the run's keys
+      with open(results_path) as f:
         final = {**json.load(f), **final}
     summary = ", ".join(f"{k} {v:.4f}" for k, v in final.items()
                         if isinstance(v, float) and k.split("eval_")[-1] in
