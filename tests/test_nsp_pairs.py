@@ -130,3 +130,18 @@ def test_options_are_validated():
     nsp_pairs.PairOptions(max_seq_length=4)
   with pytest.raises(ValueError, match="random_next_prob"):
     nsp_pairs.PairOptions(random_next_prob=1.5)
+
+
+def test_sop_pairs_are_consecutive_segments_swapped_half_the_time(corpus):
+  """ALBERT's SOP: B follows A in the same document (label 0) or precedes it (label 1)."""
+  from bert_jax.pretrain import builders
+  options = nsp_pairs.PairOptions(max_seq_length=64)
+  pairs = builders.BUILDERS["sop"].instances(corpus, options, np.random.default_rng(0))
+  swapped = pairs.is_random_next
+  assert len(pairs) > 500 and abs(swapped.mean() - 0.5) < 0.05
+  same_doc = document_of_token(corpus, pairs.a_starts) == document_of_token(corpus,
+                                                                            pairs.b_starts)
+  assert same_doc.all()  # every document here has >= 2 sentences: no random B
+  in_order = ~swapped
+  assert (pairs.a_starts[in_order] + pairs.a_lengths[in_order] <= pairs.b_starts[in_order]).all()
+  assert (pairs.b_starts[swapped] + pairs.b_lengths[swapped] <= pairs.a_starts[swapped]).all()

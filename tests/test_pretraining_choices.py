@@ -98,3 +98,31 @@ def test_a_new_objective_is_one_table_entry(corpus, tmp_path, monkeypatch):
   assert first["mlm_again_loss"] == pytest.approx(first["mlm_loss"], rel=1e-6)
   assert first["loss"] == pytest.approx(3 * first["mlm_loss"], rel=1e-5)
   assert np.isfinite(jax.device_get(first["loss"]))
+
+
+def test_sop_pretrains_with_its_own_head(corpus, tmp_path):
+  """ALBERT's objective on BERT: example_builder=sop + objectives mlm,sop (no NSP head)."""
+  config = small_config(corpus, objectives="mlm,sop", **{"data.example_builder": "sop"})
+  trainer.train_and_evaluate(config, str(tmp_path))
+  first = rows(str(tmp_path))[0]
+  assert {"mlm_loss", "sop_loss", "sop_accuracy"} <= set(first)
+  assert not any(k.startswith("nsp") for k in first)
+  import bert_jax
+  _, variables = bert_jax.load_pretrained(str(tmp_path))
+  assert set(variables["params"]) == {"bert", "mlm_head", "sop_head"}
+  with pytest.raises(ValueError, match=r"reads \['next_sentence_labels'\], which "
+                     r"config.data.example_builder='sop' does not make"):
+    trainer.train_and_evaluate(small_config(corpus, **{"data.example_builder": "sop"}),
+                               str(tmp_path / "nsp_on_sop"))
+
+
+def test_inspect_reports_the_sop_swapped_share(corpus, vocab_path):
+  from bert_jax.pretrain import inspect as inspect_lib
+  config = small_config(corpus, **{"data.example_builder": "sop", "data.batch_size": 32})
+  tokenizer = WordPieceTokenizer(vocab_path)
+  train, _ = pipeline.make_inputs(config.data, tokenizer)
+  special = (tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id)
+  continuation = masking.continuation_table_from_vocab(list(tokenizer.vocab))
+  stats, _ = inspect_lib.statistics(train, 60, special, tokenizer.mask_id, continuation)
+  assert abs(stats["sop_swapped_fraction"] - 0.5) < 0.03, stats
+  assert "is_next_fraction" not in stats

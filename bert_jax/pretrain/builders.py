@@ -3,10 +3,16 @@
 `config.data.example_builder` picks one from BUILDERS. A builder draws an epoch's
 instances from a numpy Generator (new ones every epoch), and lays a chosen subset of them
 out as unmasked rows; masking happens afterwards, in the stream, for every builder alike.
-A new builder (SOP, full sentences, single segments) is one `ExampleBuilder` in BUILDERS;
-the stream and the trainer do not change.
+A new builder (full sentences, single segments) is one `ExampleBuilder` in BUILDERS; the
+stream and the trainer do not change.
+
+  nsp_pairs  BERT's: [CLS] A [SEP] B [SEP], B the true continuation or (random_next_prob)
+             from another document; next_sentence_labels 1 = NotNext
+  sop        ALBERT's: A and B consecutive, swapped with p = 1/2;
+             sentence_order_labels 1 = swapped
 """
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -54,8 +60,10 @@ def _pair_options(data_config) -> nsp_pairs.PairOptions:
 
 
 def _pair_rows(instances: nsp_pairs.PairInstances, corpus: TokenizedCorpus,
-               options: nsp_pairs.PairOptions, special: SpecialIds) -> Rows:
-  """[CLS] A [SEP] B [SEP] rows; segment 1 is B [SEP]; label 1 = NotNext."""
+               options: nsp_pairs.PairOptions, special: SpecialIds,
+               label_field: str = "next_sentence_labels") -> Rows:
+  """[CLS] A [SEP] B [SEP] rows; segment 1 is B [SEP]; label 1 = is_random_next (NotNext,
+  or for SOP: swapped)."""
   t = options.max_seq_length
   input_ids = nsp_pairs.pack_pair_instances(instances, corpus.token_ids, t, special.cls,
                                             special.sep, special.pad)
@@ -65,7 +73,27 @@ def _pair_rows(instances: nsp_pairs.PairInstances, corpus: TokenizedCorpus,
   token_type_ids = ((position >= (a_lengths + 2)[:, None])
                     & (position < lengths[:, None])).astype(np.int8)
   return Rows(input_ids, token_type_ids, lengths,
-              {"next_sentence_labels": instances.is_random_next.astype(np.int32)})
+              {label_field: instances.is_random_next.astype(np.int32)})
+
+
+# ------------------------------------------------------------ sentence order (ALBERT)
+def _sop_instances(corpus: TokenizedCorpus, options: nsp_pairs.PairOptions,
+                   rng: np.random.Generator) -> nsp_pairs.PairInstances:
+  """ALBERT's sentence-order pairs: A and B are consecutive segments of one document
+  (NSP pairs without random next), swapped with probability 1/2; label 1 = swapped.
+
+  As in google-research/albert's create_pretraining_data.py, a chunk of a single sentence
+  (a one-sentence document) still takes B from another document, and counts as label 1.
+  """
+  pairs = nsp_pairs.build_pair_instances(
+      corpus, dataclasses.replace(options, random_next_prob=0.0), rng)
+  swap = rng.random(len(pairs)) < 0.5
+  return nsp_pairs.PairInstances(
+      a_starts=np.where(swap, pairs.b_starts, pairs.a_starts),
+      a_lengths=np.where(swap, pairs.b_lengths, pairs.a_lengths),
+      b_starts=np.where(swap, pairs.a_starts, pairs.b_starts),
+      b_lengths=np.where(swap, pairs.a_lengths, pairs.b_lengths),
+      is_random_next=swap | pairs.is_random_next)
 
 
 BUILDERS = {
@@ -75,6 +103,12 @@ BUILDERS = {
         instances=nsp_pairs.build_pair_instances,
         rows=_pair_rows,
         label_fields=("next_sentence_labels",)),
+    "sop": ExampleBuilder(
+        options=_pair_options,
+        check_corpus=lambda corpus: corpus.check_usable_for_nsp(),
+        instances=_sop_instances,
+        rows=functools.partial(_pair_rows, label_field="sentence_order_labels"),
+        label_fields=("sentence_order_labels",)),
 }
 
 

@@ -14,6 +14,8 @@ the statistics. With --json it prints one JSON object, nothing else, with:
   kept_fraction       the share left as it was;                      ~the rest
   is_next_fraction    share of IsNext pairs (label 0);               ~1 - random_next_prob
                       (only with next_sentence_labels, i.e. example_builder=nsp_pairs)
+  sop_swapped_fraction share of swapped pairs (label 1);            ~0.5
+                      (only with sentence_order_labels, i.e. example_builder=sop)
   pad_fraction        share of [PAD] positions
   epoch_mask_overlap  the same pairs masked as epoch 0 and as epoch 1: shared positions /
                       positions; static masking gives 1.0, dynamic about masked_lm_prob
@@ -80,11 +82,13 @@ def batch_counts(batch: dict[str, np.ndarray], special_ids, mask_id: int,
   kept = is_prediction & (now == batch["masked_lm_ids"])
   eligible = (batch["attention_mask"] > 0) & ~np.isin(original_ids(batch), special_ids)
   in_multi, split = split_word_counts(batch, eligible, continuation)
+  sentence_counts = {}
   if "next_sentence_labels" in batch:
     labels = batch["next_sentence_labels"]
     sentence_counts = {"is_next": int((labels == 0).sum()), "examples": len(labels)}
-  else:
-    sentence_counts = {}
+  if "sentence_order_labels" in batch:
+    labels = batch["sentence_order_labels"]
+    sentence_counts = {"swapped": int((labels == 1).sum()), "examples": len(labels)}
   return {
       **sentence_counts,
       "in_multi_piece_words": in_multi,
@@ -128,8 +132,11 @@ def statistics(train_input: pipeline.PretrainingInput, num_batches: int, special
     shared, predicted = shared + both, predicted + total
     batches.append(batch)
   selected = max(totals["selected"], 1)
-  sentence_stats = ({"is_next_fraction": totals["is_next"] / totals["examples"]}
-                    if "examples" in totals else {})
+  sentence_stats = {}
+  if "is_next" in totals:
+    sentence_stats["is_next_fraction"] = totals["is_next"] / totals["examples"]
+  if "swapped" in totals:
+    sentence_stats["sop_swapped_fraction"] = totals["swapped"] / totals["examples"]
   return {
       "selected_fraction": totals["selected"] / max(totals["eligible"], 1),
       "mask_fraction": totals["mask"] / selected,
@@ -161,6 +168,8 @@ def render_example(batch: dict[str, np.ndarray], row: int, tokenizer) -> str:
   label = ""
   if "next_sentence_labels" in batch:
     label = "IsNext, " if batch["next_sentence_labels"][row] == 0 else "NotNext, "
+  if "sentence_order_labels" in batch:
+    label = "in order, " if batch["sentence_order_labels"][row] == 0 else "swapped, "
   return f"({label}{length} tokens + {len(now) - length} pad) " + " ".join(words)
 
 

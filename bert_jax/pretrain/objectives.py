@@ -92,6 +92,7 @@ OBJECTIVES = {
                      label_fields=("masked_lm_positions", "masked_lm_ids",
                                    "masked_lm_weights")),
     "nsp": sentence_objective("nsp", "next_sentence_labels"),
+    "sop": sentence_objective("sop", "sentence_order_labels"),  # ALBERT's sentence order
 }
 
 
