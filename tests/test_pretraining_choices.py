@@ -126,3 +126,17 @@ def test_inspect_reports_the_sop_swapped_share(corpus, vocab_path):
   stats, _ = inspect_lib.statistics(train, 60, special, tokenizer.mask_id, continuation)
   assert abs(stats["sop_swapped_fraction"] - 0.5) < 0.03, stats
   assert "is_next_fraction" not in stats
+
+
+@pytest.mark.parametrize("builder", ["full_sentences", "doc_sentences"])
+def test_roberta_sentence_blocks_pretrain_mlm_only(corpus, tmp_path, vocab_path, builder):
+  config = small_config(corpus, objectives="mlm", **{"data.example_builder": builder})
+  train, _ = pipeline.make_inputs(config.data, WordPieceTokenizer(vocab_path))
+  batch = next(train)
+  assert set(batch) == {"input_ids", "token_type_ids", "attention_mask", "masked_lm_positions",
+                        "masked_lm_ids", "masked_lm_weights"}
+  assert (batch["token_type_ids"] == 0).all()
+  if builder == "full_sentences":  # blocks end only where the next sentence does not fit
+    assert batch["attention_mask"].mean() > 0.8
+  trainer.train_and_evaluate(config, str(tmp_path))
+  assert np.isfinite([r["mlm_loss"] for r in rows(str(tmp_path)) if "mlm_loss" in r]).all()

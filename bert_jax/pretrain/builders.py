@@ -10,6 +10,9 @@ stream and the trainer do not change.
              from another document; next_sentence_labels 1 = NotNext
   sop        ALBERT's: A and B consecutive, swapped with p = 1/2;
              sentence_order_labels 1 = swapped
+  full_sentences  RoBERTa's FULL-SENTENCES: [CLS] whole sentences [SEP], packed across
+             documents ([SEP] between them); no labels, one segment
+  doc_sentences   RoBERTa's DOC-SENTENCES: the same within one document
 """
 import dataclasses
 import functools
@@ -19,6 +22,8 @@ from typing import Any
 import numpy as np
 
 from bert_jax.pretrain import nsp_pairs
+from bert_jax.pretrain import sentence_blocks
+from bert_jax.text import corpus as corpus_lib
 from bert_jax.text.corpus import TokenizedCorpus
 
 
@@ -96,6 +101,27 @@ def _sop_instances(corpus: TokenizedCorpus, options: nsp_pairs.PairOptions,
       is_random_next=swap | pairs.is_random_next)
 
 
+# ------------------------------------------------ sentence blocks (RoBERTa, one segment)
+def _check_not_empty(corpus: TokenizedCorpus) -> None:
+  if corpus.num_sentences == 0:
+    raise corpus_lib.CorpusError(f"empty corpus: no sentence in {', '.join(corpus.sources[:4])}")
+
+
+def _block_rows(blocks, corpus, max_seq_length: int, special: SpecialIds) -> Rows:
+  input_ids, lengths = sentence_blocks.block_rows(blocks, corpus, max_seq_length,
+                                                  special.cls, special.sep, special.pad)
+  return Rows(input_ids, np.zeros(input_ids.shape, np.int8), lengths, {})
+
+
+def _sentence_blocks(cross_documents: bool) -> "ExampleBuilder":
+  return ExampleBuilder(
+      options=lambda data_config: int(data_config.max_seq_length),
+      check_corpus=_check_not_empty,
+      instances=lambda corpus, max_seq_length, rng: sentence_blocks.pack_sentence_blocks(
+          corpus, max_seq_length - 2, cross_documents),
+      rows=_block_rows)
+
+
 BUILDERS = {
     "nsp_pairs": ExampleBuilder(
         options=_pair_options,
@@ -109,6 +135,8 @@ BUILDERS = {
         instances=_sop_instances,
         rows=functools.partial(_pair_rows, label_field="sentence_order_labels"),
         label_fields=("sentence_order_labels",)),
+    "full_sentences": _sentence_blocks(cross_documents=True),
+    "doc_sentences": _sentence_blocks(cross_documents=False),
 }
 
 

@@ -1,0 +1,49 @@
+"""RoBERTa's FULL-SENTENCES / DOC-SENTENCES blocks: whole sentences, every token once."""
+import numpy as np
+import pytest
+
+from bert_jax.pretrain import sentence_blocks
+from tests.test_nsp_pairs import document_of_token, synthetic_corpus
+
+CLS, SEP, PAD = -2, -1, -3  # the synthetic corpus's token i has id i >= 0
+
+
+@pytest.fixture(scope="module")
+def corpus():
+  return synthetic_corpus(np.random.default_rng(3).integers(1, 30, size=80), max_len=40)
+
+
+@pytest.mark.parametrize("cross", [True, False])
+@pytest.mark.parametrize("seq", [32, 128])
+def test_blocks_hold_every_token_once_in_order(corpus, cross, seq):
+  blocks = sentence_blocks.pack_sentence_blocks(corpus, seq - 2, cross)
+  rows, lengths = sentence_blocks.block_rows(blocks, corpus, seq, CLS, SEP, PAD)
+  assert (lengths <= seq).all() and (rows[:, 0] == CLS).all()
+  body = [row[1:n - 1] for row, n in zip(rows, lengths)]
+  assert all(row[n - 1] == SEP and (row[n:] == PAD).all() for row, n in zip(rows, lengths))
+  # Without the separators, the blocks concatenate to the corpus.
+  tokens = np.concatenate([b[b != SEP] for b in body])
+  np.testing.assert_array_equal(tokens, corpus.token_ids)
+  for block, start, length in zip(body, blocks.starts, blocks.lengths):
+    documents = document_of_token(corpus, np.arange(start, start + length))
+    assert (np.diff(documents) >= 0).all()
+    assert (block == SEP).sum() == len(np.unique(documents)) - 1
+    if not cross:
+      assert len(np.unique(documents)) == 1
+
+
+def test_blocks_start_and_end_at_sentence_boundaries(corpus):
+  blocks = sentence_blocks.pack_sentence_blocks(corpus, 126, cross_documents=True)
+  starts = set(corpus.sentence_starts.tolist())
+  short = blocks.lengths < 126  # a block cut from an over-long sentence may end inside it
+  assert all(s in starts for s in blocks.starts[short].tolist())
+  assert all(s in starts for s in (blocks.starts + blocks.lengths)[short].tolist())
+
+
+def test_full_sentences_fill_more_than_doc_sentences(corpus):
+  fill = {}
+  for cross in (True, False):
+    blocks = sentence_blocks.pack_sentence_blocks(corpus, 126, cross)
+    _, lengths = sentence_blocks.block_rows(blocks, corpus, 128, CLS, SEP, PAD)
+    fill[cross] = lengths.sum() / (128 * len(lengths))
+  assert fill[True] > fill[False]
