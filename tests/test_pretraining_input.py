@@ -375,3 +375,20 @@ def test_inspect_cli_on_real_text(data_dir, vocab_path, tmp_path):
   assert abs(stats["is_next_fraction"] - 0.5) < 0.03
   assert stats["split_word_fraction"] > 0.5  # real text has multi-piece words
   assert stats["epoch_mask_overlap"] < 0.3
+
+
+def test_static_masking_repeats_dupe_factor_versions(small_corpus, tokenizer, vocab_path,
+                                                     corpus_file):
+  """dupe_factor=2: epochs 0 and 2 are the same batches, 0 and 1 differ (dynamic: all do)."""
+  static = make_input(small_corpus, tokenizer, vocab_path, corpus_file, dupe_factor=2)
+  first = [next(static.epoch_batches(epoch)) for epoch in range(3)]
+  for key in KEYS:
+    np.testing.assert_array_equal(first[0][key], first[2][key])
+  assert not np.array_equal(first[0]["masked_lm_positions"], first[1]["masked_lm_positions"])
+  dynamic = make_input(small_corpus, tokenizer, vocab_path, corpus_file)
+  assert not np.array_equal(next(dynamic.epoch_batches(0))["input_ids"],
+                            next(dynamic.epoch_batches(2))["input_ids"])
+  # Static masking with one version: the same pairs get the same masks every epoch.
+  once = make_input(small_corpus, tokenizer, vocab_path, corpus_file, dupe_factor=1)
+  stats = _statistics(once, tokenizer)
+  assert stats["epoch_mask_overlap"] == 1.0

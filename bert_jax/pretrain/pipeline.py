@@ -57,6 +57,9 @@ Fields read from config.data (`default_data_config()` gives them with defaults):
   masking              a name in masking.SELECTORS ("token", "whole_word": "##" pieces
                        go with their word)
   masked_lm_prob, mask_token_prob, random_token_prob   15% selected; 80/10/10 of those
+  dupe_factor          0: dynamic masking (new examples and masks every epoch); N > 0:
+                       static, as create_pretraining_data.py's dupe_factor: epoch e
+                       repeats epoch e mod N (its pairs, order and masks)
   short_seq_prob, random_next_prob        NSP pair sampling (nsp_pairs.py)
   seed, batch_size                        batch_size is global (all processes)
   num_shards           K above; 0 = the process count
@@ -98,6 +101,7 @@ def default_data_config() -> ml_collections.ConfigDict:
       "max_predictions_per_seq": 20,
       "example_builder": "nsp_pairs",
       "masking": "token",
+      "dupe_factor": 0,
       "masked_lm_prob": 0.15,
       "mask_token_prob": 0.8,
       "random_token_prob": 0.1,
@@ -150,6 +154,9 @@ class PretrainingInput:
 
     num_shards: overrides config.data.num_shards (the held-out input is one shard).
     """
+    if data_config.dupe_factor < 0:
+      raise ValueError(f"config.data.dupe_factor={data_config.dupe_factor}: must be >= 0 "
+                       "(0 = dynamic masking)")
     if data_config.seed < 0:
       raise ValueError(f"seed must be >= 0, got {data_config.seed}")
     if num_shards is None:
@@ -183,7 +190,7 @@ class PretrainingInput:
                            self.global_batch_size // num_shards, slice_index, slice_count,
                            self.seed, builder, builder.options(data_config),
                            masking_options(data_config, tokenizer), special_ids,
-                           int(data_config.max_seq_length))
+                           int(data_config.max_seq_length), int(data_config.dupe_factor))
         for shard in shards]
 
   # ---------------------------------------------------------------- position

@@ -3,7 +3,8 @@
 Epoch e of shard k: the example builder's instances drawn with numpy Generator(seed, e, k)
 over the shard's documents, fully permuted; each global step takes the next `rows_per_step` of them (this
 process's slice of those when several processes share the shard), packed and masked in
-tf.data. Positions are (epoch, step); the next epoch is built in the background.
+tf.data. Positions are (epoch, step); the next epoch is built in the background. With
+static masking (dupe_factor N > 0) epoch e repeats epoch e mod N exactly.
 """
 import concurrent.futures
 import dataclasses
@@ -34,11 +35,12 @@ class ShardStream:
                rows_per_step: int, slice_index: int, slice_count: int, seed: int,
                builder: builders.ExampleBuilder, builder_options,
                masking_options: masking.MaskingOptions, special_ids: builders.SpecialIds,
-               max_seq_length: int):
+               max_seq_length: int, dupe_factor: int = 0):
     self.corpus, self.shard, self.num_shards = corpus, shard, num_shards
     self.rows_per_step = rows_per_step            # of this shard, all slices
     self.local_rows = rows_per_step // slice_count  # of this process
     self.slice_index, self.seed = slice_index, seed
+    self.dupe_factor = dupe_factor
     self.max_seq_length = max_seq_length
     self._builder, self._builder_options = builder, builder_options
     self._masking_options = masking_options
@@ -117,7 +119,7 @@ class ShardStream:
     position = tf.range(self.max_seq_length)[None, :]
     attention_mask = position < block["lengths"][:, None]
     options = self._masking_options
-    noise = masking.example_noise(self.seed, epoch, block["example_index"],
+    noise = masking.example_noise(self.seed, self._data_epoch(epoch), block["example_index"],
                                   masking.noise_size(self.max_seq_length, options))
     masked = masking.mask_batch(block["input_ids"], noise, options)
     return {
@@ -130,6 +132,11 @@ class ShardStream:
         **block["labels"],
     }
 
+  def _data_epoch(self, epoch: int) -> int:
+    """The epoch whose examples, order and masks epoch `epoch` uses: itself (dynamic), or
+    with static masking (dupe_factor N) epoch mod N, so only N versions of the data exist."""
+    return epoch % self.dupe_factor if self.dupe_factor else epoch
+
   def _epoch_rows(self, epoch: int, wait: bool = True):
     """The epoch's rows (wait=True), or the future of them."""
     if epoch not in self._epoch_futures:
@@ -137,7 +144,7 @@ class ShardStream:
     return self._epoch_futures[epoch].result() if wait else self._epoch_futures[epoch]
 
   def _build_epoch_rows(self, epoch: int) -> _EpochRows:
-    rng = np.random.default_rng([self.seed, epoch, self.shard])
+    rng = np.random.default_rng([self.seed, self._data_epoch(epoch), self.shard])
     instances = self._builder.instances(self.corpus, self._builder_options, rng)
     order = rng.permutation(len(instances))
     steps = len(instances) // self.rows_per_step
