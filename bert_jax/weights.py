@@ -7,8 +7,9 @@ training workdirs (pretrained or fine-tuned), for users and for the trainer alik
 
 A bert_jax workdir records its model in model_config.json ("model": a task_models spec),
 so a fine-tuned workdir loads as its task model (classifier, tagger, QA, multiple choice)
-with its head. HF and TF checkpoints load as BertForPreTraining (with MLM/NSP heads) or
-BertModel.
+with its head. HF and TF checkpoints load as BertForPreTraining (with the family's MLM
+and sentence heads) or BertModel; an HF folder's config.json `model_type` picks the family
+(bert, roberta, distilbert; see bert_jax/convert/families.py).
 """
 import json
 import os
@@ -159,6 +160,8 @@ def _merge(params, pretrained, path: str):
     pretrained = {**pretrained, "bert": theirs} if "bert" in pretrained else theirs
     notes.append("dropped the checkpoint's pooler (the model has none)")
   fresh = sorted(set(params) - set(pretrained))
+  if "bert" in params:  # e.g. the pooler a classifier adds to a RoBERTa/DistilBERT encoder
+    fresh += [f"bert/{k}" for k in sorted(set(params["bert"]) - set(pretrained["bert"]))]
   if fresh:
     notes.append(f"newly initialised {fresh}")
   return merge(params, pretrained, ""), notes

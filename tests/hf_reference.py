@@ -5,8 +5,12 @@ from bert_jax.models.config import BertConfig
 
 
 def hf_config(config: BertConfig):
+  """The HF config of config.family (BertConfig, RobertaConfig, DistilBertConfig)."""
   import transformers
-  return transformers.BertConfig(**config.to_hf_dict(), attn_implementation="eager")
+  from bert_jax.convert import families
+  raw = families.config_to_hf(config)
+  return transformers.AutoConfig.for_model(raw.pop("model_type"), **raw,
+                                           attn_implementation="eager")
 
 
 def random_hf_model(config: BertConfig, seed: int, cls_name="BertForPreTraining"):
@@ -17,7 +21,7 @@ def random_hf_model(config: BertConfig, seed: int, cls_name="BertForPreTraining"
   model = getattr(transformers, cls_name)(hf_config(config)).eval()
   with torch.no_grad():
     for name, p in model.named_parameters():
-      if name.endswith("bias") or "LayerNorm" in name:
+      if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name:
         p.add_(torch.randn_like(p) * 0.1)
   return model
 

@@ -1,8 +1,12 @@
-"""HuggingFace BERT folders (config.json + model.safetensors) in and out.
+"""HuggingFace folders (config.json + model.safetensors) of every family, in and out.
 
-Only safetensors are read: a folder with just `pytorch_model.bin` is refused (no pickle).
-Accepted: BertModel and BertForPreTraining checkpoints, with or without the `bert.`
-prefix, old-style LayerNorm `gamma`/`beta` names, sharded safetensors with an index.
+config.json's `model_type` picks the family (bert, roberta, distilbert: the table in
+convert/families.py); its tensor names are `mapping.NAMES[family]`. Accepted: each
+family's bare encoder (BertModel, RobertaModel, DistilBertModel) and pretraining model
+(BertForPreTraining, RobertaForMaskedLM, DistilBertForMaskedLM), with or without the
+family prefix (`bert.`, `roberta.`, `distilbert.`), old-style LayerNorm `gamma`/`beta`
+names, sharded safetensors with an index. Only safetensors are read: a folder with just
+`pytorch_model.bin` is refused (no pickle).
 """
 import json
 import os
@@ -10,18 +14,23 @@ import os
 import numpy as np
 from safetensors.numpy import load_file, save_file
 
-from bert_jax.convert import mapping
+from bert_jax.convert import families, mapping
 from bert_jax.models.config import BertConfig
 
-_ENCODER_ROOTS = ("embeddings.", "encoder.", "pooler.")
-_BUFFERS = ("position_ids",)  # non-parameter buffers some versions saved
+_BUFFERS = ("position_ids", "token_type_ids")  # non-parameter buffers some versions saved
 
 
 def read_config(folder: str) -> BertConfig:
+  """The folder's config.json, any family (its model_type picks the reader)."""
   path = os.path.join(folder, "config.json")
   if not os.path.exists(path):
     raise FileNotFoundError(f"{folder}: no config.json (is this an HF model folder?)")
-  return BertConfig.from_json_file(path)
+  try:
+    with open(path) as f:
+      raw = json.load(f)
+  except json.JSONDecodeError as e:
+    raise ValueError(f"{path}: not valid JSON ({e})") from None
+  return families.config_from_hf(raw, path)
 
 
 def read_state(folder: str) -> dict[str, np.ndarray]:
@@ -43,26 +52,29 @@ def read_state(folder: str) -> dict[str, np.ndarray]:
   raise FileNotFoundError(f"{folder}: no model.safetensors or model.safetensors.index.json")
 
 
-def normalize_names(state: dict[str, np.ndarray], source: str) -> dict[str, np.ndarray]:
-  """Canonical BertForPreTraining names: `bert.` prefix, weight/bias, no buffers, no tied copies."""
+def normalize_names(state: dict[str, np.ndarray], source: str,
+                    family: str = "bert") -> dict[str, np.ndarray]:
+  """Canonical names of the family's pretraining model: the family prefix (`bert.` ...),
+  weight/bias, no buffers, no tied copies (each checked equal to what it copies)."""
+  names = mapping.NAMES[family]
   out = {}
   for name, value in state.items():
     if name.endswith(_BUFFERS):
       continue
-    if name.startswith(_ENCODER_ROOTS):
-      name = "bert." + name
+    if name.startswith(names.encoder_roots):
+      name = f"{names.prefix}.{name}"
     name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace(
         "LayerNorm.beta", "LayerNorm.bias")
     out[name] = np.asarray(value)
-  decoder = out.pop("cls.predictions.decoder.weight", None)
-  if decoder is not None:
-    words = out.get("bert.embeddings.word_embeddings.weight")
-    if words is None or decoder.shape != words.shape or not np.array_equal(decoder, words):
-      raise ValueError(f"{source}: cls.predictions.decoder.weight is not tied to the word "
-                       "embeddings; untied MLM decoders are not supported")
-  decoder_bias = out.pop("cls.predictions.decoder.bias", None)
-  if decoder_bias is not None:
-    out.setdefault("cls.predictions.bias", decoder_bias)
+  for copy, original in names.tied.items():
+    value = out.pop(copy, None)
+    if value is None:
+      continue
+    if original not in out:
+      out[original] = value  # e.g. an MLM bias saved only as the decoder's
+    elif value.shape != out[original].shape or not np.array_equal(value, out[original]):
+      raise ValueError(f"{source}: {copy} is not tied to {original}; untied MLM decoders "
+                       "are not supported")
   return out
 
 
@@ -71,18 +83,25 @@ def state_to_params(state: dict[str, np.ndarray], config: BertConfig, source: st
   """Canonical HF state -> our nested params. Returns (params, has_pretraining_heads).
 
   heads: "auto" (take the pretraining heads when present), "pretraining" (require them)
-  or "none" (drop every `cls.` tensor). Any tensor left unconsumed is an error.
+  or "none" (drop every head tensor: `cls.`, `lm_head.`, `vocab_*.` by family). The
+  model the params are for (`expected_shapes`) decides which tensors must be there; any
+  tensor left unconsumed is an error.
   """
   if heads not in ("auto", "pretraining", "none"):
     raise ValueError(f"heads={heads!r}: expected 'auto', 'pretraining' or 'none'")
+  names = mapping.names_of(config)
   state = dict(state)
   if heads == "none":
-    state = {k: v for k, v in state.items() if not k.startswith("cls.")}
-  with_heads = heads == "pretraining" or any(k.startswith("cls.") for k in state)
-  with_pooler = with_heads or "bert.pooler.dense.weight" in state
+    state = {k: v for k, v in state.items() if not k.startswith(names.head_roots)}
+  with_heads = heads == "pretraining" or any(k.startswith(names.head_roots) for k in state)
   prefix = "bert/" if with_heads else ""
-  rows = mapping.all_rows(config, prefix, with_heads, with_pooler)
+  rows = mapping.family_rows(config, prefix)
+  with_pooler = any(hf_name in state for ours, hf_name, _ in rows if "pooler/" in ours)
   expected = expected_shapes(config, with_heads, with_pooler)
+  rows = [row for row in rows if row[0] in expected]
+  unmapped = sorted(set(expected) - {ours for ours, _, _ in rows})
+  if unmapped:
+    raise ValueError(f"{source}: the model has no HF {config.family} name for {unmapped[:5]}")
   flat = {}
   for ours, hf_name, layout in rows:
     if hf_name not in state:
@@ -91,9 +110,9 @@ def state_to_params(state: dict[str, np.ndarray], config: BertConfig, source: st
                                            layout, config, source), config)
     flat[ours] = value.astype(np.float32)
   if state:
-    names = sorted(state)
-    raise ValueError(f"{source}: unknown tensor(s) {names[:5]}"
-                     f"{' and %d more' % (len(names) - 5) if len(names) > 5 else ''}")
+    left = sorted(state)
+    raise ValueError(f"{source}: unknown tensor(s) {left[:5]}"
+                     f"{' and %d more' % (len(left) - 5) if len(left) > 5 else ''}")
   return mapping.unflatten(flat), with_heads
 
 
@@ -126,7 +145,7 @@ def expected_shapes(config: BertConfig, with_heads: bool, with_pooler: bool = Tr
 
 
 def params_to_state(params: dict, config: BertConfig) -> dict[str, np.ndarray]:
-  """Our params (BertModel or BertForPreTraining, unscanned) -> HF state dict."""
+  """Our params (BertModel or BertForPreTraining, unscanned) -> HF state dict of the family."""
   flat = mapping.flatten(params)
   with_heads = "mlm_head/output_bias" in flat
   prefix = "bert/" if with_heads else ""
@@ -138,26 +157,30 @@ def params_to_state(params: dict, config: BertConfig) -> dict[str, np.ndarray]:
     state[hf_name] = np.ascontiguousarray(layout.to_hf(np.asarray(flat.pop(ours)), config),
                                           dtype=np.float32)
   if flat:
-    raise ValueError(f"params: no HF name for {sorted(flat)[:5]}")
+    raise ValueError(f"params: no HF {config.family} name for {sorted(flat)[:5]}")
   return state
 
 
 def load(folder: str, heads: str = "auto"):
-  """HF folder -> (BertConfig, params, has_pretraining_heads)."""
+  """HF folder of any family -> (BertConfig, params, has_pretraining_heads)."""
   config = read_config(folder)
-  state = normalize_names(read_state(folder), folder)
+  state = normalize_names(read_state(folder), folder, config.family)
   params, with_heads = state_to_params(state, config, folder, heads)
   return config, params, with_heads
 
 
 def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None = None,
          lower_case: bool = True) -> None:
-  """Writes config.json + model.safetensors (+ vocab.txt/tokenizer_config.json)."""
+  """Writes config.json + model.safetensors (+ vocab.txt/tokenizer_config.json), loadable by
+  the family's HF class: its pretraining model when `params` have the MLM head, else its
+  encoder."""
   os.makedirs(folder, exist_ok=True)
   state = params_to_state(params, config)
-  hf_config = config.to_hf_dict()
-  if "cls.predictions.bias" not in state:
-    hf_config["architectures"] = ["BertModel"]
+  family = families.hf_family(config.family)
+  with_heads = any(k.startswith(mapping.names_of(config).head_roots) for k in state)
+  hf_config = families.config_to_hf(config)
+  hf_config["architectures"] = [family.pretraining_class if with_heads
+                                else family.encoder_class]
   with open(os.path.join(folder, "config.json"), "w") as f:
     json.dump(hf_config, f, indent=2)
   save_file(state, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})

@@ -1,11 +1,14 @@
-"""Our param tree <-> HF `BertForPreTraining` state-dict names, kept as data.
+"""Our param tree <-> HF state-dict names, per family, kept as data.
 
-HF names are the hub between formats: a Google TF1 checkpoint is renamed to HF names
-(tf.py) and then goes through the same table. Each row says how one tensor changes
-layout; the table is expanded per layer from the config.
+Every family shares our module tree (bert_jax/models), so a family's mapping is only the
+HF name of each of our modules (`Names`, one entry per family in `NAMES`); how a tensor
+changes layout follows from the kind of our module (`_ENCODER`, `_LAYER`, `_HEADS`).
+HF names are the hub between formats: a Google TF1 checkpoint is renamed to HF BERT
+names (tf_checkpoint.py) and then goes through the same table.
 
 Layouts: HF `nn.Linear.weight` is [out, in]; our Dense kernel is [in, out]; our attention
 projections are DenseGeneral kernels [H, N, D] (q/k/v) and [N, D, H] (output).
+A row is (our path, HF name, Layout).
 """
 import dataclasses
 from typing import Callable
@@ -36,57 +39,155 @@ ATTN_OUT_KERNEL = Layout(
     lambda w, c: w.T.reshape(c.num_attention_heads, c.head_dim, c.hidden_size),
     lambda w, c: w.reshape(c.hidden_size, c.hidden_size).T)
 
+# Kinds of our modules: (our leaf, HF leaf, layout) per tensor ("" = the module is the param).
+_KINDS = {
+    "embedding": (("embedding", "weight", SAME),),
+    "dense": (("kernel", "weight", LINEAR), ("bias", "bias", SAME)),
+    "qkv": (("kernel", "weight", QKV_KERNEL), ("bias", "bias", QKV_BIAS)),
+    "attention_out": (("kernel", "weight", ATTN_OUT_KERNEL), ("bias", "bias", SAME)),
+    "norm": (("scale", "weight", SAME), ("bias", "bias", SAME)),
+    "vector": (("", "", SAME),),
+}
+# Our modules holding params, by kind: the encoder's (outside the layers), one layer's, heads'.
+_ENCODER = {
+    "embeddings/word_embeddings": "embedding", "embeddings/position_embeddings": "embedding",
+    "embeddings/token_type_embeddings": "embedding", "embeddings/layer_norm": "norm",
+    "pooler/dense": "dense",
+}
+_LAYER = {
+    "attention/query": "qkv", "attention/key": "qkv", "attention/value": "qkv",
+    "attention/out": "attention_out", "attention_layer_norm": "norm",
+    "intermediate": "dense", "output": "dense", "output_layer_norm": "norm",
+}
+_HEADS = {
+    "mlm_head/transform": "dense", "mlm_head/transform_layer_norm": "norm",
+    "mlm_head/output_bias": "vector", "nsp_head/dense": "dense",
+}
 
-def _dense(ours: str, hf: str, kernel: Layout = LINEAR, bias: Layout = SAME):
-  return [(f"{ours}/kernel", f"{hf}.weight", kernel), (f"{ours}/bias", f"{hf}.bias", bias)]
+
+@dataclasses.dataclass(frozen=True)
+class Names:
+  """One family's HF names for our modules.
+
+  prefix: the encoder's name inside HF's task models ("bert" in BertForPreTraining).
+  encoder: our encoder module -> HF name under the prefix (modules the family lacks,
+    e.g. DistilBERT's segment table and pooler, are simply absent).
+  layer: HF name of layer `{i}` under the prefix; layer_modules: our module in a layer ->
+    HF name under it.
+  heads: our head module -> HF name (top level, no prefix): the family's pretraining heads.
+  tied: HF tensors that are copies of another HF tensor (MLM decoders tied to the word
+    embeddings): not written, and checked equal to their source when read.
+  """
+  prefix: str
+  encoder: dict[str, str]
+  layer: str
+  layer_modules: dict[str, str]
+  heads: dict[str, str]
+  tied: dict[str, str]
+
+  @property
+  def encoder_roots(self) -> tuple[str, ...]:
+    """First components of the HF names of a bare encoder (no prefix), e.g. "embeddings."."""
+    names = list(self.encoder.values()) + [self.layer]
+    return tuple(sorted({name.split(".")[0] + "." for name in names}))
+
+  @property
+  def head_roots(self) -> tuple[str, ...]:
+    """First components of the HF head names, e.g. "cls." (BERT), "lm_head." (RoBERTa)."""
+    return tuple(sorted({name.split(".")[0] + "." for name in self.heads.values()}))
 
 
-def _norm(ours: str, hf: str):
-  return [(f"{ours}/scale", f"{hf}.weight", SAME), (f"{ours}/bias", f"{hf}.bias", SAME)]
+_BERT_ENCODER = {
+    "embeddings/word_embeddings": "embeddings.word_embeddings",
+    "embeddings/position_embeddings": "embeddings.position_embeddings",
+    "embeddings/token_type_embeddings": "embeddings.token_type_embeddings",
+    "embeddings/layer_norm": "embeddings.LayerNorm",
+    "pooler/dense": "pooler.dense",
+}
+_BERT_LAYER = {
+    "attention/query": "attention.self.query", "attention/key": "attention.self.key",
+    "attention/value": "attention.self.value", "attention/out": "attention.output.dense",
+    "attention_layer_norm": "attention.output.LayerNorm",
+    "intermediate": "intermediate.dense", "output": "output.dense",
+    "output_layer_norm": "output.LayerNorm",
+}
+
+NAMES = {
+    "bert": Names(
+        prefix="bert", encoder=_BERT_ENCODER, layer="encoder.layer.{i}",
+        layer_modules=_BERT_LAYER,
+        heads={"mlm_head/transform": "cls.predictions.transform.dense",
+               "mlm_head/transform_layer_norm": "cls.predictions.transform.LayerNorm",
+               "mlm_head/output_bias": "cls.predictions.bias",
+               "nsp_head/dense": "cls.seq_relationship"},
+        tied={"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
+              "cls.predictions.decoder.bias": "cls.predictions.bias"}),
+    "roberta": Names(
+        prefix="roberta", encoder=_BERT_ENCODER, layer="encoder.layer.{i}",
+        layer_modules=_BERT_LAYER,
+        heads={"mlm_head/transform": "lm_head.dense",
+               "mlm_head/transform_layer_norm": "lm_head.layer_norm",
+               "mlm_head/output_bias": "lm_head.bias"},
+        tied={"lm_head.decoder.weight": "roberta.embeddings.word_embeddings.weight",
+              "lm_head.decoder.bias": "lm_head.bias"}),
+    "distilbert": Names(
+        prefix="distilbert",
+        encoder={"embeddings/word_embeddings": "embeddings.word_embeddings",
+                 "embeddings/position_embeddings": "embeddings.position_embeddings",
+                 "embeddings/layer_norm": "embeddings.LayerNorm"},
+        layer="transformer.layer.{i}",
+        layer_modules={"attention/query": "attention.q_lin", "attention/key": "attention.k_lin",
+                       "attention/value": "attention.v_lin", "attention/out": "attention.out_lin",
+                       "attention_layer_norm": "sa_layer_norm", "intermediate": "ffn.lin1",
+                       "output": "ffn.lin2", "output_layer_norm": "output_layer_norm"},
+        heads={"mlm_head/transform": "vocab_transform",
+               "mlm_head/transform_layer_norm": "vocab_layer_norm",
+               "mlm_head/output_bias": "vocab_projector.bias"},
+        tied={"vocab_projector.weight": "distilbert.embeddings.word_embeddings.weight"}),
+}
 
 
-def encoder_rows(config: BertConfig, with_pooler: bool = True):
-  """(our path under the encoder, HF name without the `bert.` prefix, layout) rows."""
-  rows = [
-      ("embeddings/word_embeddings/embedding", "embeddings.word_embeddings.weight", SAME),
-      ("embeddings/position_embeddings/embedding", "embeddings.position_embeddings.weight",
-       SAME),
-      ("embeddings/token_type_embeddings/embedding",
-       "embeddings.token_type_embeddings.weight", SAME),
-      *_norm("embeddings/layer_norm", "embeddings.LayerNorm"),
-  ]
+def names_of(config: BertConfig) -> Names:
+  if config.family not in NAMES:
+    raise ValueError(f"family {config.family!r} has no HF names (known: {sorted(NAMES)})")
+  return NAMES[config.family]
+
+
+def _expand(ours: str, hf: str, kind: str):
+  return [(f"{ours}/{leaf}" if leaf else ours, f"{hf}.{hf_leaf}" if hf_leaf else hf, layout)
+          for leaf, hf_leaf, layout in _KINDS[kind]]
+
+
+def family_rows(config: BertConfig, encoder_prefix: str):
+  """Every row a model of `config.family` can have, pooler and pretraining heads included.
+
+  encoder_prefix: where the encoder sits in our tree ("bert/" in task models, "" for
+  BertModel); HF encoder names always carry the family's prefix (canonical names).
+  """
+  names = names_of(config)
+  rows = []
+  for module, hf in names.encoder.items():
+    rows += _expand(encoder_prefix + module, f"{names.prefix}.{hf}", _ENCODER[module])
   for i in range(config.num_hidden_layers):
-    ours, hf = f"encoder/layer_{i}", f"encoder.layer.{i}"
-    for proj in ("query", "key", "value"):
-      rows += _dense(f"{ours}/attention/{proj}", f"{hf}.attention.self.{proj}",
-                     QKV_KERNEL, QKV_BIAS)
-    rows += _dense(f"{ours}/attention/out", f"{hf}.attention.output.dense", ATTN_OUT_KERNEL)
-    rows += _norm(f"{ours}/attention_layer_norm", f"{hf}.attention.output.LayerNorm")
-    rows += _dense(f"{ours}/intermediate", f"{hf}.intermediate.dense")
-    rows += _dense(f"{ours}/output", f"{hf}.output.dense")
-    rows += _norm(f"{ours}/output_layer_norm", f"{hf}.output.LayerNorm")
-  if with_pooler:
-    rows += _dense("pooler/dense", "pooler.dense")
+    layer = names.layer.format(i=i)
+    for module, hf in names.layer_modules.items():
+      rows += _expand(f"{encoder_prefix}encoder/layer_{i}/{module}",
+                      f"{names.prefix}.{layer}.{hf}", _LAYER[module])
+  for module, hf in names.heads.items():
+    rows += _expand(module, hf, _HEADS[module])
   return rows
-
-
-def pretraining_head_rows():
-  """Rows of BertForPreTraining's heads (HF names under `cls.`)."""
-  return [
-      *_dense("mlm_head/transform", "cls.predictions.transform.dense"),
-      *_norm("mlm_head/transform_layer_norm", "cls.predictions.transform.LayerNorm"),
-      ("mlm_head/output_bias", "cls.predictions.bias", SAME),
-      *_dense("nsp_head/dense", "cls.seq_relationship"),
-  ]
 
 
 def all_rows(config: BertConfig, encoder_prefix: str, with_heads: bool, with_pooler=True):
-  """Rows for a whole model. encoder_prefix is "bert/" inside task models, "" for BertModel."""
-  rows = [(encoder_prefix + ours, "bert." + hf, layout)
-          for ours, hf, layout in encoder_rows(config, with_pooler)]
-  if with_heads:
-    rows += pretraining_head_rows()
-  return rows
+  """The rows of the family's encoder (with its segment table when type_vocab_size > 0,
+  the pooler when with_pooler) and, with_heads, all of the family's pretraining heads."""
+  def wanted(ours):
+    if ours.startswith(tuple(_HEADS)):
+      return with_heads
+    if "/pooler/" in f"/{ours}":
+      return with_pooler
+    return config.type_vocab_size > 0 or "token_type_embeddings" not in ours
+  return [row for row in family_rows(config, encoder_prefix) if wanted(row[0])]
 
 
 # --- nested <-> flat ------------------------------------------------------------------

@@ -1,4 +1,6 @@
-"""The BERT encoder: embeddings, post-LN Transformer layers (pre-LN optional), pooler.
+"""The encoder of the BERT family: embeddings, post-LN Transformer layers (pre-LN
+optional), pooler. What a family member changes (position ids, pooler) comes from its
+entry in `bert_jax.models.families`; segment embeddings exist when type_vocab_size > 0.
 
 Shapes and logical axes: see bert_jax/models/layers.py.
 """
@@ -10,6 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from bert_jax.models.config import BertConfig
+from bert_jax.models.families import family_of
 from bert_jax.models.layers import (ACT_BT, ACT_BTH, ACT_BTI, SelfAttention, activation,
                                     attention_mask_bias, dense_init, layer_norm, zeros_init)
 
@@ -28,7 +31,12 @@ class EncoderOutput:
 
 
 class Embeddings(nn.Module):
-  """Word + position + segment embeddings, then LayerNorm and dropout."""
+  """Word + position (+ segment) embeddings, then LayerNorm and dropout.
+
+  Position ids come from the family (`families.Family.position_ids`). Segments: none
+  when type_vocab_size is 0; with one row (RoBERTa) that row is added to every token and
+  token_type_ids are ignored (a pair's second segment has no row of its own).
+  """
   config: BertConfig
 
   def setup(self):
@@ -39,20 +47,25 @@ class Embeddings(nn.Module):
     self.word_embeddings = embed(cfg.vocab_size, ("vocab", "embed"), "word_embeddings")
     self.position_embeddings = embed(cfg.max_position_embeddings, (None, "embed"),
                                      "position_embeddings")
-    self.token_type_embeddings = embed(cfg.type_vocab_size, (None, "embed"),
-                                       "token_type_embeddings")
+    if cfg.type_vocab_size:
+      self.token_type_embeddings = embed(cfg.type_vocab_size, (None, "embed"),
+                                         "token_type_embeddings")
     self.layer_norm = layer_norm(cfg, "layer_norm")
     self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
 
   def __call__(self, input_ids, token_type_ids, deterministic: bool):
     cfg = self.config
-    seq_len = input_ids.shape[1]
-    if seq_len > cfg.max_position_embeddings:
+    family = family_of(cfg)
+    seq_len, first = input_ids.shape[1], family.first_position(cfg)
+    if first + seq_len > cfg.max_position_embeddings:
+      start = f" less the first position id {first}" if first else ""
       raise ValueError(f"Sequence length {seq_len} exceeds max_position_embeddings="
-                       f"{cfg.max_position_embeddings}")
-    position_ids = jnp.arange(seq_len)[None, :]
-    x = (self.word_embeddings(input_ids) + self.position_embeddings(position_ids) +
-         self.token_type_embeddings(token_type_ids))  # [B, T, H]
+                       f"{cfg.max_position_embeddings}{start}")
+    x = (self.word_embeddings(input_ids) +
+         self.position_embeddings(family.position_ids(input_ids, cfg)))  # [B, T, H]
+    if cfg.type_vocab_size:
+      segments = token_type_ids if cfg.type_vocab_size > 1 else jnp.zeros_like(input_ids)
+      x = x + self.token_type_embeddings(segments)
     x = self.layer_norm(x).astype(cfg.compute_dtype)
     x = nn.with_logical_constraint(x, ACT_BTH)
     return self.dropout(x, deterministic=deterministic)
@@ -161,14 +174,24 @@ class Pooler(nn.Module):
 
 
 class BertModel(nn.Module):
-  """Embeddings + encoder (+ pooler). Heads are separate modules (see tasks.py)."""
+  """Embeddings + encoder (+ pooler) of any family. Heads are separate modules (heads.py).
+
+  add_pooling_layer: None takes the family's default (HF's encoder of that family:
+  BERT and RoBERTa have a pooler, DistilBERT has none).
+  """
   config: BertConfig
-  add_pooling_layer: bool = True
+  add_pooling_layer: Optional[bool] = None
+
+  @property
+  def has_pooler(self) -> bool:
+    if self.add_pooling_layer is None:
+      return family_of(self.config).pooler
+    return self.add_pooling_layer
 
   def setup(self):
     self.embeddings = Embeddings(self.config)
     self.encoder = Encoder(self.config)
-    if self.add_pooling_layer:
+    if self.has_pooler:
       self.pooler = Pooler(self.config)
 
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
@@ -182,7 +205,7 @@ class BertModel(nn.Module):
     hidden = self.embeddings(input_ids, token_type_ids, deterministic)
     sequence_output, hidden_states = self.encoder(
         hidden, attention_mask_bias(attention_mask), deterministic, output_hidden_states)
-    pooled = self.pooler(sequence_output) if self.add_pooling_layer else None
+    pooled = self.pooler(sequence_output) if self.has_pooler else None
     return EncoderOutput(sequence_output=sequence_output, pooled_output=pooled,
                          hidden_states=hidden_states)
 

@@ -1,8 +1,10 @@
-"""BertConfig: every hyper-parameter of the encoder, with the standard sizes.
+"""BertConfig: every hyper-parameter of an encoder of the BERT family, with the standard sizes.
 
-Field names follow google-research/bert's `bert_config.json` (which HF's `config.json`
-shares), so both files load with `BertConfig.from_json_dict`. Fields that only matter to
-this implementation (compute dtype, scan/remat) are ours and are not exported to HF.
+Field names follow google-research/bert's `bert_config.json` (which HF's BERT `config.json`
+shares), so both files load with `BertConfig.from_json_dict`. `family` names the member
+(bert, roberta, distilbert: `bert_jax.models.families`); HF config.json of every family is
+read and written by `bert_jax.convert.families`. Fields that only matter to this
+implementation (compute dtype, scan/remat) are ours and are not exported to HF.
 """
 import dataclasses
 import json
@@ -10,17 +12,20 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from bert_jax.models.families import FAMILIES
+
 # Hidden activations used by released BERT checkpoints: "gelu" is the exact erf form
 # (HF "gelu"), "gelu_tanh" the tanh approximation (HF "gelu_new"/"gelu_pytorch_tanh").
 HIDDEN_ACTS = ("gelu", "gelu_tanh", "relu")
-_HF_ACT_ALIASES = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
-                   "gelu_fast": "gelu_tanh", "relu": "relu"}
+# Names accepted in JSON: ours and HF's.
+_HF_ACT_ALIASES = {"gelu": "gelu", "gelu_tanh": "gelu_tanh", "gelu_new": "gelu_tanh",
+                   "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh", "relu": "relu"}
 REMAT_POLICIES = ("none", "full", "dots")
 
 
 @dataclasses.dataclass(frozen=True)
 class BertConfig:
-  """Hyper-parameters of a BERT encoder.
+  """Hyper-parameters of an encoder of the BERT family.
 
   Attributes:
     vocab_size: rows of the word-embedding table (V).
@@ -32,7 +37,8 @@ class BertConfig:
     hidden_dropout_prob: dropout on embeddings and on each sub-layer output.
     attention_probs_dropout_prob: dropout on the attention probabilities.
     max_position_embeddings: rows of the learned position table (max sequence length).
-    type_vocab_size: rows of the segment (token type) table.
+    type_vocab_size: rows of the segment (token type) table; 0: no segment embeddings
+      (DistilBERT); 1: one row added to every token, token_type_ids ignored (RoBERTa).
     initializer_range: std of the truncated-normal initialiser.
     layer_norm_eps: LayerNorm epsilon (1e-12 in BERT).
     dtype: compute dtype name ("float32" or "bfloat16"); params stay float32 and are cast
@@ -44,6 +50,9 @@ class BertConfig:
       outputs only).
     pre_layer_norm: LayerNorm before each sub-layer plus a final one (an ablation; BERT
       and its released checkpoints are post-LN, and HF cannot load this variant).
+    family: the member of the BERT family, a key of `bert_jax.models.families.FAMILIES`
+      ("bert", "roberta", "distilbert"); it decides position ids, pooler and head defaults.
+    pad_token_id: the padding id (RoBERTa's position ids skip it and start after it).
   """
   vocab_size: int = 30522
   hidden_size: int = 768
@@ -61,8 +70,14 @@ class BertConfig:
   scan_layers: bool = False
   remat_policy: str = "none"
   pre_layer_norm: bool = False
+  family: str = "bert"
+  pad_token_id: int = 0
 
   def __post_init__(self):
+    if self.family not in FAMILIES:
+      raise ValueError(f"BertConfig: family={self.family!r} is not one of {sorted(FAMILIES)}")
+    if self.type_vocab_size < 0:
+      raise ValueError(f"BertConfig: type_vocab_size={self.type_vocab_size} is negative")
     if self.hidden_size % self.num_attention_heads:
       raise ValueError(f"BertConfig: hidden_size={self.hidden_size} is not divisible by "
                        f"num_attention_heads={self.num_attention_heads}")
@@ -89,8 +104,11 @@ class BertConfig:
   @classmethod
   def from_json_dict(cls, raw: dict[str, Any], source: str = "config") -> "BertConfig":
     """Builds a config from a bert_config.json / HF config.json dict; ignores HF extras."""
+    if raw.get("model_type", "bert") != "bert" and "family" not in raw:
+      raise ValueError(f"{source}: model_type={raw['model_type']!r} is an HF config of another "
+                       "family; read it with bert_jax.convert.families.config_from_hf")
     names = {f.name for f in dataclasses.fields(cls)}
-    kwargs = {k: v for k, v in raw.items() if k in names}
+    kwargs = {k: v for k, v in raw.items() if k in names and v is not None}
     if "hidden_act" in kwargs:
       act = kwargs["hidden_act"]
       if act not in _HF_ACT_ALIASES:
@@ -122,20 +140,31 @@ class BertConfig:
     return dataclasses.asdict(self)
 
   def to_hf_dict(self) -> dict[str, Any]:
-    """An HF `BertConfig` dict (model_type bert), without our implementation fields."""
+    """An HF `BertConfig` dict (model_type bert), without our implementation fields.
+
+    BERT's config.json; `bert_jax.convert.families.config_to_hf` writes every family's.
+    """
+    if self.family != "bert":
+      raise ValueError(f"BertConfig.to_hf_dict writes BERT's config.json; a {self.family} "
+                       "config is written by bert_jax.convert.families.config_to_hf")
     if self.pre_layer_norm:
       raise ValueError("BertConfig: pre_layer_norm=True has no HF BERT equivalent (HF's "
                        "BertModel is post-LN); this model cannot be exported to HF")
     hf_act = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu"}[self.hidden_act]
     d = dataclasses.asdict(self)
-    for k in ("dtype", "scan_layers", "remat_policy", "pre_layer_norm"):
+    for k in ("dtype", "scan_layers", "remat_policy", "pre_layer_norm", "family"):
       d.pop(k)
     d.update(hidden_act=hf_act, model_type="bert", architectures=["BertForPreTraining"],
-             pad_token_id=0, position_embedding_type="absolute")
+             position_embedding_type="absolute")
     return d
 
 
-# The released sizes (Turc et al. 2019 for the small ones); intermediate = 4H.
+_ROBERTA = dict(family="roberta", vocab_size=50265, max_position_embeddings=514,
+                type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1)
+_DISTILBERT = dict(family="distilbert", type_vocab_size=0)
+
+# The released sizes (Turc et al. 2019 for the small BERTs); intermediate = 4H. The
+# "-tiny" sizes of the other families are BERT-Tiny's shape with that family's fields.
 SIZES = {
     "tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2),
     "mini": dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4),
@@ -143,11 +172,19 @@ SIZES = {
     "medium": dict(num_hidden_layers=8, hidden_size=512, num_attention_heads=8),
     "base": dict(num_hidden_layers=12, hidden_size=768, num_attention_heads=12),
     "large": dict(num_hidden_layers=24, hidden_size=1024, num_attention_heads=16),
+    "roberta-base": dict(_ROBERTA, num_hidden_layers=12, hidden_size=768,
+                         num_attention_heads=12),
+    "roberta-tiny": dict(_ROBERTA, num_hidden_layers=2, hidden_size=128, num_attention_heads=2),
+    "distilbert-base-uncased": dict(_DISTILBERT, num_hidden_layers=6, hidden_size=768,
+                                    num_attention_heads=12),
+    "distilbert-tiny": dict(_DISTILBERT, num_hidden_layers=2, hidden_size=128,
+                            num_attention_heads=2),
 }
 
 
 def config_for_size(size: str, **overrides) -> BertConfig:
-  """BertConfig of a named size ("tiny" ... "large"); any field can be overridden."""
+  """BertConfig of a named size ("tiny" ... "large", "roberta-base", "distilbert-tiny", ...);
+  any field can be overridden."""
   if size not in SIZES:
     raise ValueError(f"Unknown model size {size!r}; known: {list(SIZES)}")
   fields = dict(SIZES[size])

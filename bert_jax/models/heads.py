@@ -1,4 +1,4 @@
-"""Heads that sit on top of `BertModel`: each is its own module, composed in tasks.py.
+"""Heads that sit on top of `BertModel`: each is its own module, composed in task_models.py.
 
 Shape legend: B batch, T length, H hidden, V vocab, P masked positions per sequence,
 C classes (or choices).
@@ -7,6 +7,7 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from bert_jax.models.config import BertConfig
+from bert_jax.models.families import family_of
 from bert_jax.models.layers import ACT_BTV, activation, dense_init, layer_norm, zeros_init
 
 
@@ -20,6 +21,8 @@ class MaskedLMHead(nn.Module):
 
   Logits come only at `masked_positions` ([B, P] -> [B, P, V]) when given, as the original
   BERT computes them; at every position ([B, T, V]) otherwise. Logits are float32.
+  Every family's MLM head has this structure (HF: BERT's cls.predictions, RoBERTa's
+  lm_head, DistilBERT's vocab_*); the activation is the family's `mlm_activation`.
   """
   config: BertConfig
 
@@ -32,7 +35,7 @@ class MaskedLMHead(nn.Module):
     x = nn.Dense(cfg.hidden_size, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
                  kernel_init=dense_init(cfg, ("embed", "mlp")), bias_init=zeros_init(("mlp",)),
                  name="transform")(x)
-    x = activation(cfg.hidden_act)(x)
+    x = activation(family_of(cfg).mlm_activation or cfg.hidden_act)(x)
     x = layer_norm(cfg, "transform_layer_norm")(x).astype(cfg.compute_dtype)
     logits = jnp.einsum("bph,vh->bpv", x, embedding_table.astype(cfg.compute_dtype),
                         preferred_element_type=jnp.float32)

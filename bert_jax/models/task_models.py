@@ -1,5 +1,11 @@
 """Task models: `BertModel` composed with one head each (no head switch in the encoder).
 
+Every model works with the encoder of any family (`config.family`): the pretraining
+model takes the family's default sentence heads and pooler; the sequence-level task
+models (classification, multiple choice) always give the encoder a pooler, which is
+freshly initialised when the checkpoint has none (RoBERTa's MLM checkpoints,
+DistilBERT), as HF's RoBERTa/DistilBERT classifiers start their dense layer afresh.
+
 `TASK_MODELS` names them; `build(config, spec)` makes one from a spec such as
 {"task_model": "sequence_classification", "num_labels": 2} (what a task's `model_spec()`
 gives and a workdir's model_config.json records under "model").
@@ -19,6 +25,7 @@ import jax.numpy as jnp
 
 from bert_jax.models.config import BertConfig
 from bert_jax.models.bert import BertModel
+from bert_jax.models.families import family_of
 from bert_jax.models.heads import LinearHead, MaskedLMHead, NextSentenceHead
 
 
@@ -27,9 +34,10 @@ class PreTrainingOutput:
   """mlm_logits: [B, P, V] at the masked positions, or [B, T, V] when none were given.
 
   sentence_logits: {head name: [B, 2]} for each sentence-level head (e.g. "nsp").
+  pooled_output: [B, H], or None when the encoder has no pooler (RoBERTa, DistilBERT).
   """
   sequence_output: jax.Array
-  pooled_output: jax.Array
+  pooled_output: Optional[jax.Array]
   mlm_logits: jax.Array
   sentence_logits: dict[str, jax.Array]
   hidden_states: Optional[tuple[jax.Array, ...]] = None
@@ -53,22 +61,27 @@ class BertForPreTraining(nn.Module):
   """Masked LM (decoder tied to the word embeddings) + sentence-level heads.
 
   sentence_heads: one 2-way classifier on the pooled output per name, params `<name>_head`
-  ("nsp": next-sentence prediction, BERT's; none for MLM-only pretraining).
+  ("nsp": next-sentence prediction, BERT's; none for MLM-only pretraining); None: the
+  family's default (BERT: ("nsp",); RoBERTa, DistilBERT: none). The encoder has a pooler
+  when a sentence head reads it or the family's pretraining model has one (BERT's).
   """
   config: BertConfig
-  sentence_heads: tuple[str, ...] = ("nsp",)
+  sentence_heads: Optional[tuple[str, ...]] = None
 
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None,
                masked_lm_positions=None, *, deterministic: bool = True,
                output_hidden_states: bool = False) -> PreTrainingOutput:
-    bert = BertModel(self.config, name="bert")
+    family = family_of(self.config)
+    heads = family.sentence_heads if self.sentence_heads is None else self.sentence_heads
+    bert = BertModel(self.config, add_pooling_layer=bool(heads) or family.pretraining_pooler,
+                     name="bert")
     enc = bert(input_ids, token_type_ids, attention_mask, deterministic=deterministic,
                output_hidden_states=output_hidden_states)
     mlm_logits = MaskedLMHead(self.config, name="mlm_head")(
         enc.sequence_output, bert.word_embedding_table(), masked_lm_positions)
     sentence_logits = {name: NextSentenceHead(self.config, name=f"{name}_head")(
-        enc.pooled_output) for name in self.sentence_heads}
+        enc.pooled_output) for name in heads}
     return PreTrainingOutput(
         sequence_output=enc.sequence_output, pooled_output=enc.pooled_output,
         mlm_logits=mlm_logits, sentence_logits=sentence_logits,
@@ -101,7 +114,7 @@ class BertForSequenceClassification(nn.Module):
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
                deterministic: bool = True, output_hidden_states: bool = False):
-    enc = BertModel(self.config, name="bert")(
+    enc = BertModel(self.config, add_pooling_layer=True, name="bert")(
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
         output_hidden_states=output_hidden_states or bool(self.feature_layers))
     if self.feature_layers:
@@ -164,7 +177,7 @@ class BertForMultipleChoice(nn.Module):
                deterministic: bool = True, output_hidden_states: bool = False):
     batch, choices, length = input_ids.shape
     flat = lambda x: None if x is None else x.reshape(batch * choices, length)  # noqa: E731
-    enc = BertModel(self.config, name="bert")(
+    enc = BertModel(self.config, add_pooling_layer=True, name="bert")(
         flat(input_ids), flat(token_type_ids), flat(attention_mask),
         deterministic=deterministic, output_hidden_states=output_hidden_states)
     scores = LinearHead(self.config, 1, self.dropout_rate, name="classifier")(

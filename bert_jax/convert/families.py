@@ -1,0 +1,107 @@
+"""The HF side of each family, as one table: config.json in and out, and HF's classes.
+
+HF's `config.json` names the family in `model_type`; `FAMILIES` maps it to the family's
+config reader and writer and to its HF classes (its HF tensor names are
+`mapping.NAMES[family]`). A new member is one entry here and one in mapping.NAMES.
+
+  config = config_from_hf(json.load(f), source=path)   # dispatch on model_type
+  raw = config_to_hf(config)                            # config.json of config.family
+"""
+import dataclasses
+from typing import Any, Callable
+
+from bert_jax.models.config import BertConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class HFFamily:
+  """config_from_hf: (HF config.json dict, source for errors) -> BertConfig.
+  config_to_hf: BertConfig -> HF config.json dict (without `architectures`).
+  encoder_class / pretraining_class: HF's classes of the bare encoder and of the
+  pretraining model (what `architectures` names, by whether the heads are written)."""
+  config_from_hf: Callable[[dict, str], BertConfig]
+  config_to_hf: Callable[[BertConfig], dict]
+  encoder_class: str
+  pretraining_class: str
+
+
+# --- BERT and RoBERTa: HF's config uses BertConfig's field names -----------------------
+
+def _bert_from_hf(raw: dict, source: str) -> BertConfig:
+  return BertConfig.from_json_dict(raw, source)
+
+
+def _roberta_from_hf(raw: dict, source: str) -> BertConfig:
+  return BertConfig.from_json_dict({**raw, "family": "roberta"}, source)
+
+
+def _roberta_to_hf(config: BertConfig) -> dict[str, Any]:
+  raw = config.replace(family="bert").to_hf_dict()  # the field names BERT and RoBERTa share
+  raw.update(model_type="roberta", pad_token_id=config.pad_token_id, bos_token_id=0,
+             eos_token_id=2)
+  return raw
+
+
+# --- DistilBERT: its own field names; LayerNorm eps fixed at 1e-12; no segments ------
+
+_DISTILBERT_NAMES = {  # HF DistilBertConfig name -> ours
+    "dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
+    "hidden_dim": "intermediate_size", "dropout": "hidden_dropout_prob",
+    "attention_dropout": "attention_probs_dropout_prob", "activation": "hidden_act",
+}
+_DISTILBERT_SHARED = ("vocab_size", "max_position_embeddings", "initializer_range",
+                      "pad_token_id")
+_DISTILBERT_LAYER_NORM_EPS = 1e-12  # hard-coded in HF's DistilBERT
+
+
+def _distilbert_from_hf(raw: dict, source: str) -> BertConfig:
+  if raw.get("sinusoidal_pos_embds"):
+    raise ValueError(f"{source}: sinusoidal_pos_embds=true is not supported (DistilBERT "
+                     "with learned position embeddings only)")
+  fields = {ours: raw[theirs] for theirs, ours in _DISTILBERT_NAMES.items() if theirs in raw}
+  fields.update({k: raw[k] for k in _DISTILBERT_SHARED if k in raw})
+  fields.update(family="distilbert", type_vocab_size=0,
+                layer_norm_eps=_DISTILBERT_LAYER_NORM_EPS)
+  return BertConfig.from_json_dict(fields, source)
+
+
+def _distilbert_to_hf(config: BertConfig) -> dict[str, Any]:
+  if config.type_vocab_size or config.layer_norm_eps != _DISTILBERT_LAYER_NORM_EPS:
+    raise ValueError(f"DistilBERT in HF has no segment table and LayerNorm eps 1e-12; this "
+                     f"config has type_vocab_size={config.type_vocab_size}, layer_norm_eps="
+                     f"{config.layer_norm_eps}")
+  bert = config.replace(family="bert").to_hf_dict()
+  raw = {theirs: bert[ours] for theirs, ours in _DISTILBERT_NAMES.items()}
+  raw.update({k: bert[k] for k in _DISTILBERT_SHARED})
+  raw.update(model_type="distilbert", sinusoidal_pos_embds=False, tie_word_embeddings=True)
+  return raw
+
+
+FAMILIES = {
+    "bert": HFFamily(_bert_from_hf, BertConfig.to_hf_dict, "BertModel", "BertForPreTraining"),
+    "roberta": HFFamily(_roberta_from_hf, _roberta_to_hf, "RobertaModel",
+                        "RobertaForMaskedLM"),
+    "distilbert": HFFamily(_distilbert_from_hf, _distilbert_to_hf, "DistilBertModel",
+                           "DistilBertForMaskedLM"),
+}
+
+
+def hf_family(name: str, source: str = "config") -> HFFamily:
+  """The table entry of a family / HF model_type; one line naming the known ones if none."""
+  if name not in FAMILIES:
+    raise ValueError(f"{source}: model_type={name!r} is not supported (known: "
+                     f"{', '.join(sorted(FAMILIES))})")
+  return FAMILIES[name]
+
+
+def config_from_hf(raw: dict, source: str = "config.json") -> BertConfig:
+  """An HF config.json dict of any family -> BertConfig (model_type picks the reader;
+  configs without one, as some old BERT ones, are BERT)."""
+  return hf_family(raw.get("model_type", "bert"), source).config_from_hf(raw, source)
+
+
+def config_to_hf(config: BertConfig) -> dict[str, Any]:
+  """BertConfig -> the HF config.json dict of its family (without `architectures`)."""
+  raw = hf_family(config.family).config_to_hf(config)
+  raw.pop("architectures", None)  # hf.save names the class the weights are for
+  return raw

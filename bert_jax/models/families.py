@@ -1,0 +1,86 @@
+"""The BERT family: what each member changes in the one model code, as a table.
+
+`BertConfig.family` names an entry of `FAMILIES`; the model code reads a member's
+differences only through its entry (no `if family == ...` in bert.py, heads.py or
+task_models.py). A new member is one entry here, plus a small function where its inputs
+differ (e.g. how position ids are made), plus its HF names in `bert_jax.convert.families`.
+
+What is plain data stays in the config, not here: a family without segment embeddings
+has `type_vocab_size=0` (DistilBERT), one with a single segment row has 1 (RoBERTa);
+LayerNorm epsilon, sizes and activations are config fields too.
+
+Shape legend: B batch, T sequence length.
+"""
+import dataclasses
+from typing import TYPE_CHECKING, Callable, Optional
+
+import jax
+import jax.numpy as jnp
+
+if TYPE_CHECKING:  # config.py imports this module to validate `family`
+  from bert_jax.models.config import BertConfig
+
+
+def absolute_positions(input_ids: jax.Array, config: "BertConfig") -> jax.Array:
+  """[B, T] -> [1, T]: 0, 1, ..., T - 1 for every row (BERT, DistilBERT)."""
+  del config
+  return jnp.arange(input_ids.shape[1])[None, :]
+
+
+def padding_offset_positions(input_ids: jax.Array, config: "BertConfig") -> jax.Array:
+  """[B, T] -> [B, T]: RoBERTa's (fairseq's) position ids, made from the input ids.
+
+  Real tokens count up from pad_token_id + 1, skipping pad tokens; every pad token gets
+  pad_token_id. (HF `create_position_ids_from_input_ids`.)
+  """
+  real = (input_ids != config.pad_token_id).astype(jnp.int32)
+  return jnp.cumsum(real, axis=1) * real + config.pad_token_id
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+  """How one member of the BERT family differs inside the model code.
+
+  Attributes:
+    description: one line, for tables and errors.
+    position_ids: (input_ids [B, T], config) -> position ids [B or 1, T].
+    first_position: config -> the first position id a real token can get (the rows of the
+      position table before it are never used by a sequence's own tokens).
+    pooler: `BertModel`'s default `add_pooling_layer` (whether HF's encoder has one).
+    sentence_heads: `BertForPreTraining`'s default sentence-level heads.
+    pretraining_pooler: the pretraining model's encoder has a pooler even when no
+      sentence head reads it (HF's BertForPreTraining does; RobertaForMaskedLM and
+      DistilBertForMaskedLM do not).
+    mlm_activation: the MLM transform's activation; None: the config's hidden_act
+      (RoBERTa's LM head always uses exact GELU).
+  """
+  description: str
+  position_ids: Callable[[jax.Array, "BertConfig"], jax.Array]
+  first_position: Callable[["BertConfig"], int]
+  pooler: bool
+  sentence_heads: tuple[str, ...]
+  pretraining_pooler: bool
+  mlm_activation: Optional[str] = None
+
+
+FAMILIES = {
+    "bert": Family(
+        description="BERT (Devlin et al. 2018): post-LN encoder, segments, pooler, MLM + NSP",
+        position_ids=absolute_positions, first_position=lambda c: 0, pooler=True,
+        sentence_heads=("nsp",), pretraining_pooler=True),
+    "roberta": Family(
+        description="RoBERTa (Liu et al. 2019): BERT's encoder, positions offset past "
+                    "padding, one segment row, MLM only",
+        position_ids=padding_offset_positions, first_position=lambda c: c.pad_token_id + 1,
+        pooler=True, sentence_heads=(), pretraining_pooler=False, mlm_activation="gelu"),
+    "distilbert": Family(
+        description="DistilBERT (Sanh et al. 2019): 6-layer BERT, no segments, no pooler, "
+                    "MLM only",
+        position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
+        sentence_heads=(), pretraining_pooler=False),
+}
+
+
+def family_of(config: "BertConfig") -> Family:
+  """The `Family` entry of a config (validated when the config is made)."""
+  return FAMILIES[config.family]

@@ -1,0 +1,362 @@
+"""RoBERTa and DistilBERT: configs of the one model code, proven equal to HF transformers.
+
+For each family, random-weight models of odd shapes on padded batches (fp32):
+HF -> ours and ours -> HF, every hidden state, the pooled output and the MLM logits
+within 1e-5; ours -> HF -> ours bit-identical; HF `from_pretrained` of our export reports
+no missing/unexpected keys; parameter counts at the published sizes equal HF's; config
+round trips through model_config.json and HF config.json; a tiny model of each family
+fine-tunes through the trainer from an HF-format folder.
+"""
+import json
+import os
+
+import jax
+import numpy as np
+import pytest
+from flax import linen as nn
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from bert_jax import checkpoint  # noqa: E402
+from bert_jax.convert import families, hf, mapping  # noqa: E402
+from bert_jax.models.bert import BertModel  # noqa: E402
+from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
+from bert_jax.models.task_models import BertForPreTraining  # noqa: E402
+from bert_jax.weights import load_pretrained  # noqa: E402
+from tests.hf_reference import hf_state, random_hf_model  # noqa: E402
+
+TOL = 1e-5
+CONFIGS = {
+    # pad_token_id 1 as roberta-base; one segment row (token_type_ids are ignored).
+    "roberta_h48_l3": BertConfig(
+        family="roberta", vocab_size=97, hidden_size=48, num_hidden_layers=3,
+        num_attention_heads=3, intermediate_size=80, max_position_embeddings=40,
+        type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1),
+    # An odd pad id, two segment rows (read), tanh GELU in the layers (the LM head's
+    # GELU stays exact, as HF's RobertaLMHead).
+    "roberta_h32_l1_tanh": BertConfig(
+        family="roberta", vocab_size=61, hidden_size=32, num_hidden_layers=1,
+        num_attention_heads=4, intermediate_size=64, max_position_embeddings=24,
+        type_vocab_size=2, layer_norm_eps=1e-5, pad_token_id=3, hidden_act="gelu_tanh"),
+    "distilbert_h48_l3": BertConfig(
+        family="distilbert", vocab_size=97, hidden_size=48, num_hidden_layers=3,
+        num_attention_heads=3, intermediate_size=80, max_position_embeddings=40,
+        type_vocab_size=0),
+    "distilbert_h32_l2_relu": BertConfig(
+        family="distilbert", vocab_size=61, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=64, max_position_embeddings=24,
+        type_vocab_size=0, hidden_act="relu"),
+}
+FAMILIES = ("roberta", "distilbert")
+
+
+def _batch(config, lengths, max_len, seed):
+  """ids (real tokens never the pad id; padding is the pad id), token types, mask."""
+  rng = np.random.default_rng(seed)
+  pad = config.pad_token_id
+  ids = rng.integers(0, config.vocab_size - 1, size=(len(lengths), max_len))
+  ids = np.where(ids >= pad, ids + 1, ids).astype(np.int32)
+  mask = (np.arange(max_len)[None] < np.asarray(lengths)[:, None]).astype(np.int32)
+  ids = np.where(mask == 1, ids, pad).astype(np.int32)
+  types = (rng.integers(0, 2, size=ids.shape) * mask).astype(np.int32)
+  return ids, types, mask
+
+
+def _hf_forward(model, config, ids, types, mask):
+  """HF outputs; token types only where HF reads them (RoBERTa gets zeros for one row)."""
+  kwargs = dict(input_ids=torch.tensor(ids, dtype=torch.long),
+                attention_mask=torch.tensor(mask, dtype=torch.long))
+  if config.type_vocab_size:
+    hf_types = types if config.type_vocab_size > 1 else np.zeros_like(types)
+    kwargs["token_type_ids"] = torch.tensor(hf_types, dtype=torch.long)
+  with torch.no_grad():
+    return model(**kwargs, output_hidden_states=True)
+
+
+def _max_diff(ours, theirs, mask=None):
+  ours, theirs = np.asarray(ours), np.asarray(theirs)
+  assert ours.shape == theirs.shape, (ours.shape, theirs.shape)
+  diff = np.abs(ours - theirs)
+  if mask is not None:
+    diff = diff * mask.reshape(mask.shape + (1,) * (diff.ndim - mask.ndim))
+  return float(diff.max())
+
+
+def _assert_parity(out, ref, config, mask, logits=None):
+  """All hidden states (and the MLM logits) within TOL at the real tokens."""
+  assert len(out.hidden_states) == len(ref.hidden_states) == config.num_hidden_layers + 1
+  diffs = {f"hidden_states[{i}]": _max_diff(a, b, mask)
+           for i, (a, b) in enumerate(zip(out.hidden_states, ref.hidden_states))}
+  if logits is not None:
+    diffs["mlm_logits"] = _max_diff(out.mlm_logits, logits, mask)
+  assert max(diffs.values()) < TOL, diffs
+  return diffs
+
+
+# Dense layers feeding an activation (HF names): their weights are scaled up in the HF ->
+# ours test so that pre-activations reach O(1), where exact and tanh GELU differ by
+# more than TOL (at HF's init std 0.02 they would not, and a wrong activation would pass).
+_ACTIVATION_INPUTS = ("intermediate.dense.weight", "ffn.lin1.weight", "lm_head.dense.weight",
+                      "vocab_transform.weight")
+
+
+def _sharpened(model, factor=30.0):
+  with torch.no_grad():
+    for name, p in model.named_parameters():
+      if name.endswith(_ACTIVATION_INPUTS):
+        p.mul_(factor)
+  return model
+
+
+def _perturbed(params, seed):
+  """Non-zero biases and LayerNorms (so mapping mistakes show), float32."""
+  leaves, tree = jax.tree.flatten(params)
+  rng = np.random.default_rng(seed)
+  leaves = [np.asarray(x) + rng.normal(0, 0.1, np.shape(x)).astype(np.float32)
+            for x in leaves]
+  return jax.tree.unflatten(tree, leaves)
+
+
+# --- HF -> ours -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_hf_to_ours_parity(name):
+  config = CONFIGS[name]
+  classes = families.FAMILIES[config.family]
+  ids, types, mask = _batch(config, [11, 5, 1], 11, seed=1)
+
+  hf_mlm = _sharpened(random_hf_model(config, seed=0, cls_name=classes.pretraining_class))
+  state = hf.normalize_names(hf_state(hf_mlm), "t", config.family)
+  params, with_heads = hf.state_to_params(state, config, "t")
+  assert with_heads and "pooler" not in params["bert"]
+  ref = _hf_forward(hf_mlm, config, ids, types, mask)
+  out = BertForPreTraining(config).apply({"params": params}, ids, types, mask,
+                                         output_hidden_states=True)
+  assert out.sentence_logits == {} and out.pooled_output is None
+  _assert_parity(out, ref, config, mask, ref.logits)
+
+  # The bare encoder (RobertaModel has a pooler, DistilBertModel none), unprefixed names.
+  hf_encoder = _sharpened(random_hf_model(config, seed=4, cls_name=classes.encoder_class))
+  state = hf.normalize_names(hf_state(hf_encoder), "t", config.family)
+  params, with_heads = hf.state_to_params(state, config, "t")
+  assert not with_heads
+  ref = _hf_forward(hf_encoder, config, ids, types, mask)
+  out = BertModel(config).apply({"params": params}, ids, types, mask,
+                                output_hidden_states=True)
+  _assert_parity(out, ref, config, mask)
+  if config.family == "roberta":
+    assert _max_diff(out.pooled_output, ref.pooler_output) < TOL
+  else:
+    assert out.pooled_output is None and "pooler" not in params
+
+
+def test_roberta_position_ids_count_real_tokens_from_pad_plus_one():
+  from bert_jax.models.families import padding_offset_positions
+  config = CONFIGS["roberta_h48_l3"]
+  ids = np.array([[0, 5, 6, 1, 1], [7, 1, 8, 9, 1]], np.int32)  # pad id 1, also mid-row
+  ours = np.asarray(padding_offset_positions(ids, config))
+  theirs = transformers.models.roberta.modeling_roberta.RobertaEmbeddings \
+      .create_position_ids_from_input_ids(torch.tensor(ids, dtype=torch.long), 1).numpy()
+  np.testing.assert_array_equal(ours, theirs)
+  np.testing.assert_array_equal(ours, [[2, 3, 4, 1, 1], [2, 1, 3, 4, 1]])
+  with pytest.raises(ValueError, match="exceeds max_position_embeddings=40 less the first "
+                                       "position id 2"):
+    BertModel(config).init(jax.random.key(0), np.zeros((1, 39), np.int32))
+
+
+# --- ours -> HF -> ours ---------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["roberta_h48_l3", "distilbert_h48_l3"])
+def test_ours_to_hf_parity_and_round_trip(name, tmp_path):
+  config = CONFIGS[name]
+  classes = families.FAMILIES[config.family]
+  ids, types, mask = _batch(config, [9, 4], 9, seed=2)
+  model = BertForPreTraining(config)
+  params = _perturbed(nn.unbox(model.init(jax.random.key(3), ids)["params"]), seed=5)
+  hf.save(str(tmp_path / "mlm"), config, params)
+  with open(tmp_path / "mlm" / "config.json") as f:
+    assert json.load(f)["architectures"] == [classes.pretraining_class]
+  hf_mlm, info = transformers.AutoModelForMaskedLM.from_pretrained(
+      str(tmp_path / "mlm"), output_loading_info=True, attn_implementation="eager")
+  assert type(hf_mlm).__name__ == classes.pretraining_class
+  assert not info["missing_keys"] and not info["unexpected_keys"], info
+  ref = _hf_forward(hf_mlm.eval(), config, ids, types, mask)
+  out = model.apply({"params": params}, ids, types, mask, output_hidden_states=True)
+  _assert_parity(out, ref, config, mask, ref.logits)
+  # ours -> HF -> ours is bit-identical, through load_pretrained (config.json picks the
+  # family) as through hf.load.
+  loaded, variables = load_pretrained(str(tmp_path / "mlm"))
+  assert loaded.config == config and type(loaded).__name__ == "BertForPreTraining"
+  flat_a = mapping.flatten(params)
+  flat_b = mapping.flatten(jax.device_get(variables["params"]))
+  assert flat_a.keys() == flat_b.keys()
+  for k in flat_a:
+    np.testing.assert_array_equal(flat_a[k], flat_b[k], err_msg=k)
+
+  # The bare encoder: the family's HF encoder class loads it with nothing missing.
+  encoder = BertModel(config)
+  enc_params = _perturbed(nn.unbox(encoder.init(jax.random.key(4), ids)["params"]), seed=6)
+  hf.save(str(tmp_path / "encoder"), config, enc_params)
+  hf_encoder, info = transformers.AutoModel.from_pretrained(
+      str(tmp_path / "encoder"), output_loading_info=True, attn_implementation="eager")
+  assert type(hf_encoder).__name__ == classes.encoder_class
+  assert not info["missing_keys"] and not info["unexpected_keys"], info
+  ref = _hf_forward(hf_encoder.eval(), config, ids, types, mask)
+  out = encoder.apply({"params": enc_params}, ids, types, mask, output_hidden_states=True)
+  _assert_parity(out, ref, config, mask)
+  if config.family == "roberta":
+    assert _max_diff(out.pooled_output, ref.pooler_output) < TOL
+  _, back, _ = hf.load(str(tmp_path / "encoder"))
+  for k, v in mapping.flatten(enc_params).items():
+    np.testing.assert_array_equal(v, mapping.flatten(back)[k], err_msg=k)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_convert_cli_round_trip_keeps_the_family(family, tmp_path):
+  from bert_jax.convert.__main__ import convert
+  config = CONFIGS[f"{family}_h48_l3"]
+  params = _perturbed(nn.unbox(BertForPreTraining(config).init(
+      jax.random.key(0), np.zeros((1, 4), np.int32))["params"]), seed=1)
+  hf.save(str(tmp_path / "hf"), config, params)
+  convert(str(tmp_path / "hf"), str(tmp_path / "native"), to="native")
+  assert checkpoint.read_model_config(str(tmp_path / "native")) == config
+  convert(str(tmp_path / "native"), str(tmp_path / "back"), to="hf")
+  original, back = hf.read_state(str(tmp_path / "hf")), hf.read_state(str(tmp_path / "back"))
+  assert original.keys() == back.keys()
+  for k in original:
+    np.testing.assert_array_equal(original[k], back[k], err_msg=k)
+  with open(tmp_path / "back" / "config.json") as f:
+    assert json.load(f)["model_type"] == family
+
+
+# --- configs --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(CONFIGS) + ["roberta-base", "distilbert-base-uncased",
+                                                    "roberta-tiny", "distilbert-tiny"])
+def test_config_round_trips_through_model_config_and_hf_config_json(name, tmp_path):
+  config = CONFIGS[name] if name in CONFIGS else config_for_size(name)
+  checkpoint.write_model_config(str(tmp_path), config)
+  assert checkpoint.read_model_config(str(tmp_path)) == config
+  raw = families.config_to_hf(config)
+  assert raw["model_type"] == config.family
+  assert families.config_from_hf(json.loads(json.dumps(raw))) == config
+  hf_config = transformers.AutoConfig.for_model(raw.pop("model_type"), **raw)
+  assert type(hf_config).__name__ == {"roberta": "RobertaConfig",
+                                      "distilbert": "DistilBertConfig"}[config.family]
+  assert (hf_config.hidden_size, hf_config.num_hidden_layers, hf_config.num_attention_heads,
+          hf_config.pad_token_id) == (config.hidden_size, config.num_hidden_layers,
+                                      config.num_attention_heads, config.pad_token_id)
+
+
+def test_published_sizes():
+  roberta = config_for_size("roberta-base")
+  assert (roberta.vocab_size, roberta.max_position_embeddings, roberta.type_vocab_size,
+          roberta.layer_norm_eps, roberta.pad_token_id) == (50265, 514, 1, 1e-5, 1)
+  distil = config_for_size("distilbert-base-uncased")
+  assert (distil.num_hidden_layers, distil.hidden_size, distil.type_vocab_size,
+          distil.vocab_size) == (6, 768, 0, 30522)
+
+
+def test_bad_hf_configs_are_one_line_errors(tmp_path):
+  (tmp_path / "config.json").write_text(json.dumps({"model_type": "xlnet", "d_model": 8}))
+  with pytest.raises(ValueError, match=r"model_type='xlnet' is not supported \(known: bert, "
+                                       r"distilbert, roberta\)") as error:
+    load_pretrained(str(tmp_path))
+  assert "\n" not in str(error.value)
+  raw = families.config_to_hf(CONFIGS["distilbert_h48_l3"])
+  with pytest.raises(ValueError, match="sinusoidal_pos_embds=true is not supported"):
+    families.config_from_hf({**raw, "sinusoidal_pos_embds": True})
+  with pytest.raises(ValueError, match="model_type='roberta' is an HF config of another"):
+    BertConfig.from_json_dict(families.config_to_hf(CONFIGS["roberta_h48_l3"]))
+  with pytest.raises(ValueError, match="family='albert' is not one of"):
+    BertConfig(family="albert")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_wrong_shape_names_tensor_and_both_shapes(family, tmp_path):
+  config = CONFIGS[f"{family}_h48_l3"]
+  params = nn.unbox(BertForPreTraining(config).init(
+      jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
+  hf.save(str(tmp_path), config, jax.device_get(params))
+  raw = json.loads((tmp_path / "config.json").read_text())
+  (tmp_path / "config.json").write_text(json.dumps({**raw, "vocab_size": 98}))
+  with pytest.raises(ValueError, match=rf"tensor {family}.embeddings.word_embeddings.weight has "
+                                       r"shape \(97, 48\) but the config expects \(98, 48\)"):
+    load_pretrained(str(tmp_path))
+
+
+def test_untied_decoder_refused(tmp_path):
+  config = CONFIGS["distilbert_h48_l3"]
+  hf_mlm = random_hf_model(config, seed=0, cls_name="DistilBertForMaskedLM")
+  state = hf_state(hf_mlm)
+  state["vocab_projector.weight"] = state["vocab_projector.weight"] + 1.0
+  with pytest.raises(ValueError, match="vocab_projector.weight is not tied to "
+                                       "distilbert.embeddings.word_embeddings.weight"):
+    hf.normalize_names(state, "t", "distilbert")
+
+
+# --- parameter counts at the published sizes ------------------------------------------
+
+def _our_count(module):
+  shapes = jax.eval_shape(lambda: module.init(jax.random.key(0), np.zeros((1, 8), np.int32)))
+  return sum(x.size for x in jax.tree.leaves(nn.unbox(shapes["params"])))
+
+
+def _hf_count(cls, hf_config):
+  with torch.device("meta"):  # shapes only, no memory
+    model = cls(hf_config)
+  return sum(p.numel() for p in model.parameters())  # tied tensors counted once
+
+
+def test_parameter_counts_equal_hf_at_published_sizes():
+  # HF's defaults, plus roberta-base's published differences from them (its config.json).
+  roberta_hf = transformers.RobertaConfig(max_position_embeddings=514, type_vocab_size=1,
+                                          layer_norm_eps=1e-5)
+  distil_hf = transformers.DistilBertConfig()  # = distilbert-base-uncased
+  roberta, distil = config_for_size("roberta-base"), config_for_size("distilbert-base-uncased")
+  counts = {
+      "roberta encoder": (_our_count(BertModel(roberta)),
+                          _hf_count(transformers.RobertaModel, roberta_hf)),
+      "roberta mlm": (_our_count(BertForPreTraining(roberta)),
+                      _hf_count(transformers.RobertaForMaskedLM, roberta_hf)),
+      "distilbert encoder": (_our_count(BertModel(distil)),
+                             _hf_count(transformers.DistilBertModel, distil_hf)),
+      "distilbert mlm": (_our_count(BertForPreTraining(distil)),
+                         _hf_count(transformers.DistilBertForMaskedLM, distil_hf)),
+  }
+  for name, (ours, theirs) in counts.items():
+    assert ours == theirs, (name, ours, theirs)
+  assert counts["roberta encoder"][0] == 124_645_632
+  assert counts["distilbert encoder"][0] == 66_362_880
+
+
+# --- fine-tuning through the trainer ----------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", FAMILIES)
+def test_tiny_model_fine_tunes_from_an_hf_folder(family, tmp_path, vocab_path):
+  """GLUE SST-2 runlocal, 2 steps, from a tiny random model saved as an HF folder with
+  BERT's WordPiece vocab (the byte-level BPE tokenizer lands separately; pad id 0 is the
+  vocab's [PAD])."""
+  from bert_jax import trainer
+  from configs import glue
+  config = config_for_size(f"{family}-tiny", vocab_size=30522, max_position_embeddings=64,
+                           pad_token_id=0)
+  model = BertForPreTraining(config)
+  params = nn.unbox(model.init(jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
+  folder = str(tmp_path / f"tiny_{family}")
+  hf.save(folder, config, jax.device_get(params), vocab_path=vocab_path)
+  run = glue.get_config("task=sst2,runlocal=True")
+  run.init_from = folder
+  run.num_train_steps = 2
+  run.log_every_steps = 1
+  workdir = str(tmp_path / "sst2")
+  trainer.train_and_evaluate(run, workdir)
+  with open(os.path.join(workdir, "metrics.jsonl")) as f:
+    losses = [row["loss"] for row in map(json.loads, f) if "loss" in row]
+  assert len(losses) == 2 and all(np.isfinite(losses)), losses
+  assert checkpoint.read_model_config(workdir).family == family
+  tuned, variables = load_pretrained(workdir)
+  assert type(tuned).__name__ == "BertForSequenceClassification"
+  assert "pooler" in variables["params"]["bert"]  # the classifier's, freshly initialised
