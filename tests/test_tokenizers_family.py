@@ -317,3 +317,70 @@ def test_sentencepiece_cased_and_errors(tmp_path):
   with pytest.raises(FileNotFoundError, match="nope.txt"):
     sentencepiece_vocab.train_sentencepiece([str(tmp_path / "nope.txt")],
                                             str(tmp_path / "x"), vocab_size=10)
+
+
+# ------------------------------------------------------------------------------------
+# make_tokenizer: the kind by the files.
+# ------------------------------------------------------------------------------------
+def test_make_tokenizer_by_folder(bpe_folder, spm_folder, vocab_path, tmp_path):
+  (tmp_path / "bert").mkdir()
+  (tmp_path / "bert" / "vocab.txt").write_bytes(pathlib.Path(vocab_path).read_bytes())
+  expected = {str(tmp_path / "bert"): wordpiece.WordPieceTokenizer,
+              bpe_folder: bpe.BPETokenizer,
+              spm_folder: sentencepiece_vocab.SentencePieceTokenizer}
+  for folder, kind in expected.items():
+    by_model = tokenizers.make_tokenizer(_data_config(), model_dir=folder)
+    by_vocab_path = tokenizers.make_tokenizer(_data_config(vocab_path=folder))
+    assert type(by_model) is kind and type(by_vocab_path) is kind, folder
+  # A TF checkpoint prefix names its folder.
+  assert isinstance(tokenizers.make_tokenizer(
+      _data_config(), model_dir=os.path.join(bpe_folder, "model.ckpt")), bpe.BPETokenizer)
+
+
+def test_make_tokenizer_by_file(bpe_folder, spm_folder, vocab_path):
+  wp = tokenizers.make_tokenizer(_data_config(vocab_path=vocab_path, lower_case=False))
+  assert isinstance(wp, wordpiece.WordPieceTokenizer) and not wp.lower_case
+  sp = tokenizers.make_tokenizer(_data_config(
+      vocab_path=os.path.join(spm_folder, "spiece.model"), lower_case=True))
+  assert isinstance(sp, sentencepiece_vocab.SentencePieceTokenizer)
+  assert sp.encode(["ÉCOLE"]) == sp.encode(["école"])
+  bp = tokenizers.make_tokenizer(_data_config(
+      vocab_path=os.path.join(bpe_folder, "vocab.json")))
+  assert isinstance(bp, bpe.BPETokenizer) and bp.vocab_size == 1000
+
+
+def test_make_tokenizer_errors_are_one_line(bpe_folder, vocab_path, tmp_path):
+  (tmp_path / "vocab.bin").write_bytes(b"x")
+  (tmp_path / "empty").mkdir()
+  (tmp_path / "both").mkdir()
+  for name in ("vocab.json", "merges.txt"):
+    (tmp_path / "both" / name).write_bytes(pathlib.Path(bpe_folder, name).read_bytes())
+  (tmp_path / "both" / "vocab.txt").write_bytes(pathlib.Path(vocab_path).read_bytes())
+  cases = [
+      (dict(vocab_path=str(tmp_path / "vocab.bin")), "", ValueError, "not a vocabulary"),
+      (dict(vocab_path=str(tmp_path / "nope.txt")), "", FileNotFoundError, "not found"),
+      (dict(vocab_path=str(tmp_path / "empty")), "", FileNotFoundError, "no tokenizer in"),
+      (dict(), str(tmp_path / "empty"), FileNotFoundError, "set config.data.vocab_path"),
+      (dict(vocab_path=str(tmp_path / "both")), "", ValueError,
+       r"WordPiece \(vocab.txt\) and byte-level BPE"),
+      (dict(), "", ValueError, "no config.init_from"),
+  ]
+  for fields, model_dir, error, pattern in cases:
+    with pytest.raises(error, match=pattern) as raised:
+      tokenizers.make_tokenizer(_data_config(**fields), model_dir=model_dir)
+    assert "\n" not in str(raised.value)
+
+
+def test_vocab_fingerprint(bpe_folder, vocab_path, tmp_path):
+  import hashlib  # pylint: disable=g-import-not-at-top
+  assert tokenizers.vocab_fingerprint(_data_config(vocab_path=vocab_path)) == (
+      hashlib.sha256(pathlib.Path(vocab_path).read_bytes()).hexdigest())
+  by_folder = tokenizers.vocab_fingerprint(_data_config(vocab_path=bpe_folder))
+  by_json = tokenizers.vocab_fingerprint(
+      _data_config(vocab_path=os.path.join(bpe_folder, "vocab.json")))
+  assert len({by_folder, by_json}) == 2  # The folder's also covers tokenizer_config.json.
+  copy = tmp_path / "copy"
+  bpe.BPETokenizer.from_pretrained_dir(bpe_folder).save(str(copy))
+  assert tokenizers.vocab_fingerprint(_data_config(vocab_path=str(copy))) == by_folder
+  (copy / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
+  assert tokenizers.vocab_fingerprint(_data_config(vocab_path=str(copy))) != by_folder
