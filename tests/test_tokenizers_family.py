@@ -10,7 +10,6 @@ import importlib.util
 import json
 import os
 import pathlib
-import re
 
 import ml_collections
 import numpy as np
@@ -203,18 +202,6 @@ def spm_folder(tmp_path_factory, training_text) -> str:
   return str(folder)
 
 
-def _albert_reference_ids(processor: spm.SentencePieceProcessor, text: str) -> list[int]:
-  """The sentencepiece library on ALBERT's preprocessing: literal specials are their
-  ids, "``" and "''" are '"' (settings keep_accents=True, do_lower_case=False)."""
-  ids = []
-  for index, part in enumerate(re.split(r"(<pad>|<unk>|\[CLS\]|\[SEP\]|\[MASK\])", text)):
-    if index % 2:
-      ids.append(processor.piece_to_id(part))
-    else:
-      ids += processor.encode(part.replace("``", '"').replace("''", '"'))
-  return ids
-
-
 def test_sentencepiece_layout_and_saved_settings(spm_folder):
   sp = sentencepiece_vocab.SentencePieceTokenizer.from_pretrained_dir(spm_folder)
   assert (sp.pad_id, sp.unk_id, sp.cls_id, sp.sep_id, sp.mask_id) == (0, 1, 2, 3, 4)
@@ -246,7 +233,8 @@ def test_sentencepiece_ids_equal_the_references(spm_folder, sample_lines, tmp_pa
                          [sample_lines[i] for i in kept])
   if not lower_case:
     processor = spm.SentencePieceProcessor(model_file=os.path.join(spm_folder, "spiece.model"))
-    reference = [_albert_reference_ids(processor, line) for line in sample_lines]
+    reference = [_parity_bench().albert_reference_ids(processor, line)
+                 for line in sample_lines]
     assert not _mismatches(mine, reference, sample_lines)
 
 

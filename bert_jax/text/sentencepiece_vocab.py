@@ -35,8 +35,10 @@ HF's longest-first truncation.
 bench/tokenizer_parity.py --kind=sentencepiece checks the ids on every line of
 ../shared/data against the `sentencepiece` library (on the text after rule 1 and the quote
 rule) and against HF's AlbertTokenizer (on the raw text). Where HF's own Unigram pipeline
-differs from the library, ours follows the library: HF also splits words at U+0085, and
-its Precompiled normaliser drops a combining mark that ends the text ('A\u0300').
+differs from the library, ours follows the library: HF's Viterbi breaks exact score ties
+the other way (the same pieces in another order: 'hmmm' is '▁h mm m' to the library,
+'▁h m mm' to HF; 14 of 574,956 lines with an 8k model), HF also splits words at U+0085,
+and its Precompiled normaliser drops a combining mark that ends the text ('A\u0300').
 Not reproduced: google-research/albert's old Python `encode_pieces` rule that re-splits a
 piece ending in digit + ',' (HF's tokenizer does not apply it either).
 
@@ -133,6 +135,7 @@ class SentencePieceTokenizer(tokenizer.SubwordTokenizer):
     vocab_size: len(vocab).
     pad_id, unk_id, cls_id, sep_id, mask_id: ids of the special pieces.
     lower_case: whether text is lowercased, before the model or by the model itself.
+    do_lower_case: whether text is lowercased before the model (HF's do_lower_case).
     keep_accents: False: accents are stripped before the model (rule 2 of the module
       docstring).
   """
@@ -161,7 +164,7 @@ class SentencePieceTokenizer(tokenizer.SubwordTokenizer):
       raise ValueError(
           f"SentencePiece model {model_path} lacks the piece(s) {', '.join(missing)}.")
     self._set_special_ids(SPECIAL_PIECES)
-    self._lowercase_first = lower_case
+    self.do_lower_case = lower_case
     self.keep_accents = keep_accents
     folds_case = self._processor.normalize("ABC") == self._processor.normalize("abc")
     self.lower_case = lower_case or folds_case
@@ -191,7 +194,7 @@ class SentencePieceTokenizer(tokenizer.SubwordTokenizer):
     with open(os.path.join(folder, MODEL_FILE), "wb") as f:
       f.write(self._model_proto)
     config = {"tokenizer_class": "AlbertTokenizer",
-              "do_lower_case": self._lowercase_first,
+              "do_lower_case": self.do_lower_case,
               "keep_accents": self.keep_accents, "remove_space": True,
               "bos_token": tokenizer.CLS, "eos_token": tokenizer.SEP,
               "cls_token": tokenizer.CLS, "sep_token": tokenizer.SEP,
