@@ -75,7 +75,6 @@ from bert_jax.pretrain import builders
 from bert_jax.pretrain import masking
 from bert_jax.pretrain import stream
 from bert_jax.text import corpus as corpus_lib
-from bert_jax.text import paths
 from bert_jax.text import tokenizers
 
 _CACHE_FORMAT_VERSION = 3  # bump when corpus.py changes what it produces

@@ -240,7 +240,7 @@ def pack_for_model(ids_a: Sequence[Sequence[int]],
 
 
 class SubwordTokenizer(abc.ABC):
-  """What every tokenizer offers: in-graph `tokenize`, plus eager helpers on top of it.
+  """What every tokenizer offers: `tokenize` for tf.data, plus eager helpers on top of it.
 
   Subclasses set `vocab` and `lower_case`, call `_set_special_ids()`, and implement
   `tokenize` and `decode`; a layout other than BERT's `[CLS] a [SEP] b [SEP]` with
@@ -260,7 +260,11 @@ class SubwordTokenizer(abc.ABC):
 
   @abc.abstractmethod
   def tokenize(self, texts: tf.Tensor) -> tf.RaggedTensor:
-    """Strings [N] -> int32 ids [N, (pieces)], no special tokens added. In-graph."""
+    """Strings [N] -> int32 ids [N, (pieces)], no special tokens added.
+
+    In-graph, or in front of the graph through `python_tokenize`; either way usable in
+    `tf.data.Dataset.map`.
+    """
 
   @abc.abstractmethod
   def decode(self, ids: Sequence[int]) -> str:
