@@ -1,10 +1,13 @@
-"""learn_vocab: a WordPiece vocab.txt learned from text loads in our tokenizer and HF's."""
+"""learn_vocab: a vocabulary learned from text (WordPiece, byte-level BPE, SentencePiece)
+loads in our tokenizer and HF's."""
 import os
 
+import ml_collections
 import pytest
 import transformers
 
 from bert_jax.text import learn_vocab
+from bert_jax.text import tokenizers
 from bert_jax.text.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
 
 
@@ -47,3 +50,27 @@ def test_bad_inputs(tmp_path):
     learn_vocab.learn_vocab([str(empty)], 100)
   with pytest.raises(ValueError, match="leaves no room"):
     learn_vocab.learn_vocab([str(empty)], 5)
+
+
+@pytest.mark.parametrize("kind,ours_class,hf_class", [
+    ("bpe", "BPETokenizer", transformers.RobertaTokenizerFast),
+    ("sentencepiece", "SentencePieceTokenizer", transformers.AlbertTokenizerFast)])
+def test_other_kinds_make_a_vocab_path(text_file, tmp_path, kind, ours_class, hf_class):
+  """(WordPiece is the test above.) The output folder is a config.data.vocab_path."""
+  output = str(tmp_path / kind)
+  size = learn_vocab.learn_and_write(kind, [text_file], output, vocab_size=600)
+  assert size == 600
+  data_config = ml_collections.ConfigDict(
+      {"data_dir": "", "vocab_path": output, "lower_case": True})
+  ours = tokenizers.make_tokenizer(data_config)
+  assert type(ours).__name__ == ours_class and ours.vocab_size == size
+  lines = ["The Valkyria Chronicles III , a <unk> game .", "Senjō no Valkyria 3 !"]
+  hf = hf_class.from_pretrained(output)
+  assert ours.encode(lines) == hf(lines, add_special_tokens=False)["input_ids"]
+
+
+def test_kind_errors(text_file, tmp_path):
+  with pytest.raises(ValueError, match="unknown vocabulary kind 'bert'"):
+    learn_vocab.learn_and_write("bert", [text_file], str(tmp_path / "x"), 600)
+  with pytest.raises(ValueError, match="byte-level BPE keeps case"):
+    learn_vocab.learn_and_write("bpe", [text_file], str(tmp_path / "x"), 600, lower_case=True)

@@ -1,4 +1,6 @@
-"""WordPieceTokenizer / SentencePieceTokenizer: parity with HF BertTokenizerFast, errors.
+"""WordPieceTokenizer: parity with HF BertTokenizerFast, errors.
+
+(BPE and SentencePiece: tests/test_tokenizers_family.py.)
 
 Hugging Face (torch + transformers) is a test-only dependency; the tests that compare
 with it are skipped without it. Tests that need ../shared/data skip without it.
@@ -13,7 +15,6 @@ import pytest
 import tensorflow as tf
 
 from bert_jax.text import paths
-from bert_jax.text import sentencepiece_vocab
 from bert_jax.text import wordpiece as tokenizer
 
 _BENCH_DIR = pathlib.Path(__file__).resolve().parents[1] / "bench"
@@ -245,56 +246,3 @@ def test_corpus_sample_parity(ours, hf):
     mine, theirs = parity.encode_both(ours, hf, lines)
     bad = [line for line, a, b in zip(lines, mine, theirs) if a != b]
     assert not bad, f"{name}: {len(bad)} of {len(lines)} lines differ, e.g. {bad[0]!r}"
-
-
-# ------------------------------------------------------------------------------------
-# SentencePiece: train a small vocabulary, then the shared interface.
-# ------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def sentencepiece_model(tmp_path_factory) -> str:
-  parity = _load_parity_bench()
-  lines = [line for line in parity.wikitext_texts(_data_dir()) if line.strip()][:3000]
-  folder = tmp_path_factory.mktemp("spm")
-  text_path = _write_lines(folder / "train.txt", lines)
-  return sentencepiece_vocab.train_sentencepiece(
-      [text_path], str(folder / "spm"), vocab_size=400, num_threads=2)
-
-
-def test_sentencepiece_special_ids(sentencepiece_model):
-  sp = sentencepiece_vocab.SentencePieceTokenizer(sentencepiece_model)
-  assert (sp.pad_id, sp.unk_id, sp.cls_id, sp.sep_id, sp.mask_id) == (0, 1, 2, 3, 4)
-  assert sp.vocab_size == len(sp.vocab) == 400
-  assert sp.vocab[:5] == ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
-  assert sp.lower_case  # The model folds case itself.
-
-
-def test_sentencepiece_roundtrip_and_tf_data(sentencepiece_model):
-  sp = sentencepiece_vocab.SentencePieceTokenizer(sentencepiece_model)
-  texts = ["The Valkyria series was released in Japan .", "a new game", ""]
-  ids = sp.encode(texts)
-  assert [sp.decode(row) for row in ids] == [text.lower() for text in texts]
-  assert sp.encode(["[CLS]"])[0] != [sp.cls_id]  # Control pieces never come from text.
-  mapped = tf.data.Dataset.from_tensor_slices(texts).batch(3).map(sp.tokenize)
-  assert next(iter(mapped)).to_list() == ids
-  batch = sp.encode_for_model(texts[1:2], texts[2:], max_length=16)
-  expected = [sp.cls_id, *ids[1], sp.sep_id, sp.sep_id]
-  expected += [sp.pad_id] * (16 - len(expected))
-  assert batch["input_ids"].tolist() == [expected]
-  assert batch["attention_mask"].sum() == len(ids[1]) + 3
-
-
-def test_sentencepiece_cased_and_errors(tmp_path, sentencepiece_model):
-  text_path = _write_lines(tmp_path / "t.txt", ["Alpha Beta alpha beta Gamma"] * 50)
-  cased_model = sentencepiece_vocab.train_sentencepiece(
-      [text_path], str(tmp_path / "cased"), vocab_size=30, lower_case=False,
-      hard_vocab_limit=False)
-  cased = sentencepiece_vocab.SentencePieceTokenizer(cased_model)
-  assert not cased.lower_case
-  assert cased.decode(cased.encode(["Alpha beta"])[0]) == "Alpha beta"
-  lowering = sentencepiece_vocab.SentencePieceTokenizer(cased_model, lower_case=True)
-  assert lowering.decode(lowering.encode(["ALPHA Beta"])[0]) == "alpha beta"
-  with pytest.raises(FileNotFoundError, match="missing.model"):
-    sentencepiece_vocab.SentencePieceTokenizer(str(tmp_path / "missing.model"))
-  with pytest.raises(FileNotFoundError, match="nope.txt"):
-    sentencepiece_vocab.train_sentencepiece([str(tmp_path / "nope.txt")],
-                                            str(tmp_path / "x"), vocab_size=10)

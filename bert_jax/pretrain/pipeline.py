@@ -51,7 +51,7 @@ Fields read from config.data (`default_data_config()` gives them with defaults):
   tfds_split, tfds_text_field, tfds_data_dir ("" -> tfds's default)
   eval_files           globs of held-out plain-format files, or
   eval_held_out_docs   this many training documents (a fixed random choice) held out
-  vocab_path, lower_case                  the WordPiece tokenizer (text/tokenizers.py)
+  vocab_path, lower_case                  the tokenizer (text/tokenizers.py: by the file)
   max_seq_length, max_predictions_per_seq T and P
   example_builder      a name in builders.BUILDERS ("nsp_pairs")
   masking              a name in masking.SELECTORS ("token", "whole_word": "##" pieces
@@ -78,7 +78,7 @@ from bert_jax.pretrain import builders
 from bert_jax.pretrain import masking
 from bert_jax.pretrain import stream
 from bert_jax.text import corpus as corpus_lib
-from bert_jax.text import paths
+from bert_jax.text import tokenizers
 
 _CACHE_FORMAT_VERSION = 3  # bump when corpus.py changes what it produces
 _HELD_OUT_STREAM = 7_777  # Generator stream for the held-out document choice
@@ -379,9 +379,7 @@ def _cached(data_config, key: list, kind: str, build):
   vocab and the lowercasing; kind "npz" holds a TokenizedCorpus, "json" a number."""
   if not data_config.cache_dir:
     return build()
-  vocab_path = paths.resolve(data_config.data_dir, data_config.vocab_path)
-  with open(vocab_path, "rb") as f:
-    vocab_digest = hashlib.sha256(f.read()).hexdigest()
+  vocab_digest = tokenizers.vocab_fingerprint(data_config)
   full_key = json.dumps([_CACHE_FORMAT_VERSION, key, vocab_digest, data_config.lower_case])
   digest = hashlib.sha256(full_key.encode()).hexdigest()[:16]
   path = os.path.join(data_config.cache_dir, f"{key[0]}-{digest}.{kind}")

@@ -1,15 +1,25 @@
-r"""Learns a WordPiece vocab.txt from plain-format text, for pretraining from scratch.
-
-BERT's released vocabularies fit Wikipedia + BookCorpus; a new corpus (or a small model
-that should not spend most of its parameters and output softmax on 30,522 rows) gets
-its own. Words are cut exactly as `WordPieceTokenizer` cuts them (same normalisation,
-lower-casing, punctuation and CJK splitting), counted, and handed to tensorflow_text's
-WordPiece learner (the algorithm of `bert_vocab_from_dataset`). The file starts with
-[PAD] [UNK] [CLS] [SEP] [MASK]; the tokenizer finds them by name, so any vocab.txt in this
-layout loads in `WordPieceTokenizer` and in HF's BertTokenizer alike.
+r"""Learns a vocabulary from plain-format text, for pretraining from scratch: one way per kind.
 
   python -m bert_jax.text.learn_vocab --input=runs/corpus/pretrain.txt \
-      --vocab_size=8192 --output=runs/corpus/vocab-8k.txt
+      --vocab_size=8192 --output=runs/corpus/vocab-8k.txt                  # WordPiece (BERT)
+  python -m bert_jax.text.learn_vocab --kind=bpe --input=runs/corpus/pretrain.txt \
+      --vocab_size=8192 --output=runs/corpus/bpe-8k                        # RoBERTa: a folder
+  python -m bert_jax.text.learn_vocab --kind=sentencepiece --input=runs/corpus/pretrain.txt \
+      --vocab_size=8192 --output=runs/corpus/spm-8k                        # ALBERT: a folder
+
+wordpiece (the default): BERT's released vocabularies fit Wikipedia + BookCorpus; a new
+corpus (or a small model that should not spend most of its parameters and output softmax
+on 30,522 rows) gets its own. Words are cut exactly as `WordPieceTokenizer` cuts them
+(same normalisation, lower-casing, punctuation and CJK splitting), counted, and handed to
+tensorflow_text's WordPiece learner (the algorithm of `bert_vocab_from_dataset`). The file
+starts with [PAD] [UNK] [CLS] [SEP] [MASK]; the tokenizer finds them by name, so any
+vocab.txt in this layout loads in `WordPieceTokenizer` and in HF's BertTokenizer alike.
+bpe: `bpe.train_bpe` (HF tokenizers' byte-level BPE trainer), a folder that
+`BPETokenizer` and HF's RobertaTokenizerFast load; byte-level BPE keeps case.
+sentencepiece: `sentencepiece_vocab.train_sentencepiece` (a unigram model that folds case
+itself unless --nolower_case), saved as spiece.model + tokenizer_config.json, a folder that
+`SentencePieceTokenizer` and HF's AlbertTokenizerFast load.
+Each output is a valid config.data.vocab_path (text/tokenizers.py picks the kind).
 """
 import collections
 import os
@@ -18,6 +28,8 @@ from collections.abc import Sequence
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
 
+from bert_jax.text import bpe
+from bert_jax.text import sentencepiece_vocab
 from bert_jax.text import wordpiece as tokenizer_lib
 
 _LINES_PER_BATCH = 4096
@@ -74,23 +86,72 @@ def write_vocab(vocab: Sequence[str], path: str) -> None:
     f.write("".join(token + "\n" for token in vocab))
 
 
+def _learn_wordpiece(input_files, output, vocab_size, lower_case, min_count) -> int:
+  vocab = learn_vocab(input_files, vocab_size, lower_case, min_count)
+  write_vocab(vocab, output)
+  return len(vocab)
+
+
+def _learn_bpe(input_files, output, vocab_size, lower_case, min_count) -> int:
+  del min_count  # The BPE trainer's own min_frequency (2) applies.
+  if lower_case:
+    raise ValueError("byte-level BPE keeps case: drop --lower_case for --kind=bpe")
+  return bpe.train_bpe(input_files, output, vocab_size).vocab_size
+
+
+def _learn_sentencepiece(input_files, output, vocab_size, lower_case, min_count) -> int:
+  del min_count
+  model = sentencepiece_vocab.train_sentencepiece(
+      input_files, os.path.join(output, "spiece"), vocab_size, lower_case=lower_case)
+  tokenizer = sentencepiece_vocab.SentencePieceTokenizer(model)
+  tokenizer.save(output)
+  return tokenizer.vocab_size
+
+
+# Kind -> learner(input_files, output, vocab_size, lower_case, min_count) -> size written.
+KINDS = {"wordpiece": _learn_wordpiece, "bpe": _learn_bpe,
+         "sentencepiece": _learn_sentencepiece}
+
+
+def learn_and_write(kind: str, input_files: Sequence[str], output: str, vocab_size: int,
+                    lower_case: bool | None = None, min_count: int = 10) -> int:
+  """Learns a `kind` vocabulary and writes it to `output`; returns its size.
+
+  Args:
+    kind: a name in KINDS.
+    input_files: plain-format text files.
+    output: the vocab.txt file (wordpiece) or the folder (bpe, sentencepiece) to write.
+    vocab_size: the target size, special tokens included.
+    lower_case: None = True for wordpiece and sentencepiece, False for bpe.
+    min_count: wordpiece only: words seen fewer times only contribute their characters.
+  """
+  if kind not in KINDS:
+    raise ValueError(f"unknown vocabulary kind {kind!r}; expected one of {sorted(KINDS)}")
+  if lower_case is None:
+    lower_case = kind != "bpe"
+  return KINDS[kind](list(input_files), output, vocab_size, lower_case, min_count)
+
+
 if __name__ == "__main__":
   from absl import flags
 
   from bert_jax import cli
 
+  _KIND = flags.DEFINE_enum("kind", "wordpiece", list(KINDS), "The vocabulary to learn.")
   _INPUT = flags.DEFINE_multi_string("input", None, "Plain-format text file(s).")
-  _OUTPUT = flags.DEFINE_string("output", None, "The vocab.txt to write.")
+  _OUTPUT = flags.DEFINE_string(
+      "output", None, "The vocab.txt (wordpiece) or the folder (bpe, sentencepiece).")
   _VOCAB_SIZE = flags.DEFINE_integer("vocab_size", 8192, "Target size, specials included.")
-  _LOWER_CASE = flags.DEFINE_bool("lower_case", True, "Uncased vocabulary.")
-  _MIN_COUNT = flags.DEFINE_integer("min_count", 10, "Rarer words add only characters.")
+  _LOWER_CASE = flags.DEFINE_bool(
+      "lower_case", None, "Uncased vocabulary; default: yes, except for bpe (keeps case).")
+  _MIN_COUNT = flags.DEFINE_integer(
+      "min_count", 10, "wordpiece: rarer words add only characters.")
   flags.mark_flags_as_required(["input", "output"])
 
   def main(argv):
     del argv
-    vocab = learn_vocab(_INPUT.value, _VOCAB_SIZE.value, _LOWER_CASE.value,
-                        _MIN_COUNT.value)
-    write_vocab(vocab, _OUTPUT.value)
-    print(f"wrote {len(vocab)} tokens to {_OUTPUT.value}")
+    size = learn_and_write(_KIND.value, _INPUT.value, _OUTPUT.value, _VOCAB_SIZE.value,
+                           _LOWER_CASE.value, _MIN_COUNT.value)
+    print(f"wrote a {_KIND.value} vocabulary of {size} tokens to {_OUTPUT.value}")
 
   cli.run(main)

@@ -53,10 +53,11 @@ the corpora in ../shared/data matches (bench/tokenizer_parity.py). Text is assum
 valid UTF-8.
 """
 import abc
+import itertools
 import json
 import os
 import re
-from typing import Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -205,9 +206,14 @@ def truncated_pair_lengths(len_a: int, len_b: int, budget: int) -> tuple[int, in
 
 def pack_for_model(ids_a: Sequence[Sequence[int]],
                    ids_b: Sequence[Sequence[int]] | None, max_length: int, *,
-                   cls_id: int, sep_id: int, pad_id: int) -> dict[str, np.ndarray]:
-  """Builds padded `[CLS] a [SEP] (b [SEP])` model inputs, each int32 [N, max_length]."""
-  num_special = 2 if ids_b is None else 3
+                   cls_id: int, sep_id: int, pad_id: int, pair_separators: int = 1,
+                   second_type_id: int = 1) -> dict[str, np.ndarray]:
+  """Builds padded `[CLS] a [SEP] (b [SEP])` model inputs, each int32 [N, max_length].
+
+  BERT and ALBERT put one [SEP] between a pair and give b token type 1; RoBERTa's
+  `<s> a </s></s> b </s>` is `pair_separators=2, second_type_id=0`.
+  """
+  num_special = 2 if ids_b is None else 2 + pair_separators
   if max_length < num_special:
     raise ValueError(f"max_length={max_length} leaves no room for the {num_special} "
                      "special tokens.")
@@ -225,8 +231,8 @@ def pack_for_model(ids_a: Sequence[Sequence[int]],
       keep_a, keep_b = truncated_pair_lengths(len(a), len(b), budget)
     ids = [cls_id, *a[:keep_a], sep_id]
     if b is not None:
-      ids += [*b[:keep_b], sep_id]
-      token_type_ids[row, keep_a + 2:len(ids)] = 1
+      ids += [sep_id] * (pair_separators - 1) + [*b[:keep_b], sep_id]
+      token_type_ids[row, keep_a + 2:len(ids)] = second_type_id
     input_ids[row, :len(ids)] = ids
     attention_mask[row, :len(ids)] = 1
   return {"input_ids": input_ids, "token_type_ids": token_type_ids,
@@ -234,13 +240,16 @@ def pack_for_model(ids_a: Sequence[Sequence[int]],
 
 
 class SubwordTokenizer(abc.ABC):
-  """What every tokenizer offers: in-graph `tokenize`, plus eager helpers on top of it.
+  """What every tokenizer offers: `tokenize` for tf.data, plus eager helpers on top of it.
 
   Subclasses set `vocab` and `lower_case`, call `_set_special_ids()`, and implement
-  `tokenize` and `decode`.
+  `tokenize` and `decode`; a layout other than BERT's `[CLS] a [SEP] b [SEP]` with
+  token types 0/1 overrides `pair_separators` and `second_type_id` (see `pack_for_model`).
   """
   vocab: list[str]
   lower_case: bool
+  pair_separators: int = 1
+  second_type_id: int = 1
 
   def _set_special_ids(self, tokens: Sequence[str] = SPECIAL_TOKENS):
     """Sets `vocab_size` and `pad_id, unk_id, cls_id, sep_id, mask_id` from `vocab`."""
@@ -251,7 +260,11 @@ class SubwordTokenizer(abc.ABC):
 
   @abc.abstractmethod
   def tokenize(self, texts: tf.Tensor) -> tf.RaggedTensor:
-    """Strings [N] -> int32 ids [N, (pieces)], no special tokens added. In-graph."""
+    """Strings [N] -> int32 ids [N, (pieces)], no special tokens added.
+
+    In-graph, or in front of the graph through `python_tokenize`; either way usable in
+    `tf.data.Dataset.map`.
+    """
 
   @abc.abstractmethod
   def decode(self, ids: Sequence[int]) -> str:
@@ -276,7 +289,32 @@ class SubwordTokenizer(abc.ABC):
     """
     ids_b = None if texts_b is None else self.encode(texts_b)
     return pack_for_model(self.encode(texts_a), ids_b, max_length,
-                          cls_id=self.cls_id, sep_id=self.sep_id, pad_id=self.pad_id)
+                          cls_id=self.cls_id, sep_id=self.sep_id, pad_id=self.pad_id,
+                          pair_separators=self.pair_separators,
+                          second_type_id=self.second_type_id)
+
+
+def python_tokenize(encode_batch: Callable[[list[str]], Iterable[Sequence[int]]],
+                    texts: tf.Tensor) -> tf.RaggedTensor:
+  """Strings [N] -> int32 ids [N, (pieces)] by a Python `encode_batch`, in front of the graph.
+
+  For tokenizers whose reference is a Python-bound library (HF `tokenizers`,
+  `sentencepiece`): `encode_batch(list of str) -> one id sequence per text` runs in a
+  `tf.numpy_function`, so it works in `tf.data.Dataset.map` and eager code alike, but
+  holds the GIL around the call and cannot be serialised into a SavedModel. Invalid
+  UTF-8 is decoded with U+FFFD replacements.
+  """
+  def run(batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    rows = [list(row) for row in encode_batch(
+        [text.decode("utf-8", errors="replace") for text in batch.tolist()])]
+    lengths = np.fromiter(map(len, rows), np.int64, len(rows))
+    ids = np.fromiter(itertools.chain.from_iterable(rows), np.int32, int(lengths.sum()))
+    return ids, lengths
+
+  ids, lengths = tf.numpy_function(run, [texts], (tf.int32, tf.int64), stateful=False)
+  ids.set_shape([None])
+  lengths.set_shape([None])
+  return tf.RaggedTensor.from_row_lengths(ids, lengths, validate=False)
 
 
 # ------------------------------------------------------------------------------------
