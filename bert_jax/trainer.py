@@ -298,8 +298,8 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
   # Restore (automatic, from the workdir) or init_from pretrained weights.
   # ------------------------------------------------------------------------------------
   checkpoints = checkpoint.TrainCheckpoints(workdir, config.max_checkpoints_to_keep)
-  abstract = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
-                          state, state_sharding)
+  abstract = jax.tree.map(  # the initialised state's shapes and shardings
+      lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), state)
   restored = checkpoints.restore_latest_intact(abstract, check_data=train_input.restore)
   restored_step = None if restored is None else restored[0]
   results_path = os.path.join(workdir, "eval_results.json")

