@@ -221,9 +221,6 @@ class SentencePieceTokenizer(tokenizer.SubwordTokenizer):
 
     Runs in front of the graph (`wordpiece.python_tokenize`): usable in tf.data.
     """
-    texts = tf.convert_to_tensor(texts, tf.string)
-    if texts.shape.rank == 0:
-      return self.tokenize(texts[tf.newaxis])[0]
     return tokenizer.python_tokenize(self._encode_batch, texts)
 
   def decode(self, ids: Sequence[int]) -> str:

@@ -295,8 +295,9 @@ class SubwordTokenizer(abc.ABC):
 
 
 def python_tokenize(encode_batch: Callable[[list[str]], Iterable[Sequence[int]]],
-                    texts: tf.Tensor) -> tf.RaggedTensor:
-  """Strings [N] -> int32 ids [N, (pieces)] by a Python `encode_batch`, in front of the graph.
+                    texts) -> tf.RaggedTensor | tf.Tensor:
+  """Strings [N] -> int32 ids [N, (pieces)] by a Python `encode_batch`, in front of the graph;
+  a scalar string gives ids [pieces].
 
   For tokenizers whose reference is a Python-bound library (HF `tokenizers`,
   `sentencepiece`): `encode_batch(list of str) -> one id sequence per text` runs in a
@@ -304,6 +305,10 @@ def python_tokenize(encode_batch: Callable[[list[str]], Iterable[Sequence[int]]]
   holds the GIL around the call and cannot be serialised into a SavedModel. Invalid
   UTF-8 is decoded with U+FFFD replacements.
   """
+  texts = tf.convert_to_tensor(texts, tf.string)
+  if texts.shape.rank == 0:
+    return python_tokenize(encode_batch, texts[tf.newaxis])[0]
+
   def run(batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rows = [list(row) for row in encode_batch(
         [text.decode("utf-8", errors="replace") for text in batch.tolist()])]
