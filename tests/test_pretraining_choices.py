@@ -74,7 +74,8 @@ def test_a_new_selector_is_one_table_entry(corpus, vocab_path, monkeypatch):
   """'first_tokens' (select the first `budget` eligible tokens) through the real stream."""
   def first_tokens(input_ids, eligible, scores, budget, options):
     rank = tf.cumsum(tf.cast(eligible, tf.int32), axis=1)
-    return eligible & (rank <= budget[:, None])
+    selected = eligible & (rank <= budget[:, None])
+    return masking.Selection(selected, tf.where(selected, rank, 0))
   monkeypatch.setitem(masking.SELECTORS, "first_tokens", masking.Selector(first_tokens))
   config = small_config(corpus, **{"data.masking": "first_tokens"})
   train, _ = pipeline.make_inputs(config.data, WordPieceTokenizer(vocab_path))

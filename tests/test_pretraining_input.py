@@ -367,7 +367,10 @@ def test_inspect_cli_on_real_text(data_dir, vocab_path, tmp_path):
   stats = json.loads(result.stdout)
   assert set(stats) == {"selected_fraction", "mask_fraction", "random_fraction",
                         "kept_fraction", "is_next_fraction", "pad_fraction",
-                        "epoch_mask_overlap", "split_word_fraction"}
+                        "epoch_mask_overlap", "split_word_fraction", "partial_word_fraction",
+                        "unit_length_mean", "unit_length_max", "drawn_length_mean",
+                        "drawn_length_1"}
+  assert stats["unit_length_max"] == stats["drawn_length_1"] == 1.0  # token masking
   assert abs(stats["selected_fraction"] - 0.15) < 0.01
   assert abs(stats["mask_fraction"] - 0.8) < 0.02
   assert abs(stats["random_fraction"] - 0.1) < 0.02

@@ -375,9 +375,8 @@ def _ngram_selection(input_ids, eligible, draws, budget, options):
   size_ends = tf.pad(tf.cumsum(words.size, axis=1), [[0, 0], [1, max_n]])          # [B, W+1+n]
   word_slot = tf.range(seq_length)[None, :]                                         # [1, W]
 
-  def step(carry, candidate):  # the candidate word w [B] of this rank, for every row at once
-    w, rank = candidate
-    used, covered, starts = carry
+  def step(rank, used, covered, starts):  # the rank's candidate word w [B], every row at once
+    w = order[:, rank]
     exists = tf.gather(words.size, w[:, None], batch_dims=1)[:, 0] > 0
     n = tf.gather(word_n, w[:, None], batch_dims=1)[:, 0]
     first = tf.gather(size_ends, w[:, None], batch_dims=1)[:, 0]
@@ -390,13 +389,14 @@ def _ngram_selection(input_ids, eligible, draws, budget, options):
     clash = tf.reduce_any(in_gram & covered, axis=1)
     take = exists & (used < budget) & (k > 0) & ~clash
     size = tf.gather(sizes, tf.maximum(k - 1, 0)[:, None], batch_dims=1)[:, 0]
-    return (used + tf.where(take, size, 0), covered | (in_gram & take[:, None]),
+    return (rank + 1, used + tf.where(take, size, 0), covered | (in_gram & take[:, None]),
             tf.where((word_slot == w[:, None]) & take[:, None], rank + 1, starts))
 
+  # Ranks in order until every row's budget is met (ALBERT stops there too).
   no_words = tf.zeros_like(words.size, bool)
-  _, covered, starts = tf.foldl(
-      step, (tf.transpose(order), tf.range(seq_length)),
-      initializer=(tf.zeros_like(budget), no_words, tf.zeros_like(words.size)))
+  _, _, covered, starts = tf.while_loop(
+      lambda rank, used, *_: (rank < seq_length) & tf.reduce_any(used < budget), step,
+      (tf.constant(0), tf.zeros_like(budget), no_words, tf.zeros_like(words.size)))
   return Selection(_pieces_of_words(words, eligible, covered), _unit_start(words, starts))
 
 

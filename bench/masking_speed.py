@@ -1,14 +1,15 @@
 """Input throughput of each masking selector on the real corpus, next to what the tiny
 train step consumes (shared machine: run both in one process, compare the ratio).
 
-  python bench/selectors.py --corpus=runs/corpus/pretrain.txt [--batches=150]
+  python bench/masking_speed.py --corpus=runs/corpus/pretrain.txt [--batches=150]
 
 For each name in masking.SELECTORS: the pretraining stream (NSP pairs of the prepared
 corpus, 32 x 128, 20 predictions, masks drawn in tf.data) consumed for --batches batches
 after a warm-up: rows/s. Then the BERT-Tiny pretraining step (bench/train_step.py's `ours`,
 built as the trainer builds it, MLM + NSP, batch 32 x 128) timed for --steps steps: rows/s
 it consumes. ratio = selector rows/s / train rows/s (the issue asks >= 10). The last line
-is one JSON object with these numbers.
+is one JSON object with these numbers. (Not named bench/selectors.py: run as a script,
+that would shadow the standard library's `selectors`, which subprocess imports.)
 """
 import argparse
 import json
