@@ -87,7 +87,7 @@ def test_tiny_span_sbo_run_logs_sbo(corpus, tmp_path):
   assert model_config["model"]["span_boundary_head"] is True
 
 
-_KILL_RUN_STEPS = 60
+_KILL_RUN_STEPS = 40
 
 
 def _train_cmd(corpus, workdir):
