@@ -26,6 +26,7 @@ from jax.experimental import multihost_utils
 from bert_jax import checkpoint
 from bert_jax import flops as flops_lib
 from bert_jax import optim
+from bert_jax import run_report
 from bert_jax import sharding
 from bert_jax import weights
 from bert_jax import workdir as workdir_lib
@@ -264,6 +265,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
 
 
 def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) -> dict:
+  invocation, meter = run_report.Invocation(), run_report.EnergyMeter()
   # ------------------------------------------------------------------------------------
   # Task, tokenizer, data (a fine-tuning run's length is counted in epochs of its data).
   # ------------------------------------------------------------------------------------
@@ -366,10 +368,12 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
   # Loop.
   # ------------------------------------------------------------------------------------
   step = int(jax.device_get(state.step))
+  invocation.first_step = step
   last_metrics: dict = {}
   tokens_since, flops_since, time_since, loop_start, start_step = 0, 0.0, time.time(), None, step
   unchecked = []  # (step, metrics on device) not yet checked for NaN/inf
   last_saved = restored_step
+  global_batch = None  # the last step's, for the compiled cost in the run report
 
   def check_finite():
     """Stops at the first step whose loss, gradient or params are not finite (a sync at
@@ -392,18 +396,45 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
     checkpoints.save(at_step, state, train_input.state())
     last_saved = at_step
 
+  def report(loop_end: float, stopped_by=None):
+    """Writes this invocation's run report (WORKDIR/run_report.json) and prints it."""
+    if not is_chief or global_batch is None:
+      return
+    invocation.train_seconds = loop_end - invocation_loop_start
+    if loop_start is not None:
+      invocation.steady_seconds = loop_end - loop_start
+    with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
+      compiled = run_report.compiled_flops(p_train_step, state, global_batch)
+    entry = run_report.invocation_report(
+        invocation, step_flops=task.step_flops(local) * jax.process_count(),
+        step_flops_compiled=compiled, peak_flops=peak_flops, meter=meter,
+        report_config=config.get("report") or run_report.default_config(),
+        stopped_by=stopped_by)
+    run_report.append(workdir, entry)
+    print(run_report.summary_line(entry), flush=True)
+
+  invocation_loop_start = time.time()
+
   while step < total_steps:
     local = next(train_input)
     with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
-      state, metrics = p_train_step(state, sharding.global_batch(local, mesh, rules))
+      global_batch = sharding.global_batch(local, mesh, rules)
+      state, metrics = p_train_step(state, global_batch)
     step += 1
     unchecked.append((step, metrics))
-    tokens_since += task.tokens(local) * jax.process_count()
-    flops_since += task.step_flops(local) * jax.process_count()
+    step_tokens = task.tokens(local) * jax.process_count()
+    step_flops = task.step_flops(local) * jax.process_count()
+    tokens_since += step_tokens
+    flops_since += step_flops
+    invocation.steps += 1
+    invocation.tokens += step_tokens
+    invocation.model_flops += step_flops
     if loop_start is None:  # the first step includes compilation; time from the second
       jax.block_until_ready(metrics)
       loop_start, time_since, start_step = time.time(), time.time(), step
       tokens_since, flops_since = 0, 0.0
+    else:
+      invocation.steady_flops += step_flops
 
     if step % config.log_every_steps == 0 or step == total_steps:
       check_finite()
@@ -434,6 +465,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
       checkpoints.wait()
       checkpoints.close()
       by = stop.requested or "a signal to another process"
+      report(time.time(), stopped_by=by)
       print(f"Stopped by {by} at step {step}; checkpoint saved in {checkpoints.directory}: "
             "run the same command to resume", flush=True)
       return {"stopped_by": by, "step": step}
@@ -442,6 +474,8 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
   # Final eval.
   # ------------------------------------------------------------------------------------
   checkpoints.wait()
+  jax.block_until_ready(state)
+  loop_end = time.time()
   final = dict(last_metrics)
   if loop_start is not None and step > start_step:  # throughput of this process's loop
     final["train_examples_per_sec"] = ((step - start_step) * config.data.batch_size /
@@ -462,6 +496,8 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
     print(f"Finished at step {step}: {summary}", flush=True)
     with open(os.path.join(workdir, "eval_results.json"), "w") as f:
       json.dump({"step": step, **final}, f, indent=2)
+    if not finished_before:
+      report(loop_end)
     if config.get("predict") and evaluation is not None:
       path = task.write_predictions(evaluation, inputs, workdir)
       if path:

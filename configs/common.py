@@ -2,6 +2,7 @@
 import ml_collections
 
 from bert_jax.models.config import config_for_size
+from bert_jax import run_report
 from bert_jax.optim import default_optim_config
 from bert_jax.pretrain import attention_guidance
 from bert_jax.pretrain.pipeline import default_data_config
@@ -33,6 +34,8 @@ def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDic
   # bert_jax/sharding.py; else a list of [logical name, mesh axis or list or None]).
   config.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
   config.logical_axis_rules = ml_collections.FieldReference(None, field_type=list)
+  # Inputs of the run report's energy and CO2e estimate (bert_jax/run_report.py).
+  config.report = run_report.default_config()
   return config
 
 
@@ -99,6 +102,8 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
   config.freeze_encoder = False
   config.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
   config.logical_axis_rules = ml_collections.FieldReference(None, field_type=list)
+  # Inputs of the run report's energy and CO2e estimate (bert_jax/run_report.py).
+  config.report = run_report.default_config()
   return config
 
 

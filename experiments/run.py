@@ -10,8 +10,8 @@ Run from the repository root. Each run is exactly
 in a fresh workdir (an old one is deleted first), its output also going to
 runs/SWEEP/RUN.log. A finished run adds one JSON row to experiments/results/SWEEP.jsonl
 (or --results): the command, git revision ("-dirty" if the tree has changes outside
-experiments/results/), wall time, finish time (UTC) and the metrics the sweep's METRICS
-names; the file keeps one row per run, in the sweep's order. Runs that already have a row
+experiments/results/), wall time, finish time (UTC), the metrics the sweep's METRICS
+names and the run report's total (tokens, FLOPs, kWh, CO2e: bert_jax/run_report.py); the file keeps one row per run, in the sweep's order. Runs that already have a row
 are skipped (--force re-runs them and replaces their row); a failed run writes no row,
 and the runner goes on and exits non-zero at the end. --print prints the commands of the
 runs it would do, one per line, and runs nothing.
@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 
+from bert_jax import run_report
 from experiments import sweeps
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -116,11 +117,16 @@ def _run(sweep: str, run: str, cmd: list[str], metrics_spec: dict) -> dict | Non
   if failure:
     print(f"== {run} failed ({failure}); log in {workdir}.log", file=sys.stderr, flush=True)
     return None
-  return {"sweep": sweep, "run": run, "command": shlex.join(cmd), "git_revision": revision,
-          "wall_seconds": round(seconds, 1),
-          "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
-              timespec="seconds"),
-          "metrics": collect_metrics(workdir, metrics_spec)}
+  row = {"sweep": sweep, "run": run, "command": shlex.join(cmd), "git_revision": revision,
+         "wall_seconds": round(seconds, 1),
+         "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
+             timespec="seconds"),
+         "metrics": collect_metrics(workdir, metrics_spec)}
+  report_path = os.path.join(workdir, run_report.FILENAME)
+  if os.path.exists(report_path):  # the run's compute, energy and CO2e (summed over resumes)
+    with open(report_path) as f:
+      row["report"] = json.load(f)["total"]
+  return row
 
 
 def save_row(path: str, row: dict, order: list[str]) -> None:
