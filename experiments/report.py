@@ -163,8 +163,22 @@ def ablation_sweeps() -> list[str]:
   return [name for name in sweeps.names() if hasattr(sweeps.load(name), "VARIANTS")]
 
 
+def _payoff_section(results_dir: str, plots_dir: str) -> str:
+  """The pretraining-payoff learning curve (experiments/sweeps/pretraining_payoff.py)."""
+  module = sweeps.load("pretraining_payoff")
+  rows = sweeps.read_results(os.path.join(results_dir, "pretraining_payoff.jsonl"))
+  lines = ["## pretraining_payoff: " + module.__doc__.strip().splitlines()[0], ""]
+  if not rows:
+    lines.append("Not run yet: `python -m experiments.run pretraining_payoff`.")
+  else:
+    lines.append(module.render(rows, plots_dir))
+    if (total := tables.sweep_total(rows)) is not None:
+      lines += ["", total]
+  return "\n".join(lines + [""])
+
+
 def page(results_dir: str = sweeps.RESULTS_DIR, plots_dir: str = PLOTS) -> str:
-  sections = [_HEADER]
+  sections = [_HEADER, _payoff_section(results_dir, plots_dir)]
   for name in ablation_sweeps():
     rows = sweeps.read_results(os.path.join(results_dir, f"{name}.jsonl"))
     sections.append(render(name, sweeps.load(name), rows, plots_dir))

@@ -265,3 +265,21 @@ def test_a_run_with_stages_writes_one_row_with_every_stage(tmp_path, monkeypatch
   assert row["metrics"]["conll_features"] == {"eval_f1": 0.625}
   assert set(row["stage_commands"]) == {"sst2", "mrpc", "conll", "conll_features"}
   assert row["report"]["invocations"] == 5 and row["report"]["tokens"] == 150
+
+
+def test_pretraining_payoff_learning_curve_section(tmp_path):
+  module = sweeps.load("pretraining_payoff")
+  rows = [_row(f"sst2_n500_{init}_s{seed}", {"step": 47, "eval_accuracy": acc},
+               sweep="pretraining_payoff")
+          for init, accs in (("pretrained", (0.60, 0.62, 0.61)), ("random", (0.50, 0.55, 0.52)))
+          for seed, acc in enumerate(accs)]
+  rows += [_row(f"cola_nall_{init}_s{seed}", {"step": 801, "eval_matthews_corrcoef": 0.1 + d},
+                sweep="pretraining_payoff")
+           for init, d in (("pretrained", 0.0), ("random", 0.05)) for seed in range(2)]
+  lines = module.render(rows, str(tmp_path)).splitlines()
+  assert ("| sst2 (accuracy) | 500 | 61.00 [60.00, 62.00] | 52.33 [50.00, 55.00] | +8.67 | "
+          "pretrained better on every seed |") in lines
+  assert lines[3].startswith("| cola (matthews_corrcoef) | all | 10.00 [10.00, 10.00] | "
+                             "15.00 [15.00, 15.00] | -5.00 | fewer than 3 seeds |")
+  assert os.path.getsize(tmp_path / "pretraining_payoff.png") > 1000
+  assert len(runner.sweeps.load("pretraining_payoff").get_sweep()) == 36
