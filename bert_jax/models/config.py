@@ -8,7 +8,7 @@ implementation (compute dtype, scan/remat) are ours and are not exported to HF.
 """
 import dataclasses
 import json
-from typing import Any
+from typing import Any, Optional
 
 import jax.numpy as jnp
 
@@ -21,6 +21,9 @@ HIDDEN_ACTS = ("gelu", "gelu_tanh", "relu")
 _HF_ACT_ALIASES = {"gelu": "gelu", "gelu_tanh": "gelu_tanh", "gelu_new": "gelu_tanh",
                    "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh", "relu": "relu"}
 REMAT_POLICIES = ("none", "full", "dots")
+# Cross-layer parameter sharing (ALBERT, Lan et al. 2019): which sub-layers all L layers
+# share; the encoder's table `bert.LAYER_SHARING` says how each is applied.
+LAYER_SHARING = ("none", "all", "attention", "ffn")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +56,13 @@ class BertConfig:
     family: the member of the BERT family, a key of `bert_jax.models.families.FAMILIES`
       ("bert", "roberta", "distilbert"); it decides position ids, pooler and head defaults.
     pad_token_id: the padding id (RoBERTa's position ids skip it and start after it).
+    embedding_size: width of the embedding tables (E); None: H. With E != H (ALBERT's
+      factorized embeddings, ELECTRA's small ones) an E -> H projection follows the
+      embeddings' LayerNorm and dropout, and the MLM head maps H -> E before its decoder
+      tied to the E-wide table (ALBERT projects even when E == H: `Family.always_project`).
+    layer_sharing: cross-layer parameter sharing, one of LAYER_SHARING: "none"; "all" (one
+      layer's params applied L times: ALBERT); "attention" or "ffn" (only that sub-layer
+      shared, each layer keeps the other: the ALBERT paper's ablation, not in HF).
   """
   vocab_size: int = 30522
   hidden_size: int = 768
@@ -72,6 +82,8 @@ class BertConfig:
   pre_layer_norm: bool = False
   family: str = "bert"
   pad_token_id: int = 0
+  embedding_size: Optional[int] = None
+  layer_sharing: str = "none"
 
   def __post_init__(self):
     if self.family not in FAMILIES:
@@ -87,10 +99,30 @@ class BertConfig:
       raise ValueError(f"BertConfig: remat_policy={self.remat_policy!r} is not one of "
                        f"{REMAT_POLICIES}")
     jnp.dtype(self.dtype)  # raises on an unknown dtype name
+    if self.layer_sharing not in LAYER_SHARING:
+      raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r} is not one of "
+                       f"{LAYER_SHARING}")
+    if self.layer_sharing != "none" and self.scan_layers:
+      raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r} needs "
+                       "scan_layers=False (shared layers are not stacked)")
+    if self.embedding_size is not None and self.embedding_size <= 0:
+      raise ValueError(f"BertConfig: embedding_size={self.embedding_size} is not positive")
 
   @property
   def head_dim(self) -> int:
     return self.hidden_size // self.num_attention_heads
+
+  @property
+  def embedding_width(self) -> int:
+    """E: the width of the embedding tables and of the MLM decoder (H unless factorized)."""
+    return self.hidden_size if self.embedding_size is None else self.embedding_size
+
+  @property
+  def projects_embeddings(self) -> bool:
+    """Whether an E -> H projection follows the embeddings."""
+    if self.embedding_size is None:
+      return False
+    return self.embedding_size != self.hidden_size or FAMILIES[self.family].always_project
 
   @property
   def compute_dtype(self):
@@ -150,9 +182,14 @@ class BertConfig:
     if self.pre_layer_norm:
       raise ValueError("BertConfig: pre_layer_norm=True has no HF BERT equivalent (HF's "
                        "BertModel is post-LN); this model cannot be exported to HF")
+    if self.layer_sharing != "none" or self.projects_embeddings:
+      raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r}, embedding_size="
+                       f"{self.embedding_size} (hidden_size {self.hidden_size}) have no HF "
+                       f"{self.family} equivalent; this model cannot be exported to HF")
     hf_act = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu"}[self.hidden_act]
     d = dataclasses.asdict(self)
-    for k in ("dtype", "scan_layers", "remat_policy", "pre_layer_norm", "family"):
+    for k in ("dtype", "scan_layers", "remat_policy", "pre_layer_norm", "family",
+              "embedding_size", "layer_sharing"):
       d.pop(k)
     d.update(hidden_act=hf_act, model_type="bert", architectures=["BertForPreTraining"],
              position_embedding_type="absolute")
@@ -162,6 +199,11 @@ class BertConfig:
 _ROBERTA = dict(family="roberta", vocab_size=50265, max_position_embeddings=514,
                 type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1)
 _DISTILBERT = dict(family="distilbert", type_vocab_size=0)
+# ALBERT v2 (HF AlbertConfig with albert-base-v2's sizes): E=128, one shared layer, tanh
+# GELU, no dropout, SentencePiece vocab of 30,000.
+_ALBERT = dict(family="albert", vocab_size=30000, embedding_size=128, layer_sharing="all",
+               hidden_act="gelu_tanh", hidden_dropout_prob=0.0,
+               attention_probs_dropout_prob=0.0)
 
 # The released sizes (Turc et al. 2019 for the small BERTs); intermediate = 4H. The
 # "-tiny" sizes of the other families are BERT-Tiny's shape with that family's fields.
@@ -179,6 +221,10 @@ SIZES = {
                                     num_attention_heads=12),
     "distilbert-tiny": dict(_DISTILBERT, num_hidden_layers=2, hidden_size=128,
                             num_attention_heads=2),
+    "albert-base-v2": dict(_ALBERT, num_hidden_layers=12, hidden_size=768,
+                           num_attention_heads=12),
+    "albert-tiny": dict(_ALBERT, num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
+                        embedding_size=64),
 }
 
 
@@ -191,3 +237,4 @@ def config_for_size(size: str, **overrides) -> BertConfig:
   fields["intermediate_size"] = 4 * fields["hidden_size"]
   fields.update(overrides)
   return BertConfig(**fields)
+
