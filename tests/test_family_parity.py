@@ -1,9 +1,9 @@
-"""RoBERTa, DistilBERT and ALBERT: configs of the one model code, proven equal to
+"""RoBERTa, DistilBERT, ALBERT and ELECTRA: configs of the one model code, proven equal to
 HF transformers.
 
 For each family, random-weight models of odd shapes on padded batches (fp32):
 HF -> ours and ours -> HF, every hidden state, the pooled output, the MLM logits and the
-sentence-head logits (ALBERT's SOP), within 1e-5;
+sentence-head logits (ALBERT's SOP), ELECTRA's discriminator logits, within 1e-5;
 ours -> HF -> ours bit-identical; HF `from_pretrained` of our export reports
 no missing/unexpected keys; parameter counts at the published sizes equal HF's; config
 round trips through model_config.json and HF config.json; a tiny model of each family
@@ -23,9 +23,10 @@ transformers = pytest.importorskip("transformers")
 from bert_jax import checkpoint  # noqa: E402
 from bert_jax.convert import families, hf, mapping  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
-from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
+from bert_jax.models.config import BertConfig, config_for_size, generator_config  # noqa: E402
 from bert_jax.models.families import family_of  # noqa: E402
-from bert_jax.models.task_models import BertForPreTraining  # noqa: E402
+from bert_jax.models.task_models import (BertForPreTraining,  # noqa: E402
+                                         BertForReplacedTokenDetection)
 from bert_jax.weights import load_pretrained  # noqa: E402
 from tests.hf_reference import hf_state, random_hf_model  # noqa: E402
 
@@ -60,8 +61,18 @@ CONFIGS = {
         family="albert", vocab_size=61, hidden_size=32, embedding_size=32,
         num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
         max_position_embeddings=24, layer_sharing="none"),
+    "electra_h48_l3": BertConfig(
+        family="electra", vocab_size=97, hidden_size=48, embedding_size=20,
+        num_hidden_layers=3, num_attention_heads=3, intermediate_size=80,
+        max_position_embeddings=40),
+    # E == H: no embeddings_project; tanh GELU in the layers and the discriminator head
+    # (the generator head's GELU stays exact, as HF's ElectraGeneratorPredictions).
+    "electra_h32_e32_l1_tanh": BertConfig(
+        family="electra", vocab_size=61, hidden_size=32, embedding_size=32,
+        num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+        max_position_embeddings=24, hidden_act="gelu_tanh"),
 }
-FAMILIES = ("roberta", "distilbert", "albert")
+FAMILIES = ("roberta", "distilbert", "albert", "electra")
 
 
 def _batch(config, lengths, max_len, seed):
@@ -115,12 +126,18 @@ def _mlm_logits(ref):
   return ref.logits if hasattr(ref, "logits") else ref.prediction_logits
 
 
+def _assert_discriminator_parity(out, ref, config, mask):
+  """ELECTRA's discriminator: hidden states and the per-token logits [B, T] within TOL."""
+  _assert_parity(out, ref, config, mask)
+  assert _max_diff(out.logits, ref.logits, mask) < TOL
+
+
 # Dense layers feeding an activation (HF names): their weights are scaled up in the HF ->
 # ours test so that pre-activations reach O(1), where exact and tanh GELU differ by
 # more than TOL (at HF's init std 0.02 they would not, and a wrong activation would pass).
 _ACTIVATION_INPUTS = ("intermediate.dense.weight", "ffn.lin1.weight", "lm_head.dense.weight",
                       "vocab_transform.weight", "albert_layers.0.ffn.weight",
-                      "predictions.dense.weight")
+                      "predictions.dense.weight", "discriminator_predictions.dense.weight")
 
 
 def _sharpened(model, factor=30.0):
@@ -160,8 +177,8 @@ def test_hf_to_ours_parity(name):
   assert (out.pooled_output is None) == (not family.pretraining_pooler)
   _assert_parity(out, ref, config, mask, _mlm_logits(ref))
 
-  # The bare encoder (RobertaModel and AlbertModel have a pooler, DistilBertModel none),
-  # unprefixed names.
+  # The bare encoder (RobertaModel and AlbertModel have a pooler, DistilBertModel and
+  # ElectraModel none), unprefixed names.
   hf_encoder = _sharpened(random_hf_model(config, seed=4, cls_name=classes.encoder_class))
   state = hf.normalize_names(hf_state(hf_encoder), "t", config.family)
   params, with_heads = hf.state_to_params(state, config, "t")
@@ -175,6 +192,16 @@ def test_hf_to_ours_parity(name):
   else:
     assert out.pooled_output is None and "pooler" not in params
 
+  # ELECTRA's discriminator (ElectraForPreTraining): its replaced-token logits.
+  for task_model, cls_name in classes.other_head_classes:
+    hf_model = _sharpened(random_hf_model(config, seed=6, cls_name=cls_name))
+    state = hf.normalize_names(hf_state(hf_model), "t", config.family)
+    params, with_heads = hf.state_to_params(state, config, "t")
+    assert with_heads and task_model == "replaced_token_detection"
+    ref = _hf_forward(hf_model, config, ids, types, mask)
+    out = BertForReplacedTokenDetection(config).apply({"params": params}, ids, types, mask,
+                                                      output_hidden_states=True)
+    _assert_discriminator_parity(out, ref, config, mask)
 
 
 def test_roberta_position_ids_count_real_tokens_from_pad_plus_one():
@@ -209,7 +236,7 @@ def _assert_bit_identical(params, back):
 
 
 @pytest.mark.parametrize("name", ["roberta_h48_l3", "distilbert_h48_l3", "albert_h48_l3",
-                                  "albert_h32_e32_l2_unshared"])
+                                  "albert_h32_e32_l2_unshared", "electra_h48_l3"])
 def test_ours_to_hf_parity_and_round_trip(name, tmp_path):
   config = CONFIGS[name]
   classes = families.FAMILIES[config.family]
@@ -242,6 +269,18 @@ def test_ours_to_hf_parity_and_round_trip(name, tmp_path):
   _, back, _ = hf.load(str(tmp_path / "encoder"))
   _assert_bit_identical(enc_params, back)
 
+  # ELECTRA's discriminator: ElectraForPreTraining loads it; load_pretrained gives it back.
+  for task_model, cls_name in classes.other_head_classes:
+    disc = BertForReplacedTokenDetection(config)
+    disc_params = _perturbed(nn.unbox(disc.init(jax.random.key(5), ids)["params"]), seed=7)
+    folder = str(tmp_path / task_model)
+    hf.save(folder, config, disc_params)
+    ref = _hf_forward(_hf_from_pretrained(folder, cls_name), config, ids, types, mask)
+    out = disc.apply({"params": disc_params}, ids, types, mask, output_hidden_states=True)
+    _assert_discriminator_parity(out, ref, config, mask)
+    loaded, variables = load_pretrained(folder)
+    assert type(loaded).__name__ == "BertForReplacedTokenDetection"
+    _assert_bit_identical(disc_params, variables["params"])
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -266,7 +305,8 @@ def test_convert_cli_round_trip_keeps_the_family(family, tmp_path):
 
 @pytest.mark.parametrize("name", sorted(CONFIGS) + [
     "roberta-base", "distilbert-base-uncased", "roberta-tiny", "distilbert-tiny",
-    "albert-base-v2", "albert-tiny"])
+    "albert-base-v2", "albert-tiny", "electra-small", "electra-small-generator",
+    "electra-tiny", "electra-tiny-generator"])
 def test_config_round_trips_through_model_config_and_hf_config_json(name, tmp_path):
   config = CONFIGS[name] if name in CONFIGS else config_for_size(name)
   checkpoint.write_model_config(str(tmp_path), config)
@@ -276,7 +316,8 @@ def test_config_round_trips_through_model_config_and_hf_config_json(name, tmp_pa
   assert families.config_from_hf(json.loads(json.dumps(raw))) == config
   hf_config = transformers.AutoConfig.for_model(raw.pop("model_type"), **raw)
   assert type(hf_config).__name__ == {"roberta": "RobertaConfig", "distilbert":
-                                      "DistilBertConfig", "albert": "AlbertConfig"}[config.family]
+                                      "DistilBertConfig", "albert": "AlbertConfig",
+                                      "electra": "ElectraConfig"}[config.family]
   assert (hf_config.hidden_size, hf_config.num_hidden_layers, hf_config.num_attention_heads,
           hf_config.pad_token_id) == (config.hidden_size, config.num_hidden_layers,
                                       config.num_attention_heads, config.pad_token_id)
@@ -289,18 +330,26 @@ def test_published_sizes():
   distil = config_for_size("distilbert-base-uncased")
   assert (distil.num_hidden_layers, distil.hidden_size, distil.type_vocab_size,
           distil.vocab_size) == (6, 768, 0, 30522)
-  # HF AlbertConfig's defaults at albert-base-v2's sizes.
+  # HF AlbertConfig's defaults at albert-base-v2's sizes; ElectraConfig's defaults.
   albert, albert_hf = config_for_size("albert-base-v2"), transformers.AlbertConfig(
       hidden_size=768, num_attention_heads=12, intermediate_size=3072)
-  assert families.config_from_hf(albert_hf.to_dict()) == albert
+  electra, electra_hf = config_for_size("electra-small"), transformers.ElectraConfig()
+  for ours, theirs in ((albert, albert_hf), (electra, electra_hf)):
+    assert families.config_from_hf(theirs.to_dict()) == ours, ours.family
   assert (albert.embedding_size, albert.vocab_size, albert.hidden_act, albert.layer_sharing) \
       == (128, 30000, "gelu_tanh", "all")
+  assert (electra.embedding_size, electra.hidden_size, electra.num_attention_heads,
+          electra.intermediate_size) == (128, 256, 4, 1024)
+  # The paper's ELECTRA-Small generator: a quarter of the discriminator, same E.
+  assert generator_config(electra) == config_for_size("electra-small-generator")
+  assert generator_config(config_for_size("electra-tiny"), 0.25) == config_for_size(
+      "electra-tiny-generator")
 
 
 def test_bad_hf_configs_are_one_line_errors(tmp_path):
   (tmp_path / "config.json").write_text(json.dumps({"model_type": "xlnet", "d_model": 8}))
   with pytest.raises(ValueError, match=r"model_type='xlnet' is not supported \(known: albert, "
-                                       r"bert, distilbert, roberta\)") as error:
+                                       r"bert, distilbert, electra, roberta\)") as error:
     load_pretrained(str(tmp_path))
   assert "\n" not in str(error.value)
   raw = families.config_to_hf(CONFIGS["distilbert_h48_l3"])
@@ -384,21 +433,29 @@ def test_parameter_counts_equal_hf_at_published_sizes():
       "distilbert mlm": (_our_count(BertForPreTraining(distil)),
                          _hf_count(transformers.DistilBertForMaskedLM, distil_hf)),
   }
-  # albert-base-v2: HF AlbertConfig's defaults at base sizes.
+  # albert-base-v2: HF AlbertConfig's defaults at base sizes; electra-small: ElectraConfig's.
   albert_hf = transformers.AlbertConfig(hidden_size=768, num_attention_heads=12,
                                         intermediate_size=3072)
-  albert = config_for_size("albert-base-v2")
+  electra_hf = transformers.ElectraConfig()
+  albert, electra = config_for_size("albert-base-v2"), config_for_size("electra-small")
   counts.update({
       "albert encoder": (_our_count(BertModel(albert)),
                          _hf_count(transformers.AlbertModel, albert_hf)),
       "albert pretraining": (_our_count(BertForPreTraining(albert)),
                              _hf_count(transformers.AlbertForPreTraining, albert_hf)),
+      "electra encoder": (_our_count(BertModel(electra)),
+                          _hf_count(transformers.ElectraModel, electra_hf)),
+      "electra discriminator": (_our_count(BertForReplacedTokenDetection(electra)),
+                                _hf_count(transformers.ElectraForPreTraining, electra_hf)),
+      "electra generator": (_our_count(BertForPreTraining(electra)),
+                            _hf_count(transformers.ElectraForMaskedLM, electra_hf)),
   })
   for name, (ours, theirs) in counts.items():
     assert ours == theirs, (name, ours, theirs)
   assert counts["roberta encoder"][0] == 124_645_632
   assert counts["distilbert encoder"][0] == 66_362_880
   assert counts["albert encoder"][0] == 11_683_584
+  assert counts["electra encoder"][0] == 13_483_008
 
 
 # --- ALBERT's cross-layer sharing ---------------------------------------------------------

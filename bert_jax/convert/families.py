@@ -109,6 +109,19 @@ def _albert_to_hf(config: BertConfig) -> dict[str, Any]:
   return raw
 
 
+# --- ELECTRA: BERT's names plus embedding_size -----------------------------------------
+
+def _electra_from_hf(raw: dict, source: str) -> BertConfig:
+  return BertConfig.from_json_dict(
+      {**raw, "family": "electra", "embedding_size": raw.get("embedding_size", 128)}, source)
+
+
+def _electra_to_hf(config: BertConfig) -> dict[str, Any]:
+  raw = config.replace(family="bert", embedding_size=None).to_hf_dict()
+  raw.update(model_type="electra", embedding_size=config.embedding_width)
+  return raw
+
+
 FAMILIES = {
     "bert": HFFamily(_bert_from_hf, BertConfig.to_hf_dict, "BertModel", "BertForPreTraining"),
     "roberta": HFFamily(_roberta_from_hf, _roberta_to_hf, "RobertaModel",
@@ -116,6 +129,9 @@ FAMILIES = {
     "distilbert": HFFamily(_distilbert_from_hf, _distilbert_to_hf, "DistilBertModel",
                            "DistilBertForMaskedLM"),
     "albert": HFFamily(_albert_from_hf, _albert_to_hf, "AlbertModel", "AlbertForPreTraining"),
+    # The generator is the MLM model; the discriminator our replaced_token_detection model.
+    "electra": HFFamily(_electra_from_hf, _electra_to_hf, "ElectraModel", "ElectraForMaskedLM",
+                        (("replaced_token_detection", "ElectraForPreTraining"),)),
 }
 
 

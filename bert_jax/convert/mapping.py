@@ -62,6 +62,7 @@ _LAYER = {
 _HEADS = {
     "mlm_head/transform": "dense", "mlm_head/transform_layer_norm": "norm",
     "mlm_head/output_bias": "vector", "nsp_head/dense": "dense", "sop_head/dense": "dense",
+    "rtd_head/dense": "dense", "rtd_head/prediction": "dense",
 }
 
 
@@ -161,6 +162,17 @@ NAMES = {
                "sop_head/dense": "sop_classifier.classifier"},
         tied={"predictions.decoder.weight": "albert.embeddings.word_embeddings.weight",
               "predictions.decoder.bias": "predictions.bias"}),
+    "electra": Names(
+        prefix="electra",
+        encoder={**{k: v for k, v in _BERT_ENCODER.items() if k != "pooler/dense"},
+                 "embeddings/projection": "embeddings_project"},
+        layer="encoder.layer.{i}", layer_modules=_BERT_LAYER,
+        heads={"mlm_head/transform": "generator_predictions.dense",
+               "mlm_head/transform_layer_norm": "generator_predictions.LayerNorm",
+               "mlm_head/output_bias": "generator_lm_head.bias",
+               "rtd_head/dense": "discriminator_predictions.dense",
+               "rtd_head/prediction": "discriminator_predictions.dense_prediction"},
+        tied={"generator_lm_head.weight": "electra.embeddings.word_embeddings.weight"}),
 }
 
 

@@ -2,8 +2,8 @@
 
 Field names follow google-research/bert's `bert_config.json` (which HF's BERT `config.json`
 shares), so both files load with `BertConfig.from_json_dict`. `family` names the member
-(bert, roberta, distilbert: `bert_jax.models.families`); HF config.json of every family is
-read and written by `bert_jax.convert.families`. Fields that only matter to this
+(bert, roberta, distilbert, albert, electra: `bert_jax.models.families`); HF config.json
+of every family is read and written by `bert_jax.convert.families`. Fields that only matter to this
 implementation (compute dtype, scan/remat) are ours and are not exported to HF.
 """
 import dataclasses
@@ -54,7 +54,8 @@ class BertConfig:
     pre_layer_norm: LayerNorm before each sub-layer plus a final one (an ablation; BERT
       and its released checkpoints are post-LN, and HF cannot load this variant).
     family: the member of the BERT family, a key of `bert_jax.models.families.FAMILIES`
-      ("bert", "roberta", "distilbert"); it decides position ids, pooler and head defaults.
+      ("bert", "roberta", "distilbert", "albert", "electra"); it decides position ids,
+      pooler and head defaults.
     pad_token_id: the padding id (RoBERTa's position ids skip it and start after it).
     embedding_size: width of the embedding tables (E); None: H. With E != H (ALBERT's
       factorized embeddings, ELECTRA's small ones) an E -> H projection follows the
@@ -204,6 +205,8 @@ _DISTILBERT = dict(family="distilbert", type_vocab_size=0)
 _ALBERT = dict(family="albert", vocab_size=30000, embedding_size=128, layer_sharing="all",
                hidden_act="gelu_tanh", hidden_dropout_prob=0.0,
                attention_probs_dropout_prob=0.0)
+# ELECTRA (HF ElectraConfig's defaults are ELECTRA-Small's discriminator): E=128.
+_ELECTRA = dict(family="electra", embedding_size=128)
 
 # The released sizes (Turc et al. 2019 for the small BERTs); intermediate = 4H. The
 # "-tiny" sizes of the other families are BERT-Tiny's shape with that family's fields.
@@ -225,6 +228,17 @@ SIZES = {
                            num_attention_heads=12),
     "albert-tiny": dict(_ALBERT, num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
                         embedding_size=64),
+    "electra-small": dict(_ELECTRA, num_hidden_layers=12, hidden_size=256,
+                          num_attention_heads=4),
+    # The paper's ELECTRA-Small generator: 1/4 of the discriminator's H, I and heads
+    # (Clark et al. 2020, Table 6; the released electra-small-generator checkpoint
+    # happens to be discriminator-sized). `generator_config` derives one from any size.
+    "electra-small-generator": dict(_ELECTRA, num_hidden_layers=12, hidden_size=64,
+                                    num_attention_heads=1),
+    "electra-tiny": dict(_ELECTRA, num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
+                         embedding_size=64),
+    "electra-tiny-generator": dict(_ELECTRA, num_hidden_layers=2, hidden_size=32,
+                                   num_attention_heads=1, embedding_size=64),
 }
 
 
@@ -238,3 +252,14 @@ def config_for_size(size: str, **overrides) -> BertConfig:
   fields.update(overrides)
   return BertConfig(**fields)
 
+
+def generator_config(discriminator: BertConfig, fraction: float = 0.25) -> BertConfig:
+  """ELECTRA's generator for a discriminator config: H, I and heads times `fraction`
+  (the paper's 1/4 for Small and Large, 1/3 for Base), the same embedding width E (the
+  two share their embedding tables), layers and vocabulary."""
+  heads = max(1, round(discriminator.num_attention_heads * fraction))
+  hidden = round(discriminator.hidden_size * fraction / heads) * heads
+  return discriminator.replace(
+      hidden_size=hidden, num_attention_heads=heads,
+      intermediate_size=round(discriminator.intermediate_size * fraction),
+      embedding_size=discriminator.embedding_width)

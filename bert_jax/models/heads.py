@@ -23,7 +23,8 @@ class MaskedLMHead(nn.Module):
   Logits come only at `masked_positions` ([B, P] -> [B, P, V]) when given, as the original
   BERT computes them; at every position ([B, T, V]) otherwise. Logits are float32.
   Every family's MLM head has this structure (HF: BERT's cls.predictions, RoBERTa's
-  lm_head, DistilBERT's vocab_*, ALBERT's predictions); the activation is the family's `mlm_activation`.
+  lm_head, DistilBERT's vocab_*, ALBERT's predictions, ELECTRA's generator_predictions +
+  generator_lm_head); the activation is the family's `mlm_activation`.
   """
   config: BertConfig
 
@@ -53,6 +54,25 @@ class NextSentenceHead(nn.Module):
     return nn.Dense(2, dtype=jnp.float32, param_dtype=jnp.float32,
                     kernel_init=dense_init(self.config, ("embed", None)),
                     bias_init=zeros_init((None,)), name="dense")(pooled_output)
+
+
+class ReplacedTokenHead(nn.Module):
+  """ELECTRA's discriminator: [B, T, H] -> [B, T] float32 logits that each token was
+  replaced (dense H -> H, the config's activation, dense H -> 1; HF
+  discriminator_predictions)."""
+  config: BertConfig
+
+  @nn.compact
+  def __call__(self, sequence_output):
+    cfg = self.config
+    x = nn.Dense(cfg.hidden_size, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
+                 kernel_init=dense_init(cfg, ("embed", "mlp")), bias_init=zeros_init(("mlp",)),
+                 name="dense")(sequence_output)
+    x = activation(cfg.hidden_act)(x)
+    logits = nn.Dense(1, dtype=jnp.float32, param_dtype=jnp.float32,
+                      kernel_init=dense_init(cfg, ("mlp", None)), bias_init=zeros_init((None,)),
+                      name="prediction")(x)
+    return logits[..., 0]
 
 
 class LinearHead(nn.Module):
