@@ -1,10 +1,11 @@
 """HuggingFace folders (config.json + model.safetensors) of every family, in and out.
 
-config.json's `model_type` picks the family (bert, roberta, distilbert: the table in
-convert/families.py); its tensor names are `mapping.NAMES[family]`. Accepted: each
-family's bare encoder (BertModel, RobertaModel, DistilBertModel) and pretraining model
-(BertForPreTraining, RobertaForMaskedLM, DistilBertForMaskedLM), with or without the
-family prefix (`bert.`, `roberta.`, `distilbert.`), old-style LayerNorm `gamma`/`beta`
+config.json's `model_type` picks the family (bert, roberta, distilbert, modernbert: the
+table in convert/families.py); its tensor names are `mapping.NAMES[family]`. Accepted: each
+family's bare encoder (BertModel, RobertaModel, DistilBertModel, ModernBertModel) and
+pretraining model (BertForPreTraining, RobertaForMaskedLM, DistilBertForMaskedLM,
+ModernBertForMaskedLM), with or without the family prefix (`bert.`, `roberta.`,
+`distilbert.`, `model.`), old-style LayerNorm `gamma`/`beta`
 names, sharded safetensors with an index. Only safetensors are read: a folder with just
 `pytorch_model.bin` is refused (no pickle).
 """
@@ -150,8 +151,11 @@ def params_to_state(params: dict, config: BertConfig) -> dict[str, np.ndarray]:
   with_heads = "mlm_head/output_bias" in flat
   prefix = "bert/" if with_heads else ""
   with_pooler = f"{prefix}pooler/dense/kernel" in flat
+  expected = expected_shapes(config, with_heads, with_pooler)  # e.g. biases the model lacks
   state = {}
   for ours, hf_name, layout in mapping.all_rows(config, prefix, with_heads, with_pooler):
+    if ours not in expected:
+      continue
     if ours not in flat:
       raise ValueError(f"params: missing {ours}")
     state[hf_name] = np.ascontiguousarray(layout.to_hf(np.asarray(flat.pop(ours)), config),

@@ -53,6 +53,9 @@ class Family:
       DistilBertForMaskedLM do not).
     mlm_activation: the MLM transform's activation; None: the config's hidden_act
       (RoBERTa's LM head always uses exact GELU).
+    architecture: the modules that build the embeddings and the layer stack, a key of
+      `bert_jax.models.bert.ARCHITECTURES`: "bert" (bert.py: learned positions, post-LN
+      layers) or "modernbert" (modernbert.py: RoPE, pre-norm GeGLU layers, local attention).
   """
   description: str
   position_ids: Callable[[jax.Array, "BertConfig"], jax.Array]
@@ -61,6 +64,7 @@ class Family:
   sentence_heads: tuple[str, ...]
   pretraining_pooler: bool
   mlm_activation: Optional[str] = None
+  architecture: str = "bert"
 
 
 FAMILIES = {
@@ -78,6 +82,11 @@ FAMILIES = {
                     "MLM only",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
         sentence_heads=(), pretraining_pooler=False),
+    "modernbert": Family(
+        description="ModernBERT (Warner et al. 2024): RoPE, pre-norm GeGLU layers without "
+                    "biases, alternating global/local attention, no segments, MLM only",
+        position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
+        sentence_heads=(), pretraining_pooler=False, architecture="modernbert"),
 }
 
 
