@@ -1,12 +1,14 @@
 """HuggingFace folders (config.json + model.safetensors) of every family, in and out.
 
-config.json's `model_type` picks the family (bert, roberta, distilbert, albert, electra:
-the table in convert/families.py); its tensor names are `mapping.NAMES[family]`. Accepted:
-each family's bare encoder (BertModel, RobertaModel, DistilBertModel, AlbertModel,
-ElectraModel) and its HF classes with heads (BertForPreTraining, RobertaForMaskedLM,
-DistilBertForMaskedLM, AlbertForPreTraining, ElectraForMaskedLM (the generator) and
-ElectraForPreTraining (the discriminator)), with or without the family prefix, old-style
-LayerNorm `gamma`/`beta` names, sharded safetensors with an index. Only safetensors are read: a folder with just
+config.json's `model_type` picks the family (bert, roberta, distilbert, albert, electra,
+modernbert: the table in convert/families.py); its tensor names are
+`mapping.NAMES[family]`. Accepted: each family's bare encoder (BertModel, RobertaModel,
+DistilBertModel, AlbertModel, ElectraModel, ModernBertModel) and its HF classes with heads
+(BertForPreTraining, RobertaForMaskedLM, DistilBertForMaskedLM, AlbertForPreTraining,
+ElectraForMaskedLM (the generator), ElectraForPreTraining (the discriminator),
+ModernBertForMaskedLM), with or without the family prefix (`bert.`, `roberta.`, `model.`,
+...), old-style LayerNorm `gamma`/`beta` names, sharded safetensors with an index. Only
+safetensors are read: a folder with just
 `pytorch_model.bin` is refused (no pickle).
 """
 import json

@@ -7,7 +7,8 @@ HF names are the hub between formats: a Google TF1 checkpoint is renamed to HF B
 names (tf_checkpoint.py) and then goes through the same table.
 
 Layouts: HF `nn.Linear.weight` is [out, in]; our Dense kernel is [in, out]; our attention
-projections are DenseGeneral kernels [H, N, D] (q/k/v) and [N, D, H] (output).
+projections are DenseGeneral kernels [H, N, D] (q/k/v) and [N, D, H] (output); ModernBERT's
+fused Wqkv is [H, 3, N, D] and its GeGLU Wi [H, 2, I].
 A row is (our path, HF name, Layout).
 """
 import dataclasses
@@ -35,6 +36,21 @@ QKV_KERNEL = Layout(
 QKV_BIAS = Layout(
     lambda w, c: w.reshape(c.num_attention_heads, c.head_dim),
     lambda w, c: w.reshape(c.hidden_size))
+def _fused_kernel(split):
+  """HF [sum of parts, H] (parts stacked on the output rows) -> ours [H, *split(config)]."""
+  return Layout(lambda w, c: w.T.reshape((c.hidden_size,) + split(c)),
+                lambda w, c: w.reshape(c.hidden_size, -1).T)
+
+
+def _fused_bias(split):
+  return Layout(lambda w, c: w.reshape(split(c)), lambda w, c: w.reshape(-1))
+
+
+# ModernBERT: Wqkv rows q | k | v, each N x D -> [H, 3, N, D]; GeGLU Wi rows input | gate.
+_QKV_PARTS = lambda c: (3, c.num_attention_heads, c.head_dim)  # noqa: E731
+_GLU_PARTS = lambda c: (2, c.intermediate_size)  # noqa: E731
+FUSED_QKV_KERNEL, FUSED_QKV_BIAS = _fused_kernel(_QKV_PARTS), _fused_bias(_QKV_PARTS)
+GLU_IN_KERNEL, GLU_IN_BIAS = _fused_kernel(_GLU_PARTS), _fused_bias(_GLU_PARTS)
 ATTN_OUT_KERNEL = Layout(
     lambda w, c: w.T.reshape(c.num_attention_heads, c.head_dim, c.hidden_size),
     lambda w, c: w.reshape(c.hidden_size, c.hidden_size).T)
@@ -45,6 +61,8 @@ _KINDS = {
     "dense": (("kernel", "weight", LINEAR), ("bias", "bias", SAME)),
     "qkv": (("kernel", "weight", QKV_KERNEL), ("bias", "bias", QKV_BIAS)),
     "attention_out": (("kernel", "weight", ATTN_OUT_KERNEL), ("bias", "bias", SAME)),
+    "fused_qkv": (("kernel", "weight", FUSED_QKV_KERNEL), ("bias", "bias", FUSED_QKV_BIAS)),
+    "glu_in": (("kernel", "weight", GLU_IN_KERNEL), ("bias", "bias", GLU_IN_BIAS)),
     "norm": (("scale", "weight", SAME), ("bias", "bias", SAME)),
     "vector": (("", "", SAME),),
 }
@@ -53,11 +71,14 @@ _ENCODER = {
     "embeddings/word_embeddings": "embedding", "embeddings/position_embeddings": "embedding",
     "embeddings/token_type_embeddings": "embedding", "embeddings/layer_norm": "norm",
     "embeddings/projection": "dense", "pooler/dense": "dense",
+    "encoder/final_layer_norm": "norm",
 }
 _LAYER = {
     "attention/query": "qkv", "attention/key": "qkv", "attention/value": "qkv",
     "attention/out": "attention_out", "attention_layer_norm": "norm",
     "intermediate": "dense", "output": "dense", "output_layer_norm": "norm",
+    "attention/qkv": "fused_qkv", "mlp_layer_norm": "norm", "mlp/wi": "glu_in",
+    "mlp/wo": "dense",
 }
 _HEADS = {
     "mlm_head/transform": "dense", "mlm_head/transform_layer_norm": "norm",
@@ -173,6 +194,20 @@ NAMES = {
                "rtd_head/dense": "discriminator_predictions.dense",
                "rtd_head/prediction": "discriminator_predictions.dense_prediction"},
         tied={"generator_lm_head.weight": "electra.embeddings.word_embeddings.weight"}),
+    # Biases and layer 0's attention norm are absent where the model has none
+    # (norm_bias, attention_bias, mlp_bias, mlm_transform_bias all false in the releases).
+    "modernbert": Names(
+        prefix="model",
+        encoder={"embeddings/word_embeddings": "embeddings.tok_embeddings",
+                 "embeddings/layer_norm": "embeddings.norm",
+                 "encoder/final_layer_norm": "final_norm"},
+        layer="layers.{i}",
+        layer_modules={"attention_layer_norm": "attn_norm", "attention/qkv": "attn.Wqkv",
+                       "attention/out": "attn.Wo", "mlp_layer_norm": "mlp_norm",
+                       "mlp/wi": "mlp.Wi", "mlp/wo": "mlp.Wo"},
+        heads={"mlm_head/transform": "head.dense", "mlm_head/transform_layer_norm": "head.norm",
+               "mlm_head/output_bias": "decoder.bias"},
+        tied={"decoder.weight": "model.embeddings.tok_embeddings.weight"}),
 }
 
 

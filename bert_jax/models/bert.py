@@ -1,6 +1,7 @@
 """The encoder of the BERT family: embeddings, post-LN Transformer layers (pre-LN
-optional), pooler. What a family member changes (position ids, pooler) comes from its
-entry in `bert_jax.models.families`; segment embeddings exist when type_vocab_size > 0.
+optional), pooler. What a family member changes (position ids, pooler, the modules of a
+different architecture: `ARCHITECTURES`, e.g. modernbert.py) comes from its entry in
+`bert_jax.models.families`; segment embeddings exist when type_vocab_size > 0.
 
 Shapes and logical axes: see bert_jax/models/layers.py.
 """
@@ -11,10 +12,12 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
+from bert_jax.models import modernbert
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
 from bert_jax.models.layers import (ACT_BT, ACT_BTH, ACT_BTI, SelfAttention, activation,
-                                    attention_mask_bias, dense_init, layer_norm, zeros_init)
+                                    attention_mask_bias, dense_init, layer_norm, remat_layer,
+                                    zeros_init)
 
 @flax.struct.dataclass
 class EncoderOutput:
@@ -139,11 +142,7 @@ LAYER_SHARING = {
 
 
 def _remat_layer_class(policy: str):
-  if policy == "none":
-    return TransformerLayer
-  checkpoint_policy = {"full": None, "dots": jax.checkpoint_policies.checkpoint_dots}[policy]
-  # Argument 3 (counting self) is `deterministic`, a Python bool.
-  return nn.remat(TransformerLayer, policy=checkpoint_policy, static_argnums=(3,))
+  return remat_layer(TransformerLayer, policy)
 
 
 class _ScannedLayer(nn.Module):
@@ -194,6 +193,14 @@ class Encoder(nn.Module):
     return hidden, (tuple(all_states) if output_hidden_states else None)
 
 
+# Family.architecture -> (embeddings, encoder) modules; both take and return the same
+# things as Embeddings and Encoder above.
+ARCHITECTURES = {
+    "bert": (Embeddings, Encoder),
+    "modernbert": (modernbert.Embeddings, modernbert.Encoder),
+}
+
+
 class Pooler(nn.Module):
   """tanh(dense(hidden[:, 0])): the [CLS] summary used by NSP and classification."""
   config: BertConfig
@@ -224,8 +231,9 @@ class BertModel(nn.Module):
     return self.add_pooling_layer
 
   def setup(self):
-    self.embeddings = Embeddings(self.config)
-    self.encoder = Encoder(self.config)
+    embeddings, encoder = ARCHITECTURES[family_of(self.config).architecture]
+    self.embeddings = embeddings(self.config)
+    self.encoder = encoder(self.config)
     if self.has_pooler:
       self.pooler = Pooler(self.config)
 

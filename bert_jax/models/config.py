@@ -2,8 +2,9 @@
 
 Field names follow google-research/bert's `bert_config.json` (which HF's BERT `config.json`
 shares), so both files load with `BertConfig.from_json_dict`. `family` names the member
-(bert, roberta, distilbert, albert, electra: `bert_jax.models.families`); HF config.json
-of every family is read and written by `bert_jax.convert.families`. Fields that only matter to this
+(bert, roberta, distilbert, albert, electra, modernbert: `bert_jax.models.families`); HF
+config.json of every family is read and written by `bert_jax.convert.families`. Fields that
+only matter to this
 implementation (compute dtype, scan/remat) are ours and are not exported to HF.
 """
 import dataclasses
@@ -20,10 +21,16 @@ HIDDEN_ACTS = ("gelu", "gelu_tanh", "relu")
 # Names accepted in JSON: ours and HF's.
 _HF_ACT_ALIASES = {"gelu": "gelu", "gelu_tanh": "gelu_tanh", "gelu_new": "gelu_tanh",
                    "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh", "relu": "relu"}
+# Ours -> the name HF configs write.
+HF_ACT_NAMES = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu"}
 REMAT_POLICIES = ("none", "full", "dots")
 # Cross-layer parameter sharing (ALBERT, Lan et al. 2019): which sub-layers all L layers
 # share; the encoder's table `bert.LAYER_SHARING` says how each is applied.
 LAYER_SHARING = ("none", "all", "attention", "ffn")
+# Fields BERT's config.json has no name for (ModernBERT's; see BertConfig).
+_BIAS_AND_ROPE = ("norm_bias", "mlm_transform_bias", "attention_bias", "mlp_bias",
+                  "global_rope_theta", "local_rope_theta", "local_attention",
+                  "global_attn_every_n_layers")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,8 +61,8 @@ class BertConfig:
     pre_layer_norm: LayerNorm before each sub-layer plus a final one (an ablation; BERT
       and its released checkpoints are post-LN, and HF cannot load this variant).
     family: the member of the BERT family, a key of `bert_jax.models.families.FAMILIES`
-      ("bert", "roberta", "distilbert", "albert", "electra"); it decides position ids,
-      pooler and head defaults.
+      ("bert", "roberta", "distilbert", "albert", "electra", "modernbert"); it decides
+      position ids, pooler, head defaults and the architecture.
     pad_token_id: the padding id (RoBERTa's position ids skip it and start after it).
     embedding_size: width of the embedding tables (E); None: H. With E != H (ALBERT's
       factorized embeddings, ELECTRA's small ones) an E -> H projection follows the
@@ -64,6 +71,20 @@ class BertConfig:
     layer_sharing: cross-layer parameter sharing, one of LAYER_SHARING: "none"; "all" (one
       layer's params applied L times: ALBERT); "attention" or "ffn" (only that sub-layer
       shared, each layer keeps the other: the ALBERT paper's ablation, not in HF).
+    norm_bias: LayerNorms have a bias (every norm of the model and its MLM head; ModernBERT's
+      have none).
+    mlm_transform_bias: the MLM head's dense transform has a bias (HF ModernBERT's
+      `classifier_bias`, false there).
+    The remaining fields are read by ModernBERT's layers only (models/modernbert.py; the
+    BERT-architecture layers always have biases and learned absolute positions):
+    attention_bias: the fused q/k/v projection and the attention output have biases.
+    mlp_bias: the GeGLU feed-forward's two projections have biases.
+    global_rope_theta: rotary-embedding base of the global-attention layers.
+    local_rope_theta: rotary-embedding base of the local (sliding-window) layers.
+    local_attention: the local layers' window, in tokens: token i attends to token j only
+      when |i - j| <= local_attention // 2 (HF's `local_attention`).
+    global_attn_every_n_layers: layer i attends globally when i % n == 0, locally
+      otherwise; 1: every layer is global.
   """
   vocab_size: int = 30522
   hidden_size: int = 768
@@ -85,6 +106,14 @@ class BertConfig:
   pad_token_id: int = 0
   embedding_size: Optional[int] = None
   layer_sharing: str = "none"
+  norm_bias: bool = True
+  mlm_transform_bias: bool = True
+  attention_bias: bool = True
+  mlp_bias: bool = True
+  global_rope_theta: float = 160_000.0
+  local_rope_theta: float = 10_000.0
+  local_attention: int = 128
+  global_attn_every_n_layers: int = 1
 
   def __post_init__(self):
     if self.family not in FAMILIES:
@@ -99,6 +128,11 @@ class BertConfig:
     if self.remat_policy not in REMAT_POLICIES:
       raise ValueError(f"BertConfig: remat_policy={self.remat_policy!r} is not one of "
                        f"{REMAT_POLICIES}")
+    if self.global_attn_every_n_layers < 1:
+      raise ValueError(f"BertConfig: global_attn_every_n_layers="
+                       f"{self.global_attn_every_n_layers} must be at least 1")
+    if self.local_attention < 0:
+      raise ValueError(f"BertConfig: local_attention={self.local_attention} is negative")
     jnp.dtype(self.dtype)  # raises on an unknown dtype name
     if self.layer_sharing not in LAYER_SHARING:
       raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r} is not one of "
@@ -187,13 +221,16 @@ class BertConfig:
       raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r}, embedding_size="
                        f"{self.embedding_size} (hidden_size {self.hidden_size}) have no HF "
                        f"{self.family} equivalent; this model cannot be exported to HF")
-    hf_act = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu"}[self.hidden_act]
+    if not (self.norm_bias and self.mlm_transform_bias):
+      raise ValueError("BertConfig: norm_bias=False or mlm_transform_bias=False has no HF BERT "
+                       "equivalent; this model cannot be exported to HF BERT")
     d = dataclasses.asdict(self)
-    for k in ("dtype", "scan_layers", "remat_policy", "pre_layer_norm", "family",
-              "embedding_size", "layer_sharing"):
+    ours_only = ("dtype", "scan_layers", "remat_policy", "pre_layer_norm", "family",
+                 "embedding_size", "layer_sharing")
+    for k in ours_only + _BIAS_AND_ROPE:
       d.pop(k)
-    d.update(hidden_act=hf_act, model_type="bert", architectures=["BertForPreTraining"],
-             position_embedding_type="absolute")
+    d.update(hidden_act=HF_ACT_NAMES[self.hidden_act], model_type="bert",
+             architectures=["BertForPreTraining"], position_embedding_type="absolute")
     return d
 
 
@@ -207,9 +244,17 @@ _ALBERT = dict(family="albert", vocab_size=30000, embedding_size=128, layer_shar
                attention_probs_dropout_prob=0.0)
 # ELECTRA (HF ElectraConfig's defaults are ELECTRA-Small's discriminator): E=128.
 _ELECTRA = dict(family="electra", embedding_size=128)
+# HF's ModernBertConfig defaults (= answerdotai/ModernBERT-base).
+_MODERNBERT = dict(family="modernbert", vocab_size=50368, max_position_embeddings=8192,
+                   type_vocab_size=0, layer_norm_eps=1e-5, pad_token_id=50283,
+                   hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, norm_bias=False,
+                   mlm_transform_bias=False, attention_bias=False, mlp_bias=False,
+                   global_rope_theta=160_000.0, local_rope_theta=10_000.0, local_attention=128,
+                   global_attn_every_n_layers=3)
 
 # The released sizes (Turc et al. 2019 for the small BERTs); intermediate = 4H. The
 # "-tiny" sizes of the other families are BERT-Tiny's shape with that family's fields.
+# A size that names intermediate_size keeps it (ModernBERT's GeGLU: I = 1.5H).
 SIZES = {
     "tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2),
     "mini": dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4),
@@ -239,16 +284,21 @@ SIZES = {
                          embedding_size=64),
     "electra-tiny-generator": dict(_ELECTRA, num_hidden_layers=2, hidden_size=32,
                                    num_attention_heads=1, embedding_size=64),
+    "modernbert-base": dict(_MODERNBERT, num_hidden_layers=22, hidden_size=768,
+                            num_attention_heads=12, intermediate_size=1152),
+    # Layer 0 global, layers 1-2 local with a 64-token window.
+    "modernbert-tiny": dict(_MODERNBERT, num_hidden_layers=3, hidden_size=128,
+                            num_attention_heads=2, intermediate_size=192, local_attention=64),
 }
 
 
 def config_for_size(size: str, **overrides) -> BertConfig:
-  """BertConfig of a named size ("tiny" ... "large", "roberta-base", "distilbert-tiny", ...);
+  """BertConfig of a named size ("tiny" ... "large", "roberta-base", "modernbert-tiny", ...);
   any field can be overridden."""
   if size not in SIZES:
     raise ValueError(f"Unknown model size {size!r}; known: {list(SIZES)}")
   fields = dict(SIZES[size])
-  fields["intermediate_size"] = 4 * fields["hidden_size"]
+  fields.setdefault("intermediate_size", 4 * fields["hidden_size"])
   fields.update(overrides)
   return BertConfig(**fields)
 

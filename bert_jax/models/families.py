@@ -55,6 +55,9 @@ class Family:
       (RoBERTa's LM head and ELECTRA's generator head always use exact GELU).
     always_project: a config with `embedding_size` set gets the E -> H projection even
       when E == H (ALBERT's encoder always has one); otherwise only when E != H.
+    architecture: the modules that build the embeddings and the layer stack, a key of
+      `bert_jax.models.bert.ARCHITECTURES`: "bert" (bert.py: learned positions, post-LN
+      layers) or "modernbert" (modernbert.py: RoPE, pre-norm GeGLU layers, local attention).
   """
   description: str
   position_ids: Callable[[jax.Array, "BertConfig"], jax.Array]
@@ -64,6 +67,7 @@ class Family:
   pretraining_pooler: bool
   mlm_activation: Optional[str] = None
   always_project: bool = False
+  architecture: str = "bert"
 
 
 FAMILIES = {
@@ -91,6 +95,11 @@ FAMILIES = {
                     "E != H, no pooler; generator (MLM) + discriminator (replaced tokens)",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
         sentence_heads=(), pretraining_pooler=False, mlm_activation="gelu"),
+    "modernbert": Family(
+        description="ModernBERT (Warner et al. 2024): RoPE, pre-norm GeGLU layers without "
+                    "biases, alternating global/local attention, no segments, MLM only",
+        position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
+        sentence_heads=(), pretraining_pooler=False, architecture="modernbert"),
 }
 
 

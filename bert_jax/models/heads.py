@@ -24,7 +24,9 @@ class MaskedLMHead(nn.Module):
   BERT computes them; at every position ([B, T, V]) otherwise. Logits are float32.
   Every family's MLM head has this structure (HF: BERT's cls.predictions, RoBERTa's
   lm_head, DistilBERT's vocab_*, ALBERT's predictions, ELECTRA's generator_predictions +
-  generator_lm_head); the activation is the family's `mlm_activation`.
+  generator_lm_head, ModernBERT's head + decoder); the activation is the family's
+  `mlm_activation`; the transform's and the norm's biases follow `mlm_transform_bias` and
+  `norm_bias`.
   """
   config: BertConfig
 
@@ -34,7 +36,8 @@ class MaskedLMHead(nn.Module):
     x = sequence_output
     if masked_positions is not None:
       x = gather_positions(x, masked_positions)
-    x = nn.Dense(cfg.embedding_width, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
+    x = nn.Dense(cfg.embedding_width, use_bias=cfg.mlm_transform_bias,
+                 dtype=cfg.compute_dtype, param_dtype=jnp.float32,
                  kernel_init=dense_init(cfg, ("embed", "mlp")), bias_init=zeros_init(("mlp",)),
                  name="transform")(x)  # [B, P, E]
     x = activation(family_of(cfg).mlm_activation or cfg.hidden_act)(x)

@@ -43,9 +43,10 @@ def zeros_init(axes: tuple[Optional[str], ...]):
 
 
 def layer_norm(config: BertConfig, name: str) -> nn.LayerNorm:
-  """LayerNorm in float32 (its output is cast back by the caller)."""
+  """LayerNorm in float32 (its output is cast back by the caller); bias if config.norm_bias."""
   return nn.LayerNorm(
-      epsilon=config.layer_norm_eps, dtype=jnp.float32, param_dtype=jnp.float32,
+      epsilon=config.layer_norm_eps, use_bias=config.norm_bias, dtype=jnp.float32,
+      param_dtype=jnp.float32,
       scale_init=nn.with_logical_partitioning(nn.initializers.ones_init(), ("embed",)),
       bias_init=zeros_init(("embed",)), name=name)
 
@@ -65,22 +66,35 @@ class HeadProjection(nn.Module):
 
   In to heads: "btH,HND->btND" (kernel [H, N, D]); heads out: "btND,NDH->btH".
   (nn.DenseGeneral initialises a flattened kernel, which defeats logical sharding.)
+  The bias has the kernel's last len(bias_axes) dimensions; none when not use_bias.
   """
   config: BertConfig
   kernel_shape: tuple[int, ...]
-  kernel_axes: tuple[str, ...]
-  bias_axes: tuple[str, ...]
+  kernel_axes: tuple[Optional[str], ...]
+  bias_axes: tuple[Optional[str], ...]
   equation: str
+  use_bias: bool = True
 
   @nn.compact
   def __call__(self, x):
     cfg = self.config
     kernel = self.param("kernel", dense_init(cfg, self.kernel_axes), self.kernel_shape,
                         jnp.float32)
+    y = jnp.einsum(self.equation, x.astype(cfg.compute_dtype), kernel.astype(cfg.compute_dtype))
+    if not self.use_bias:
+      return y
     bias_shape = self.kernel_shape[-len(self.bias_axes):]
     bias = self.param("bias", zeros_init(self.bias_axes), bias_shape, jnp.float32)
-    y = jnp.einsum(self.equation, x.astype(cfg.compute_dtype), kernel.astype(cfg.compute_dtype))
     return y + bias.astype(cfg.compute_dtype)
+
+
+def remat_layer(layer_cls, policy: str):
+  """The layer class rematerialised by `policy` ("none", "full", "dots"); the layer's
+  __call__ must take (hidden, mask_bias, deterministic), `deterministic` a Python bool."""
+  if policy == "none":
+    return layer_cls
+  checkpoint_policy = {"full": None, "dots": jax.checkpoint_policies.checkpoint_dots}[policy]
+  return nn.remat(layer_cls, policy=checkpoint_policy, static_argnums=(3,))  # 3: deterministic
 
 
 class SelfAttention(nn.Module):
