@@ -119,6 +119,9 @@ def _electra_from_hf(raw: dict, source: str) -> BertConfig:
 def _electra_to_hf(config: BertConfig) -> dict[str, Any]:
   raw = config.replace(family="bert", embedding_size=None).to_hf_dict()
   raw.update(model_type="electra", embedding_size=config.embedding_width)
+  return raw
+
+
 # --- ModernBERT: its own field names; layer types and RoPE bases as HF 5 writes them ---
 
 _MODERNBERT_NAMES = {  # HF ModernBertConfig name -> ours
