@@ -76,10 +76,11 @@ class Embeddings(nn.Module):
       segments = token_type_ids if cfg.type_vocab_size > 1 else jnp.zeros_like(input_ids)
       x = x + self.token_type_embeddings(segments)
     x = self.layer_norm(x).astype(cfg.compute_dtype)
+    x = nn.with_logical_constraint(x, ACT_BTH)  # [B, T, E]: embed is never split
     x = self.dropout(x, deterministic=deterministic)
     if cfg.projects_embeddings:
-      x = self.projection(x)  # [B, T, H]
-    return nn.with_logical_constraint(x, ACT_BTH)
+      x = nn.with_logical_constraint(self.projection(x), ACT_BTH)  # [B, T, H]
+    return x
 
 
 SUBLAYERS = ("attention", "feed_forward")

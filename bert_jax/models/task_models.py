@@ -193,8 +193,8 @@ class BertForReplacedTokenDetection(nn.Module):
   was replaced, `rtd_head` on the encoder (no pooler: ELECTRA's has none).
 
   Its generator is `BertForPreTraining` of a smaller config of the same family
-  (`config.generator_config`); the two share their [V, E] embeddings in ELECTRA's
-  pretraining, which the replaced-token-detection objective arranges.
+  (`config.generator_config`); the two share their embeddings in ELECTRA's pretraining
+  (`share_embeddings`), which the replaced-token-detection objective arranges.
   """
   config: BertConfig
 
@@ -206,6 +206,16 @@ class BertForReplacedTokenDetection(nn.Module):
         output_hidden_states=output_hidden_states)
     logits = ReplacedTokenHead(self.config, name="rtd_head")(enc.sequence_output)  # [B, T]
     return ClassifierOutput(logits=logits, hidden_states=enc.hidden_states)
+
+
+def share_embeddings(generator_params: dict, discriminator_params: dict) -> dict:
+  """The generator's params with the discriminator's embeddings (ELECTRA's tied tables:
+  word, position and segment tables and their LayerNorm, all E wide); each model keeps its
+  own E -> H `projection`. Use it inside the loss so gradients reach the one copy."""
+  shared = {k: v for k, v in discriminator_params["bert"]["embeddings"].items()
+            if k != "projection"}
+  embeddings = {**generator_params["bert"]["embeddings"], **shared}
+  return {**generator_params, "bert": {**generator_params["bert"], "embeddings": embeddings}}
 
 
 TASK_MODELS = {
