@@ -219,7 +219,8 @@ def test_base_shardings_split_every_dimension_the_rules_ask(mesh_shape):
 
 def test_loss_and_gradient_equal_one_device_on_8_device_meshes():
   """tests/modernbert_mesh_worker.py in a subprocess (8 simulated devices): the MLM loss and
-  gradient norm on (2,2,2), (1,4,2), (8,1,1) meshes equal one device's within 1e-5."""
+  gradient norm on (data, fsdp, tensor) = (2,2,2) and (1,4,2) meshes equal one device's
+  within 1e-5."""
   import subprocess
   import sys
   worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "modernbert_mesh_worker.py")
@@ -231,7 +232,7 @@ def test_loss_and_gradient_equal_one_device_on_8_device_meshes():
   assert done.returncode == 0, done.stderr[-3000:]
   results = json.loads(done.stdout.strip().splitlines()[-1])
   one = np.asarray(results.pop("1,1,1"))
-  assert sorted(results) == ["1,4,2", "2,2,2", "8,1,1"]
+  assert sorted(results) == ["1,4,2", "2,2,2"]
   for mesh, values in results.items():
     np.testing.assert_allclose(values, one, rtol=1e-5, err_msg=mesh)
 
@@ -269,7 +270,8 @@ def test_embed_runs_on_an_hf_folder(tmp_path, vocab_path, tokenizer):
   model, variables = load_pretrained(folder, heads="none")
   assert type(model).__name__ == "BertModel" and model.config.family == "modernbert"
   feats = embed_sentences(model, variables, tokenizer, ["a short one .", "and a longer "
-                          "sentence for the second row ."], pooling="mean", max_length=16)
+                          "sentence for the second row ."], pooling="mean", max_length=16,
+                          batch_size=2)
   assert feats.shape == (2, 128) and np.isfinite(feats).all()
 
 

@@ -137,7 +137,8 @@ _MODERNBERT_SHARED = ("vocab_size", "hidden_size", "num_hidden_layers", "num_att
 _MODERNBERT_DEFAULTS = {"norm_eps": 1e-5, "norm_bias": False, "attention_bias": False,
                         "mlp_bias": False, "classifier_bias": False, "mlp_dropout": 0.0,
                         "attention_dropout": 0.0, "hidden_activation": "gelu",
-                        "local_attention": 128, "max_position_embeddings": 8192}
+                        "local_attention": 128, "max_position_embeddings": 8192,
+                        "pad_token_id": 50283}
 _GLOBAL, _LOCAL = "full_attention", "sliding_attention"
 
 
