@@ -1,8 +1,10 @@
 """Shared fixtures and helpers: the data root, the real-weights folder, a small real corpus
 and the tiny pretraining config the end-to-end tests train."""
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -74,3 +76,14 @@ def tiny_pretraining_config(corpus, **changes):
   from configs import tiny
   config = tiny.get_config(f"corpus={corpus},runlocal=True")
   return set_fields(config, {**TINY_PRETRAINING, **changes})
+
+
+def sigkill_when(cmd: list[str], ready, timeout_s: float = 300) -> None:
+  """Runs cmd (a training command) from the repository root and kills it with SIGKILL
+  as soon as ready() is true (polled every 50 ms), or when timeout_s has passed."""
+  proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  deadline = time.time() + timeout_s
+  while time.time() < deadline and proc.poll() is None and not ready():
+    time.sleep(0.05)
+  proc.send_signal(signal.SIGKILL)
+  proc.wait()

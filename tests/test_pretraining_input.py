@@ -271,7 +271,7 @@ def test_whole_word_masking_needs_wordpiece_continuations(vocab_path, corpus_fil
   with open(vocab_path) as f:
     no_continuations.write_text("".join(line for line in f if not line.startswith("##")))
   config = data_config(str(no_continuations), [corpus_file], masking="whole_word")
-  with pytest.raises(ValueError, match="masking='whole_word' needs a WordPiece vocabulary"):
+  with pytest.raises(ValueError, match="masking='whole_word' needs word boundaries"):
     pretraining.make_inputs(config, tokenizer=WordPieceTokenizer(str(no_continuations)))
 
 

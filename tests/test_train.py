@@ -1,17 +1,15 @@
 """End-to-end training on a shrunken config: real steps on real text (lm1b train_test style)."""
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 
 from bert_jax import trainer
 from configs import glue
-from tests.conftest import tiny_pretraining_config
+from tests.conftest import sigkill_when, tiny_pretraining_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -122,15 +120,8 @@ def test_sigkill_and_resume_gives_identical_losses(corpus, tmp_path):
   """Kill -9 mid-run, start the same command again: the losses equal an uninterrupted run's."""
   reference, resumed = str(tmp_path / "reference"), str(tmp_path / "resumed")
   subprocess.run(_train_cmd(corpus, reference), check=True, cwd=REPO, capture_output=True)
-  proc = subprocess.Popen(_train_cmd(corpus, resumed), cwd=REPO, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
-  deadline = time.time() + 300
-  while time.time() < deadline and proc.poll() is None:
-    if _latest_checkpoint(resumed) >= 8 and max(train_losses(resumed), default=0) >= 10:
-      break
-    time.sleep(0.05)
-  proc.send_signal(signal.SIGKILL)
-  proc.wait()
+  sigkill_when(_train_cmd(corpus, resumed), lambda: _latest_checkpoint(resumed) >= 8
+               and max(train_losses(resumed), default=0) >= 10)
   killed_at = max(train_losses(resumed))
   assert 10 <= killed_at < _KILL_RUN_STEPS, killed_at
   out = subprocess.run(_train_cmd(corpus, resumed), check=True, cwd=REPO, capture_output=True,

@@ -48,6 +48,41 @@ class MaskedLMHead(nn.Module):
     return nn.with_logical_constraint(logits + bias, ACT_BTV)
 
 
+class SpanBoundaryHead(nn.Module):
+  """SpanBERT's span boundary objective head: each masked token predicted from its span's
+  boundary states and its place in the span.
+
+  [x_{s-1}; x_{e+1}; p_i] ([B, P, 2H + H]: the states at `left` and `right`, a learned
+  embedding of `offset`, clipped to max_span_tokens - 1) -> dense + act + LayerNorm, twice
+  -> the decoder tied to the word embeddings + its own bias: [B, P, V] float32 logits.
+  The position embedding has H dims (SpanBERT's has 200 beside H = 1024); act is the
+  encoder's hidden_act (GeLU).
+  """
+  config: BertConfig
+  max_span_tokens: int = 32
+
+  @nn.compact
+  def __call__(self, sequence_output, embedding_table, left, right, offset):
+    cfg = self.config
+    position = nn.Embed(self.max_span_tokens, cfg.hidden_size, dtype=cfg.compute_dtype,
+                        param_dtype=jnp.float32, embedding_init=dense_init(cfg, (None, "embed")),
+                        name="position_embeddings")(
+                            jnp.minimum(offset, self.max_span_tokens - 1))
+    x = jnp.concatenate([gather_positions(sequence_output, left).astype(cfg.compute_dtype),
+                         gather_positions(sequence_output, right).astype(cfg.compute_dtype),
+                         position], axis=-1)                                     # [B, P, 3H]
+    for i in (1, 2):
+      x = nn.Dense(cfg.hidden_size, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
+                   kernel_init=dense_init(cfg, (None, "mlp")), bias_init=zeros_init(("mlp",)),
+                   name=f"dense_{i}")(x)
+      x = activation(cfg.hidden_act)(x)
+      x = layer_norm(cfg, f"layer_norm_{i}")(x).astype(cfg.compute_dtype)
+    logits = jnp.einsum("bph,vh->bpv", x, embedding_table.astype(cfg.compute_dtype),
+                        preferred_element_type=jnp.float32)
+    bias = self.param("output_bias", zeros_init(("vocab",)), (cfg.vocab_size,), jnp.float32)
+    return nn.with_logical_constraint(logits + bias, ACT_BTV)
+
+
 class NextSentenceHead(nn.Module):
   """Pooled [B, H] -> [B, 2] logits (index 0 = IsNext, 1 = NotNext)."""
   config: BertConfig

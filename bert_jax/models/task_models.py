@@ -27,7 +27,7 @@ from bert_jax.models.config import BertConfig
 from bert_jax.models.bert import BertModel
 from bert_jax.models.families import family_of
 from bert_jax.models.heads import (LinearHead, MaskedLMHead, NextSentenceHead,
-                                   ReplacedTokenHead)
+                                   ReplacedTokenHead, SpanBoundaryHead)
 
 
 @flax.struct.dataclass
@@ -36,12 +36,14 @@ class PreTrainingOutput:
 
   sentence_logits: {head name: [B, 2]} for each sentence-level head (e.g. "nsp").
   pooled_output: [B, H], or None when the encoder has no pooler (RoBERTa, DistilBERT).
+  span_logits: [B, P, V] from the span boundary head (SpanBERT's SBO), when it is on.
   """
   sequence_output: jax.Array
   pooled_output: Optional[jax.Array]
   mlm_logits: jax.Array
   sentence_logits: dict[str, jax.Array]
   hidden_states: Optional[tuple[jax.Array, ...]] = None
+  span_logits: Optional[jax.Array] = None
 
 
 @flax.struct.dataclass
@@ -66,13 +68,16 @@ class BertForPreTraining(nn.Module):
   ("nsp": next-sentence prediction, BERT's; none for MLM-only pretraining); None: the
   family's default (BERT: ("nsp",); RoBERTa, DistilBERT: none). The encoder has a pooler
   when a sentence head reads it or the family's pretraining model has one (BERT's).
+  span_boundary_head: SpanBERT's SBO head, params `sbo_head`, on `masked_lm_spans` =
+  (left, right, offset) int [B, P] each (the span fields of pretrain/masking.py).
   """
   config: BertConfig
   sentence_heads: Optional[tuple[str, ...]] = None
+  span_boundary_head: bool = False
 
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None,
-               masked_lm_positions=None, *, deterministic: bool = True,
+               masked_lm_positions=None, *, masked_lm_spans=None, deterministic: bool = True,
                output_hidden_states: bool = False) -> PreTrainingOutput:
     family = family_of(self.config)
     heads = family.sentence_heads if self.sentence_heads is None else self.sentence_heads
@@ -84,10 +89,16 @@ class BertForPreTraining(nn.Module):
         enc.sequence_output, bert.word_embedding_table(), masked_lm_positions)
     sentence_logits = {name: NextSentenceHead(self.config, name=f"{name}_head")(
         enc.pooled_output) for name in heads}
+    span_logits = None
+    if self.span_boundary_head:
+      if masked_lm_spans is None:  # init: the head's params from a dummy span
+        masked_lm_spans = (jnp.zeros(input_ids.shape[:1] + (1,), jnp.int32),) * 3
+      span_logits = SpanBoundaryHead(self.config, name="sbo_head")(
+          enc.sequence_output, bert.word_embedding_table(), *masked_lm_spans)
     return PreTrainingOutput(
         sequence_output=enc.sequence_output, pooled_output=enc.pooled_output,
         mlm_logits=mlm_logits, sentence_logits=sentence_logits,
-        hidden_states=enc.hidden_states)
+        hidden_states=enc.hidden_states, span_logits=span_logits)
 
 
 def layer_features(enc, feature_layers: tuple[int, ...], frozen: bool):

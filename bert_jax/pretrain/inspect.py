@@ -19,8 +19,21 @@ the statistics. With --json it prints one JSON object, nothing else, with:
   pad_fraction        share of [PAD] positions
   epoch_mask_overlap  the same pairs masked as epoch 0 and as epoch 1: shared positions /
                       positions; static masking gives 1.0, dynamic about masked_lm_prob
-  split_word_fraction of the predictions inside words of several WordPieces, the share
+  split_word_fraction of the predictions inside words of several pieces, the share
                       whose word is not predicted whole; 0 with masking=whole_word
+  partial_word_fraction of all predictions, the share inside a word that is only partly
+                      predicted (words per the tokenizer's kind, masking.py)
+  unit_length_mean    mean length in words of all the units the selector drew (a token
+                      or word: 1; an n-gram: n; a span: its words) as they came out: cut by
+                      the budget, by a special token or the row's end, by a unit drawn
+                      before (and, the budget being fixed, the units that fit before it
+                      runs out are the shorter ones)
+  unit_length_max     the longest unit;                                 span <= 10
+  drawn_length_mean   the same for each row's first-drawn unit only: a clean sample of the
+                      length rule (nothing taken yet, the budget not in reach; only the
+                      row's end can cut it);                            ngram 1.64, span 3.78
+  drawn_length_N      share of those first units that are N words long (N = 1 .. the
+                      longest); ngram: 6/11, 3/11, 2/11; span: 0.2 * 0.8^(N-1) renormalised
 
 A random replacement that happens to equal the original token counts as kept.
 """
@@ -52,12 +65,34 @@ def original_ids(batch: dict[str, np.ndarray]) -> np.ndarray:
   return ids
 
 
+def word_starts(batch: dict[str, np.ndarray], eligible: np.ndarray,
+                continuation: np.ndarray) -> np.ndarray:
+  """bool [B, T]: the eligible pieces that start a word (masking.py's rule)."""
+  follows_eligible = np.pad(eligible[:, :-1], ((0, 0), (1, 0)))
+  return eligible & ~(continuation[original_ids(batch)] & follows_eligible)
+
+
+def unit_lengths(batch: dict[str, np.ndarray], word_start: np.ndarray
+                 ) -> tuple[list[int], list[int]]:
+  """(words in every unit the selector drew (batch["masked_lm_unit_start"]), words in
+  each row's first-drawn unit)."""
+  every, first = [], []
+  starts_word = np.take_along_axis(word_start, batch["masked_lm_positions"], axis=1)  # [B, P]
+  for row, unit in enumerate(batch["masked_lm_unit_start"]):
+    count = int((batch["masked_lm_weights"][row] > 0).sum())
+    begins = np.flatnonzero(unit[:count])
+    lengths = [max(1, int(starts_word[row, begin:end].sum()))
+               for begin, end in zip(begins, [*begins[1:], count])]
+    every += lengths
+    if lengths:
+      first.append(lengths[int(unit[begins].argmin())])
+  return every, first
+
+
 def split_word_counts(batch: dict[str, np.ndarray], eligible: np.ndarray,
                       continuation: np.ndarray) -> tuple[int, int]:
   """(predictions in multi-piece words, of those in words not predicted whole)."""
-  original = original_ids(batch)
-  follows_eligible = np.pad(eligible[:, :-1], ((0, 0), (1, 0)))
-  word_start = eligible & ~(continuation[original] & follows_eligible)
+  word_start = word_starts(batch, eligible, continuation)
   word_index = np.cumsum(word_start, axis=1) - 1                                   # [B, T]
   predicted = np.zeros_like(eligible)
   rows, slots = np.nonzero(batch["masked_lm_weights"] > 0)
@@ -82,6 +117,12 @@ def batch_counts(batch: dict[str, np.ndarray], special_ids, mask_id: int,
   kept = is_prediction & (now == batch["masked_lm_ids"])
   eligible = (batch["attention_mask"] > 0) & ~np.isin(original_ids(batch), special_ids)
   in_multi, split = split_word_counts(batch, eligible, continuation)
+  units = {}
+  if "masked_lm_unit_start" in batch:
+    every, first = unit_lengths(batch, word_starts(batch, eligible, continuation))
+    units = {f"{kind}_units_of_{n}": int(c) for kind, lengths in (("every", every),
+                                                                  ("first", first))
+             for n, c in enumerate(np.bincount(lengths)) if n > 0}
   sentence_counts = {}
   if "next_sentence_labels" in batch:
     labels = batch["next_sentence_labels"]
@@ -91,6 +132,7 @@ def batch_counts(batch: dict[str, np.ndarray], special_ids, mask_id: int,
     sentence_counts = {"swapped": int((labels == 1).sum()), "examples": len(labels)}
   return {
       **sentence_counts,
+      **units,
       "in_multi_piece_words": in_multi,
       "split_words": split,
       "eligible": int(eligible.sum()),
@@ -137,6 +179,16 @@ def statistics(train_input: pipeline.PretrainingInput, num_batches: int, special
     sentence_stats["is_next_fraction"] = totals["is_next"] / totals["examples"]
   if "swapped" in totals:
     sentence_stats["sop_swapped_fraction"] = totals["swapped"] / totals["examples"]
+  unit_stats = {}
+  every, first = ({int(key.split("_")[-1]): count for key, count in totals.items()
+                   if key.startswith(f"{kind}_units_of_")} for kind in ("every", "first"))
+  if every:
+    longest, total = max(first), sum(first.values())
+    unit_stats = {
+        "unit_length_mean": sum(n * c for n, c in every.items()) / sum(every.values()),
+        "unit_length_max": float(max(every)),
+        "drawn_length_mean": sum(n * c for n, c in first.items()) / total,
+        **{f"drawn_length_{n}": first.get(n, 0) / total for n in range(1, longest + 1)}}
   return {
       "selected_fraction": totals["selected"] / max(totals["eligible"], 1),
       "mask_fraction": totals["mask"] / selected,
@@ -146,6 +198,8 @@ def statistics(train_input: pipeline.PretrainingInput, num_batches: int, special
       "pad_fraction": totals["pad"] / totals["positions"],
       "epoch_mask_overlap": shared / max(predicted, 1),
       "split_word_fraction": totals["split_words"] / max(totals["in_multi_piece_words"], 1),
+      "partial_word_fraction": totals["split_words"] / selected,
+      **unit_stats,
   }, batches
 
 
@@ -179,9 +233,9 @@ def main(argv):
     raise app.UsageError("--config is required")
   data_config = _CONFIG.value.data
   tokenizer = make_tokenizer(data_config, model_dir=_CONFIG.value.get("init_from", ""))
-  train_input, _ = pipeline.make_inputs(data_config, tokenizer)
+  train_input, _ = pipeline.make_inputs(data_config, tokenizer, span_fields=True)
   special_ids = (tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id)
-  continuation = masking.continuation_table_from_vocab(list(tokenizer.vocab))
+  continuation = masking.continuation_table_for(tokenizer)
   stats, batches = statistics(train_input, _BATCHES.value, special_ids, tokenizer.mask_id,
                               continuation)
   if _JSON.value:

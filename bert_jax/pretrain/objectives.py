@@ -25,7 +25,8 @@ class Objective:
   metrics(sums, denominators) -> {metric: value}, the term's own loss under
   f"{name}_loss". sentence_head: the 2-way pooled head it reads from
   outputs.sentence_logits (None: none); label_fields: batch fields it reads that the
-  example builder must make.
+  example builder (or the masking, for the span fields) must make; span_head: it reads
+  outputs.span_logits (the model carries the span boundary head).
   """
   name: str
   sums: Callable[..., dict]
@@ -33,6 +34,7 @@ class Objective:
   metrics: Callable[..., dict]
   sentence_head: str | None = None
   label_fields: tuple[str, ...] = ()
+  span_head: bool = False
 
   def loss(self, sums, denominators) -> jax.Array:
     return self.metrics(sums, denominators)[f"{self.name}_loss"]
@@ -68,6 +70,18 @@ def _mlm_metrics(sums, denominators):
                                      / denominators["mlm_corrupted"])}
 
 
+# --------------------------------------------------- span boundary objective (SpanBERT)
+def _sbo_sums(outputs, batch):
+  weights = batch["masked_lm_weights"].astype(jnp.float32)
+  loss, correct = xent_sums(outputs.span_logits, batch["masked_lm_ids"], weights)
+  return {"sbo_loss": loss, "sbo_correct": correct}
+
+
+def _sbo_metrics(sums, denominators):
+  return {"sbo_loss": sums["sbo_loss"] / denominators["mlm"],
+          "sbo_accuracy": sums["sbo_correct"] / denominators["mlm"]}
+
+
 # ------------------------------------------------------------ sentence-level heads
 def sentence_objective(name: str, label_field: str) -> Objective:
   """A 2-way classification of each row from the pooled output (NSP; SOP alike)."""
@@ -93,6 +107,10 @@ OBJECTIVES = {
                                    "masked_lm_weights")),
     "nsp": sentence_objective("nsp", "next_sentence_labels"),
     "sop": sentence_objective("sop", "sentence_order_labels"),  # ALBERT's sentence order
+    # SpanBERT's: every masked token from its span's boundary tokens + its place in the span.
+    "sbo": Objective("sbo", _sbo_sums, _mlm_denominators, _sbo_metrics, span_head=True,
+                     label_fields=("masked_lm_ids", "masked_lm_weights", "masked_lm_span_left",
+                                   "masked_lm_span_right", "masked_lm_span_offset")),
 }
 
 

@@ -24,6 +24,9 @@ P = max_predictions_per_seq):
   masked_lm_weights    float32 [B, P]  1.0 real prediction, 0.0 unused slot
   + the builder's label fields, int32 [B] each (nsp_pairs: next_sentence_labels,
     0 IsNext (B is the true continuation), 1 NotNext)
+  + with span_fields=True (make_inputs; the span boundary objective asks for them):
+    masked_lm_span_left, masked_lm_span_right, masked_lm_span_offset, masked_lm_unit_start
+                       int32 [B, P] (masking.py's module docstring)
 
 Data shards, position, determinism, resumption. The corpus's documents fall into K =
 config.data.num_shards shards (document id % K; 0 = one shard per process), and a process
@@ -54,8 +57,8 @@ Fields read from config.data (`default_data_config()` gives them with defaults):
   vocab_path, lower_case                  the tokenizer (text/tokenizers.py: by the file)
   max_seq_length, max_predictions_per_seq T and P
   example_builder      a name in builders.BUILDERS ("nsp_pairs")
-  masking              a name in masking.SELECTORS ("token", "whole_word": "##" pieces
-                       go with their word)
+  masking              a name in masking.SELECTORS: "token", "whole_word" (pieces go with
+                       their word), "ngram" (ALBERT), "span" (SpanBERT)
   masked_lm_prob, mask_token_prob, random_token_prob   15% selected; 80/10/10 of those
   dupe_factor          0: dynamic masking (new examples and masks every epoch); N > 0:
                        static, as create_pretraining_data.py's dupe_factor: epoch e
@@ -149,10 +152,11 @@ class PretrainingInput:
 
   def __init__(self, corpora: dict[int, corpus_lib.TokenizedCorpus], tokenizer, data_config,
                *, process_index: int = 0, process_count: int = 1,
-               num_shards: int | None = None):
+               num_shards: int | None = None, span_fields: bool = False):
     """corpora: {shard: corpus} for exactly the shards `shard_assignment` gives this process.
 
     num_shards: overrides config.data.num_shards (the held-out input is one shard).
+    span_fields: batches also carry the span fields (module docstring).
     """
     if data_config.dupe_factor < 0:
       raise ValueError(f"config.data.dupe_factor={data_config.dupe_factor}: must be >= 0 "
@@ -189,7 +193,7 @@ class PretrainingInput:
         stream.ShardStream(corpora[shard], shard, num_shards,
                            self.global_batch_size // num_shards, slice_index, slice_count,
                            self.seed, builder, builder.options(data_config),
-                           masking_options(data_config, tokenizer), special_ids,
+                           masking_options(data_config, tokenizer, span_fields), special_ids,
                            int(data_config.max_seq_length), int(data_config.dupe_factor))
         for shard in shards]
 
@@ -261,15 +265,16 @@ def builder_for(data_config) -> builders.ExampleBuilder:
 def check_builder_makes(data_config, fields: set[str]) -> None:
   """The example builder must make every label field the objectives read."""
   made = {"masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
-          *builder_for(data_config).label_fields}
+          *masking.SPAN_FIELDS, *builder_for(data_config).label_fields}
   missing = sorted(fields - made)
   if missing:
     raise ValueError(f"config.objectives reads {missing}, which config.data.example_builder="
                      f"{data_config.example_builder!r} does not make")
 
 
-def masking_options(data_config, tokenizer) -> masking.MaskingOptions:
-  """config.data's masking choices with the tokenizer's ids (validated)."""
+def masking_options(data_config, tokenizer, span_fields: bool = False
+                    ) -> masking.MaskingOptions:
+  """config.data's masking choices with the tokenizer's ids and words (validated)."""
   vocab = list(tokenizer.vocab)
   return masking.MaskingOptions(
       max_predictions_per_seq=int(data_config.max_predictions_per_seq),
@@ -280,7 +285,8 @@ def masking_options(data_config, tokenizer) -> masking.MaskingOptions:
       mask_token_prob=data_config.mask_token_prob,
       random_token_prob=data_config.random_token_prob,
       selector=data_config.masking,
-      continuation_table=masking.continuation_table_from_vocab(vocab))
+      continuation_table=masking.continuation_table_for(tokenizer),
+      span_fields=span_fields)
 
 
 def load_corpora(data_config, tokenizer, shards: tuple[int, ...] = (0,), num_shards: int = 1
@@ -331,11 +337,13 @@ def load_corpora(data_config, tokenizer, shards: tuple[int, ...] = (0,), num_sha
   return train, corpus.select_document_ids(is_held_out)
 
 
-def make_inputs(data_config, tokenizer, *, process_index: int = 0, process_count: int = 1
+def make_inputs(data_config, tokenizer, *, process_index: int = 0, process_count: int = 1,
+                span_fields: bool = False
                 ) -> tuple[PretrainingInput, PretrainingInput | None]:
   """(train input, eval input or None) for config.data; the usual entry point.
 
-  This process tokenizes only its data shards (and the held-out documents).
+  This process tokenizes only its data shards (and the held-out documents). span_fields:
+  batches also carry the span fields (module docstring).
   """
   masking_options(data_config, tokenizer)  # a config error shows before tokenizing
   builder_for(data_config).options(data_config)
@@ -343,11 +351,13 @@ def make_inputs(data_config, tokenizer, *, process_index: int = 0, process_count
   shards, _, _ = shard_assignment(num_shards, process_index, process_count)
   train, held_out = load_corpora(data_config, tokenizer, shards, num_shards)
   train_input = PretrainingInput(train, tokenizer, data_config, process_index=process_index,
-                                 process_count=process_count, num_shards=num_shards)
+                                 process_count=process_count, num_shards=num_shards,
+                                 span_fields=span_fields)
   if held_out is None:
     return train_input, None
   return train_input, PretrainingInput({0: held_out}, tokenizer, data_config, num_shards=1,
-                                       process_index=process_index, process_count=process_count)
+                                       process_index=process_index, process_count=process_count,
+                                       span_fields=span_fields)
 
 
 def _line_source(data_config, field: str) -> tuple[corpus_lib.LineSource, list]:

@@ -129,6 +129,7 @@ class ShardStream:
         "masked_lm_positions": masked["masked_lm_positions"],
         "masked_lm_ids": masked["masked_lm_ids"],
         "masked_lm_weights": masked["masked_lm_weights"],
+        **{field: masked[field] for field in masking.SPAN_FIELDS if field in masked},
         **block["labels"],
     }
 

@@ -1,8 +1,9 @@
 """The pretraining task (bert_jax/task.py's contract): the objectives of config.objectives
 on the batches of bert_jax/pretrain/pipeline.py.
 
-The model is BertForPreTraining with the sentence heads its objectives read (the NSP head
-exists only when "nsp" is on). The logged `loss` is the weighted sum of the objectives;
+The model is BertForPreTraining with the heads its objectives read (the NSP head exists only
+when "nsp" is on, the span boundary head only when "sbo" is; then the batches carry the
+span fields). The logged `loss` is the weighted sum of the objectives;
 attention guidance, when on, is added to what is differentiated and logged apart as
 `attention_guidance_loss`.
 """
@@ -18,6 +19,7 @@ from bert_jax.models.config import BertConfig
 from bert_jax.models.layers import attention_probs
 from bert_jax.models.task_models import PreTrainingOutput
 from bert_jax.pretrain import attention_guidance
+from bert_jax.pretrain import masking
 from bert_jax.pretrain import objectives as objectives_lib
 from bert_jax.pretrain import pipeline
 from bert_jax.task import Evaluation, TaskInputs
@@ -46,17 +48,22 @@ class PretrainingTask:
         for kind in ("loss", "accuracy"))
     self.guidance = attention_guidance.from_config(
         config, model_config.num_hidden_layers, model_config.num_attention_heads)
+    self.span_head = any(objective.span_head for objective, _ in self.objectives)
 
   def model_spec(self) -> dict:
-    return {"task_model": "pretraining",
+    spec = {"task_model": "pretraining",
             "sentence_heads": [o.sentence_head for o, _ in self.objectives if o.sentence_head]}
+    if self.span_head:
+      spec["span_boundary_head"] = True
+    return spec
 
   def build_model(self):
     return task_models.build(self.model_config, self.model_spec())
 
   def make_inputs(self, tokenizer, process_index: int, process_count: int) -> TaskInputs:
     train, evaluation = pipeline.make_inputs(self.config.data, process_index=process_index,
-                                             process_count=process_count, tokenizer=tokenizer)
+                                             process_count=process_count, tokenizer=tokenizer,
+                                             span_fields=self.span_head)
     return TaskInputs(train=train, eval=evaluation)
 
   def example_batch(self, batch_size: int):
@@ -73,6 +80,9 @@ class PretrainingTask:
     }
     for field in pipeline.builder_for(data).label_fields:
       batch[field] = jnp.zeros((batch_size,), jnp.int32)
+    if self.span_head:
+      for field in masking.SPAN_FIELDS:
+        batch[field] = jnp.zeros((batch_size, p), jnp.int32)
     return batch
 
   def forward(self, model, params, batch, *, deterministic: bool,
@@ -80,11 +90,14 @@ class PretrainingTask:
     rngs = None if deterministic else {"dropout": rng}
     args = (batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
             batch["masked_lm_positions"])
+    kwargs = {"masked_lm_spans": tuple(batch[f"masked_lm_span_{k}"]
+                                       for k in ("left", "right", "offset"))
+              } if self.span_head else {}
     if self.guidance is None or deterministic:
       return PretrainingForward(model.apply({"params": params}, *args,
-                                            deterministic=deterministic, rngs=rngs))
+                                            deterministic=deterministic, rngs=rngs, **kwargs))
     outputs, state = model.apply({"params": params}, *args, deterministic=False, rngs=rngs,
-                                 mutable=["intermediates"])
+                                 mutable=["intermediates"], **kwargs)
     probs = attention_probs(state["intermediates"], self.model_config.num_hidden_layers)
     return PretrainingForward(outputs, self.guidance.loss_sum(probs, batch["attention_mask"]))
 
