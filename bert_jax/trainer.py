@@ -366,6 +366,19 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
   # Loop.
   # ------------------------------------------------------------------------------------
   step = int(jax.device_get(state.step))
+  if len(inputs.width_examples) > 1 and step < total_steps:
+    # Every padded width of the training batches, compiled now rather than mid-loop (a
+    # longer batch first coming at step 500 would stall the run there, and its timing).
+    start = time.time()
+    with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
+      for example in inputs.width_examples:
+        abstract = {k: jax.ShapeDtypeStruct((v.shape[0] * jax.process_count(), *v.shape[1:]),
+                                            v.dtype, sharding=batch_sharding)
+                    for k, v in example.items()}
+        p_train_step.lower(state, abstract).compile()
+    widths = [example["input_ids"].shape[-1] for example in inputs.width_examples]
+    print(f"Compiled the train step for widths {widths} in {time.time() - start:.1f} s",
+          flush=True)
   last_metrics: dict = {}
   tokens_since, flops_since, time_since, loop_start, start_step = 0, 0.0, time.time(), None, step
   unchecked = []  # (step, metrics on device) not yet checked for NaN/inf

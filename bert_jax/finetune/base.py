@@ -77,7 +77,8 @@ class FinetuningTask:
                                         process_count=process_count,
                                         name=f"{self.name} {data.eval_split}")
     return TaskInputs(train=train, eval=evaluation, steps_per_epoch=train.steps_per_epoch,
-                      eval_metadata=eval_metadata)
+                      eval_metadata=eval_metadata,
+                      width_examples=tuple(train.width_examples()))
 
   def example_batch(self, batch_size: int):
     t = self.config.data.max_seq_length

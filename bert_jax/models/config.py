@@ -21,6 +21,8 @@ HIDDEN_ACTS = ("gelu", "gelu_tanh", "relu")
 _HF_ACT_ALIASES = {"gelu": "gelu", "gelu_tanh": "gelu_tanh", "gelu_new": "gelu_tanh",
                    "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh", "relu": "relu"}
 REMAT_POLICIES = ("none", "full", "dots")
+# How attention is computed (bert_jax.models.layers.ATTENTION_IMPLS; same outputs).
+ATTENTION_IMPLS = ("einsum", "xla", "cudnn", "splash")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +55,11 @@ class BertConfig:
     family: the member of the BERT family, a key of `bert_jax.models.families.FAMILIES`
       ("bert", "roberta", "distilbert"); it decides position ids, pooler and head defaults.
     pad_token_id: the padding id (RoBERTa's position ids skip it and start after it).
+    attention_impl: how attention runs, one of ATTENTION_IMPLS (same outputs):
+      "einsum" (two einsums + softmax; attention-probability dropout and the
+      `attention_probs` intermediates), "xla" (`jax.nn.dot_product_attention`),
+      "cudnn" (its cuDNN flash kernel; GPU, bfloat16) or "splash" (Pallas splash
+      attention; TPU). See `bert_jax.models.layers.dot_product_attention`.
   """
   vocab_size: int = 30522
   hidden_size: int = 768
@@ -72,6 +79,7 @@ class BertConfig:
   pre_layer_norm: bool = False
   family: str = "bert"
   pad_token_id: int = 0
+  attention_impl: str = "einsum"
 
   def __post_init__(self):
     if self.family not in FAMILIES:
@@ -86,6 +94,9 @@ class BertConfig:
     if self.remat_policy not in REMAT_POLICIES:
       raise ValueError(f"BertConfig: remat_policy={self.remat_policy!r} is not one of "
                        f"{REMAT_POLICIES}")
+    if self.attention_impl not in ATTENTION_IMPLS:
+      raise ValueError(f"BertConfig: attention_impl={self.attention_impl!r} is not one of "
+                       f"{ATTENTION_IMPLS}")
     jnp.dtype(self.dtype)  # raises on an unknown dtype name
 
   @property
@@ -152,7 +163,8 @@ class BertConfig:
                        "BertModel is post-LN); this model cannot be exported to HF")
     hf_act = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu"}[self.hidden_act]
     d = dataclasses.asdict(self)
-    for k in ("dtype", "scan_layers", "remat_policy", "pre_layer_norm", "family"):
+    for k in ("dtype", "scan_layers", "remat_policy", "pre_layer_norm", "family",
+              "attention_impl"):
       d.pop(k)
     d.update(hidden_act=hf_act, model_type="bert", architectures=["BertForPreTraining"],
              position_embedding_type="absolute")
