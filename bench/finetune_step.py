@@ -16,6 +16,8 @@ same rows in the same order. Sides alternate in rounds inside this one process (
 untimed step of a side, then `--steps_per_round` timed ones), each after its own
 warm-up (ours: every padded width compiled first), so machine load hits both alike.
 Prints examples/s and effective (non-padding) tokens/s per side and their ratio.
+`--packing=8` packs up to 8 examples per row on our side (data.packing; batch 32 then
+counts packed rows, and examples/s counts the examples in them); HF stays unpacked.
 """
 import argparse
 import os
@@ -44,11 +46,12 @@ def make_config(task: str, args):
     config.data.pad_to_multiple_of = args.pad_to_multiple_of
   if args.attention_impl:
     config.model.attention_impl = args.attention_impl
+  config.data.packing = args.packing
   return config
 
 
 def ours(config):
-  """The trainer's step and input; returns (run(n) -> real tokens, the train features)."""
+  """The trainer's step and input: (run(n) -> (real tokens, examples), widths compiled)."""
   import flax.linen as nn
 
   from bert_jax import sharding, trainer, weights
@@ -78,24 +81,19 @@ def ours(config):
     return metrics
 
   def run(n):
-    tokens, metrics = 0, None
+    tokens, examples, metrics = 0, 0, None
     for _ in range(n):
       local = next(train)
       metrics = one_step(local)
       tokens += int(local["attention_mask"].sum())
+      examples += (int(local["example_mask"].sum()) if "example_mask" in local
+                   else len(local["input_ids"]))
     jax.block_until_ready(metrics)
-    return tokens
+    return tokens, examples
 
-  # Compile every padded width the run can meet first, as a long run does once each.
-  seq = config.data.max_seq_length
-  multiple = train.pad_to_multiple_of or seq
-  widths = sorted({min(-(-max(int(w), 1) // multiple) * multiple, seq)
-                   for w in train.features["attention_mask"].sum(-1)})
-  for w in widths:
-    rows = {k: v[:config.data.batch_size] for k, v in train.features.items()}
-    jax.block_until_ready(one_step({k: v[..., :w] if v.ndim >= 2 and v.shape[-1] == seq else v
-                                    for k, v in rows.items()}))
-  return run, dict(train.features), widths
+  for example in inputs.width_examples:  # every padded width compiled first, as the CLI does
+    jax.block_until_ready(one_step(example))
+  return run, train.widths()
 
 
 def reference(task: str, config, features):
@@ -146,13 +144,18 @@ def reference(task: str, config, features):
       torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
       opt.step()
       tokens += int(local["attention_mask"].sum())
-    return tokens
+    return tokens, n * config.data.batch_size
   return run
 
 
 def measure(task: str, args) -> dict:
   config = make_config(task, args)
-  ours_run, features, widths = ours(config)
+  ours_run, widths = ours(config)
+  from bert_jax import trainer
+  from bert_jax.text.tokenizers import make_tokenizer
+  unpacked = make_config(task, argparse.Namespace(**{**vars(args), "packing": 0}))
+  features = trainer.make_task(unpacked, trainer.resolve_model_config(unpacked)).make_inputs(
+      make_tokenizer(unpacked.data, model_dir=unpacked.init_from), 0, 1).train.features
   ref_run = reference(task, config, features)
   ours_run(args.warmup)
   ref_run(args.warmup)
@@ -161,11 +164,11 @@ def measure(task: str, args) -> dict:
     for name, run in (("ours", ours_run), ("hf", ref_run)):
       run(1)  # settles the machine after the other framework; not timed
       start = time.perf_counter()
-      tokens = run(args.steps_per_round)
+      tokens, examples = run(args.steps_per_round)
       totals[name][0] += time.perf_counter() - start
-      totals[name][1] += args.steps_per_round * config.data.batch_size
+      totals[name][1] += examples
       totals[name][2] += tokens
-  result = {"task": task, "seq": config.data.max_seq_length,
+  result = {"task": task, "seq": config.data.max_seq_length, "packing": config.data.packing,
             "pad_to_multiple_of": config.data.pad_to_multiple_of, "widths": widths}
   for name, (seconds, examples, tokens) in totals.items():
     result[f"{name}_examples_per_sec"] = examples / seconds
@@ -184,6 +187,8 @@ def main():
   parser.add_argument("--lr", type=float, default=1e-4)
   parser.add_argument("--pad_to_multiple_of", type=int, default=None)
   parser.add_argument("--attention_impl", default="")
+  parser.add_argument("--packing", type=int, default=0,
+                      help="ours packs up to this many examples per row (GLUE); HF unpacked")
   args = parser.parse_args()
   import torch
   print(f"all-MiniLM-L6-v2 fine-tuning, batch 32, fp32, dropout on; {jax.device_count()} "
@@ -194,8 +199,9 @@ def main():
     if task not in TASKS:
       raise SystemExit(f"--tasks: unknown task {task!r}; expected some of {sorted(TASKS)}")
     r = measure(task, args)
+    packed = f", {r['packing']} examples packed per row" if r["packing"] else ""
     print(f"{task} (max length {r['seq']}, ours padded to multiples of "
-          f"{r['pad_to_multiple_of']}: widths {r['widths']}; HF to each batch's longest)")
+          f"{r['pad_to_multiple_of']}: widths {r['widths']}{packed}; HF to each batch's longest)")
     print(f"  ours (JAX):    {r['ours_examples_per_sec']:8.1f} examples/s "
           f"{r['ours_tokens_per_sec']:9,.0f} real tokens/s")
     print(f"  HF (PyTorch):  {r['hf_examples_per_sec']:8.1f} examples/s "

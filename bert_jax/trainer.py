@@ -381,6 +381,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
           flush=True)
   last_metrics: dict = {}
   tokens_since, flops_since, time_since, loop_start, start_step = 0, 0.0, time.time(), None, step
+  real_since = 0  # non-padding tokens (attention_mask), for the fill rate
   unchecked = []  # (step, metrics on device) not yet checked for NaN/inf
   last_saved = restored_step
 
@@ -412,11 +413,12 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
     step += 1
     unchecked.append((step, metrics))
     tokens_since += task.tokens(local) * jax.process_count()
+    real_since += int(np.sum(local["attention_mask"])) * jax.process_count()
     flops_since += task.step_flops(local) * jax.process_count()
     if loop_start is None:  # the first step includes compilation; time from the second
       jax.block_until_ready(metrics)
       loop_start, time_since, start_step = time.time(), time.time(), step
-      tokens_since, flops_since = 0, 0.0
+      tokens_since, flops_since, real_since = 0, 0.0, 0
 
     if step % config.log_every_steps == 0 or step == total_steps:
       check_finite()
@@ -424,7 +426,9 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
       now = time.time()
       metrics["tokens_per_sec"] = tokens_since / max(now - time_since, 1e-9)
       metrics["mfu"] = flops_since / max(now - time_since, 1e-9) / peak_flops
-      tokens_since, flops_since, time_since = 0, 0.0, now
+      metrics["real_tokens_per_sec"] = real_since / max(now - time_since, 1e-9)
+      metrics["fill_rate"] = real_since / max(tokens_since, 1)
+      tokens_since, flops_since, real_since, time_since = 0, 0.0, 0, now
       per_step = (now - loop_start) / max(step - start_step, 1)
       last_metrics = {k: float(v) for k, v in metrics.items()}
       writer.write(step, last_metrics)

@@ -251,3 +251,13 @@ def attention_mask_bias(attention_mask, dtype=jnp.float32):
   """[B, T] 1/0 mask -> [B, 1, 1, T] additive bias (0 keep, large negative drop)."""
   keep = attention_mask[:, None, None, :].astype(dtype)
   return (1.0 - keep) * _MASK_BIAS
+
+
+def segment_mask_bias(attention_mask, segment_ids, dtype=jnp.float32):
+  """Packed rows: [B, T] 1/0 mask and int segment ids -> [B, 1, F, T] additive bias.
+
+  A query attends to the real keys of its own segment (example) only.
+  """
+  same = segment_ids[:, :, None] == segment_ids[:, None, :]  # [B, F, T]
+  keep = (same & (attention_mask[:, None, :] > 0))[:, None].astype(dtype)
+  return (1.0 - keep) * _MASK_BIAS
