@@ -53,11 +53,15 @@ class TaskInputs:
     epochs); None where an epoch has no fixed length (pretraining counts steps).
   eval_metadata: whatever `evaluate` / `write_predictions` need besides the model's
     outputs (gold labels, SQuAD windows, CoNLL words); None when the task needs nothing.
+  width_examples: one local batch of each shape the training batches can have (dynamic
+    padding widths); the trainer compiles its step for each before the loop. Empty where
+    every batch has one shape (compiled at the first step).
   """
   train: Input
   eval: Input | None
   steps_per_epoch: int | None = None
   eval_metadata: Any = None
+  width_examples: tuple[Batch, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

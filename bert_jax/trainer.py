@@ -369,8 +369,22 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
   # ------------------------------------------------------------------------------------
   step = int(jax.device_get(state.step))
   invocation.first_step = step
+  if len(inputs.width_examples) > 1 and step < total_steps:
+    # Every padded width of the training batches, compiled now rather than mid-loop (a
+    # longer batch first coming at step 500 would stall the run there, and its timing).
+    start = time.time()
+    with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
+      for example in inputs.width_examples:
+        abstract = {k: jax.ShapeDtypeStruct((v.shape[0] * jax.process_count(), *v.shape[1:]),
+                                            v.dtype, sharding=batch_sharding)
+                    for k, v in example.items()}
+        p_train_step.lower(state, abstract).compile()
+    widths = [example["input_ids"].shape[-1] for example in inputs.width_examples]
+    print(f"Compiled the train step for widths {widths} in {time.time() - start:.1f} s",
+          flush=True)
   last_metrics: dict = {}
   tokens_since, flops_since, time_since, loop_start, start_step = 0, 0.0, time.time(), None, step
+  real_since = 0  # non-padding tokens (attention_mask), for the fill rate
   unchecked = []  # (step, metrics on device) not yet checked for NaN/inf
   last_saved = restored_step
   global_batch = None  # the last step's, for the compiled cost in the run report
@@ -425,6 +439,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
     step_tokens = task.tokens(local) * jax.process_count()
     step_flops = task.step_flops(local) * jax.process_count()
     tokens_since += step_tokens
+    real_since += int(np.sum(local["attention_mask"])) * jax.process_count()
     flops_since += step_flops
     invocation.steps += 1
     invocation.tokens += step_tokens
@@ -432,7 +447,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
     if loop_start is None:  # the first step includes compilation; time from the second
       jax.block_until_ready(metrics)
       loop_start, time_since, start_step = time.time(), time.time(), step
-      tokens_since, flops_since = 0, 0.0
+      tokens_since, flops_since, real_since = 0, 0.0, 0
     else:
       invocation.steady_flops += step_flops
 
@@ -442,7 +457,9 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
       now = time.time()
       metrics["tokens_per_sec"] = tokens_since / max(now - time_since, 1e-9)
       metrics["mfu"] = flops_since / max(now - time_since, 1e-9) / peak_flops
-      tokens_since, flops_since, time_since = 0, 0.0, now
+      metrics["real_tokens_per_sec"] = real_since / max(now - time_since, 1e-9)
+      metrics["fill_rate"] = real_since / max(tokens_since, 1)
+      tokens_since, flops_since, real_since, time_since = 0, 0.0, 0, now
       per_step = (now - loop_start) / max(step - start_step, 1)
       last_metrics = {k: float(v) for k, v in metrics.items()}
       writer.write(step, last_metrics)

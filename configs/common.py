@@ -80,7 +80,9 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
   config.data = ml_collections.ConfigDict(dict(
       data_dir="", sources=dict(sources), train_split="train", eval_split="dev",
       max_seq_length=128, batch_size=32, eval_batch_size=64, vocab_path="",
-      lower_case=True, seed=0, train_examples=0, pad_to_multiple_of=32))
+      lower_case=True, seed=0, train_examples=0, pad_to_multiple_of=32,
+      # Examples packed per training row (GLUE; bert_jax/finetune/packing.py); 0 = off.
+      packing=0))
   config.data.update(data_fields)
   config.optim = default_optim_config()
   config.optim.learning_rate = 5e-5

@@ -17,7 +17,7 @@ from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
 from bert_jax.models.layers import (ACT_BT, ACT_BTH, ACT_BTI, SelfAttention, activation,
                                     attention_mask_bias, dense_init, layer_norm, remat_layer,
-                                    zeros_init)
+                                    segment_mask_bias, zeros_init)
 
 @flax.struct.dataclass
 class EncoderOutput:
@@ -62,7 +62,8 @@ class Embeddings(nn.Module):
                                  kernel_init=dense_init(cfg, ("mlp", "embed")),
                                  bias_init=zeros_init(("embed",)), name="projection")
 
-  def __call__(self, input_ids, token_type_ids, deterministic: bool):
+  def __call__(self, input_ids, token_type_ids, deterministic: bool, positions=None):
+    """positions: int [B, T] offsets within each packed example (None: the family's)."""
     cfg = self.config
     family = family_of(cfg)
     seq_len, first = input_ids.shape[1], family.first_position(cfg)
@@ -70,8 +71,9 @@ class Embeddings(nn.Module):
       start = f" less the first position id {first}" if first else ""
       raise ValueError(f"Sequence length {seq_len} exceeds max_position_embeddings="
                        f"{cfg.max_position_embeddings}{start}")
-    x = (self.word_embeddings(input_ids) +
-         self.position_embeddings(family.position_ids(input_ids, cfg)))  # [B, T, E]
+    position_ids = (family.position_ids(input_ids, cfg) if positions is None
+                    else positions + first)
+    x = self.word_embeddings(input_ids) + self.position_embeddings(position_ids)  # [B, T, E]
     if cfg.type_vocab_size:
       segments = token_type_ids if cfg.type_vocab_size > 1 else jnp.zeros_like(input_ids)
       x = x + self.token_type_embeddings(segments)
@@ -207,9 +209,11 @@ class Pooler(nn.Module):
   config: BertConfig
 
   @nn.compact
-  def __call__(self, sequence_output):
+  def __call__(self, sequence_output, cls_positions=None):
+    """[B, T, H] -> [B, H]; with cls_positions int [B, K] (packed rows) -> [B, K, H]."""
     cfg = self.config
-    first = sequence_output[:, 0]  # [B, H]
+    first = (sequence_output[:, 0] if cls_positions is None else
+             jnp.take_along_axis(sequence_output, cls_positions[..., None], axis=1))
     pooled = nn.Dense(cfg.hidden_size, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
                       kernel_init=dense_init(cfg, ("embed", "mlp")),
                       bias_init=zeros_init(("mlp",)), name="dense")(first)
@@ -239,17 +243,28 @@ class BertModel(nn.Module):
       self.pooler = Pooler(self.config)
 
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
-               deterministic: bool = True, output_hidden_states: bool = False) -> EncoderOutput:
-    """input_ids, token_type_ids, attention_mask: int [B, T]; the last two default to 0s/1s."""
+               deterministic: bool = True, output_hidden_states: bool = False,
+               packing=None) -> EncoderOutput:
+    """input_ids, token_type_ids, attention_mask: int [B, T]; the last two default to 0s/1s.
+
+    packing: None, or a packed batch's {"segment_ids", "positions"} int [B, T] and
+    "cls_positions" int [B, K] (bert_jax.finetune.packing): attention stays within each
+    example, positions restart per example, and the pooled output is [B, K, H], one per
+    example's [CLS].
+    """
     if token_type_ids is None:
       token_type_ids = jnp.zeros_like(input_ids)
     if attention_mask is None:
       attention_mask = jnp.ones_like(input_ids)
     input_ids = nn.with_logical_constraint(input_ids, ACT_BT)
-    hidden = self.embeddings(input_ids, token_type_ids, deterministic)
+    packing = packing or {}
+    hidden = self.embeddings(input_ids, token_type_ids, deterministic, packing.get("positions"))
+    bias = (attention_mask_bias(attention_mask) if "segment_ids" not in packing
+            else segment_mask_bias(attention_mask, packing["segment_ids"]))
     sequence_output, hidden_states = self.encoder(
-        hidden, attention_mask_bias(attention_mask), deterministic, output_hidden_states)
-    pooled = self.pooler(sequence_output) if self.has_pooler else None
+        hidden, bias, deterministic, output_hidden_states)
+    pooled = (self.pooler(sequence_output, packing.get("cls_positions")) if self.has_pooler
+              else None)
     return EncoderOutput(sequence_output=sequence_output, pooled_output=pooled,
                          hidden_states=hidden_states)
 

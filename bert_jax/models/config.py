@@ -31,6 +31,8 @@ LAYER_SHARING = ("none", "all", "attention", "ffn")
 _BIAS_AND_ROPE = ("norm_bias", "mlm_transform_bias", "attention_bias", "mlp_bias",
                   "global_rope_theta", "local_rope_theta", "local_attention",
                   "global_attn_every_n_layers")
+# How attention is computed (bert_jax.models.layers.ATTENTION_IMPLS; same outputs).
+ATTENTION_IMPLS = ("einsum", "xla", "cudnn", "splash")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +87,11 @@ class BertConfig:
       when |i - j| <= local_attention // 2 (HF's `local_attention`).
     global_attn_every_n_layers: layer i attends globally when i % n == 0, locally
       otherwise; 1: every layer is global.
+    attention_impl: how attention runs, one of ATTENTION_IMPLS (same outputs):
+      "einsum" (two einsums + softmax; attention-probability dropout and the
+      `attention_probs` intermediates), "xla" (`jax.nn.dot_product_attention`),
+      "cudnn" (its cuDNN flash kernel; GPU, bfloat16) or "splash" (Pallas splash
+      attention; TPU). See `bert_jax.models.layers.dot_product_attention`.
   """
   vocab_size: int = 30522
   hidden_size: int = 768
@@ -114,6 +121,7 @@ class BertConfig:
   local_rope_theta: float = 10_000.0
   local_attention: int = 128
   global_attn_every_n_layers: int = 1
+  attention_impl: str = "einsum"
 
   def __post_init__(self):
     if self.family not in FAMILIES:
@@ -133,6 +141,9 @@ class BertConfig:
                        f"{self.global_attn_every_n_layers} must be at least 1")
     if self.local_attention < 0:
       raise ValueError(f"BertConfig: local_attention={self.local_attention} is negative")
+    if self.attention_impl not in ATTENTION_IMPLS:
+      raise ValueError(f"BertConfig: attention_impl={self.attention_impl!r} is not one of "
+                       f"{ATTENTION_IMPLS}")
     jnp.dtype(self.dtype)  # raises on an unknown dtype name
     if self.layer_sharing not in LAYER_SHARING:
       raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r} is not one of "
@@ -226,7 +237,7 @@ class BertConfig:
                        "equivalent; this model cannot be exported to HF BERT")
     d = dataclasses.asdict(self)
     ours_only = ("dtype", "scan_layers", "remat_policy", "pre_layer_norm", "family",
-                 "embedding_size", "layer_sharing")
+                 "embedding_size", "layer_sharing", "attention_impl")
     for k in ours_only + _BIAS_AND_ROPE:
       d.pop(k)
     d.update(hidden_act=HF_ACT_NAMES[self.hidden_act], model_type="bert",

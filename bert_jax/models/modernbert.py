@@ -43,8 +43,11 @@ class Embeddings(nn.Module):
     self.layer_norm = layer_norm(cfg, "layer_norm")
     self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
 
-  def __call__(self, input_ids, token_type_ids, deterministic: bool):
+  def __call__(self, input_ids, token_type_ids, deterministic: bool, positions=None):
     del token_type_ids
+    if positions is not None:  # the rotary positions count from 0 along each row
+      raise ValueError("ModernBERT takes no packed rows (data.packing): its rotary positions "
+                       "do not restart per example; set data.packing=false")
     x = self.layer_norm(self.word_embeddings(input_ids)).astype(self.config.compute_dtype)
     x = nn.with_logical_constraint(x, ACT_BTH)  # [B, T, H]
     return self.dropout(x, deterministic=deterministic)

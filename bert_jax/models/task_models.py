@@ -126,10 +126,16 @@ class BertForSequenceClassification(nn.Module):
 
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
-               deterministic: bool = True, output_hidden_states: bool = False):
+               deterministic: bool = True, output_hidden_states: bool = False, packing=None):
+    """packing: a packed batch's arrays (see BertModel); logits are then [B, K, C], one
+    row per packed example."""
+    if packing is not None and self.feature_layers:
+      raise ValueError("packed rows (data.packing) read the pooled output: feature_layers "
+                       "is not supported with them")
     enc = BertModel(self.config, add_pooling_layer=True, name="bert")(
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
-        output_hidden_states=output_hidden_states or bool(self.feature_layers))
+        output_hidden_states=output_hidden_states or bool(self.feature_layers),
+        packing=packing)
     if self.feature_layers:
       features = layer_features(enc, self.feature_layers, self.frozen_encoder)[:, 0]
     else:
