@@ -76,3 +76,25 @@ def test_what_bert_learns_notebook_finds_positional_heads(minilm_dir, data_dir, 
   assert best("previous token", "random init") < 0.1
   for name in ("attention_heads.png", "attention_maps.png"):
     assert os.path.isfile(tmp_path / "what_bert_learns" / name)
+
+
+def test_masking_strategies_notebook_shows_each_selector(data_dir, monkeypatch, tmp_path):
+  monkeypatch.setenv("BERT_JAX_DATA_DIR", data_dir)
+  monkeypatch.setenv("BERT_JAX_NOTEBOOK_BATCHES", "10")
+  monkeypatch.setenv("BERT_JAX_NOTEBOOK_RUNS", str(tmp_path))
+  notebook = nbformat.read(os.path.join(REPO, "notebooks", "masking_strategies.ipynb"),
+                           as_version=4)
+  outputs = run_notebook(notebook)
+  stats = {}
+  for name, selected, partial, drawn in re.findall(
+      r"(\w+): selected ([\d.]+), partly-masked words ([\d.]+), first-unit length mean "
+      r"([\d.]+)", outputs):
+    stats[name] = (float(selected), float(partial), float(drawn))
+  assert set(stats) == {"token", "whole_word", "ngram", "span"}
+  for selected, _, _ in stats.values():
+    assert abs(selected - 0.15) < 0.02
+  assert stats["token"][1] > 0.02 and stats["whole_word"][1] == 0.0
+  assert stats["token"][2] == 1.0 and 1.3 < stats["ngram"][2] < 2.0
+  assert 2.8 < stats["span"][2] < 4.8  # geometric(0.2) clipped at 10: 3.78
+  assert outputs.count("--- ") == 4 and "[MASK:" in outputs
+  assert os.path.isfile(tmp_path / "notebook_masking" / "masking_strategies.png")

@@ -205,6 +205,16 @@ def dot_product_attention(query, key, value, bias=None, *, impl: str = "einsum",
   return ATTENTION_IMPLS[impl](query, key, value, bias, dropout_rate, dropout_rng)
 
 
+class _DropoutRng(nn.Module):
+  """The rng an `nn.Dropout` module at this place in the tree would draw: named as that
+  module was ("Dropout_0"), so attention dropout keeps the masks (and so the losses) it
+  had before the attention core moved into `dot_product_attention`."""
+
+  @nn.compact
+  def __call__(self):
+    return self.make_rng("dropout")
+
+
 class SelfAttention(nn.Module):
   """Multi-head self-attention with the output projection (no residual, no norm).
 
@@ -225,7 +235,8 @@ class SelfAttention(nn.Module):
 
     query, key, value = project("query"), project("key"), project("value")
     rate = cfg.attention_probs_dropout_prob
-    dropout_rng = None if deterministic or rate == 0.0 else self.make_rng("dropout")
+    dropout_rng = (None if deterministic or rate == 0.0
+                   else _DropoutRng(name="Dropout_0")())
     context, probs = dot_product_attention(query, key, value, mask_bias,
                                            impl=cfg.attention_impl, dropout_rate=rate,
                                            dropout_rng=dropout_rng)  # [B, F, N, D]
