@@ -86,7 +86,11 @@ class FinetuningTask:
     return batch
 
   # --- model -----------------------------------------------------------------------
-  def forward(self, model, params, batch, *, deterministic: bool, rng=None):
+  def frozen_params(self):
+    return None  # fine-tuning trains every param it reads
+
+  def forward(self, model, params, batch, *, deterministic: bool, rng=None, frozen=None):
+    del frozen
     rngs = None if deterministic else {"dropout": rng}
     return model.apply({"params": params}, *(batch[k] for k in MODEL_INPUTS),
                        deterministic=deterministic, rngs=rngs)

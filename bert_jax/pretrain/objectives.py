@@ -15,6 +15,8 @@ import jax
 import jax.numpy as jnp
 
 from bert_jax.losses import xent_sums
+from bert_jax.pretrain import distillation
+from bert_jax.pretrain import rtd
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,7 +27,9 @@ class Objective:
   metrics(sums, denominators) -> {metric: value}, the term's own loss under
   f"{name}_loss". sentence_head: the 2-way pooled head it reads from
   outputs.sentence_logits (None: none); label_fields: batch fields it reads that the
-  example builder must make.
+  example builder must make; teacher: it reads `outputs.teacher`, the frozen
+  config.distillation.teacher run on the same batch (distillation.py); task: the
+  config.task whose model gives the outputs it reads (None: any pretraining task).
   """
   name: str
   sums: Callable[..., dict]
@@ -33,6 +37,8 @@ class Objective:
   metrics: Callable[..., dict]
   sentence_head: str | None = None
   label_fields: tuple[str, ...] = ()
+  teacher: bool = False
+  task: str | None = None
 
   def loss(self, sums, denominators) -> jax.Array:
     return self.metrics(sums, denominators)[f"{self.name}_loss"]
@@ -93,6 +99,17 @@ OBJECTIVES = {
                                    "masked_lm_weights")),
     "nsp": sentence_objective("nsp", "next_sentence_labels"),
     "sop": sentence_objective("sop", "sentence_order_labels"),  # ALBERT's sentence order
+    # DistilBERT's soft targets and hidden-state cosine (distillation.py)
+    "distill": Objective("distill", distillation.distill_sums, distillation.distill_denominators,
+                         distillation.distill_metrics, label_fields=("masked_lm_positions",
+                                                                     "masked_lm_weights"),
+                         teacher=True),
+    "cosine": Objective("cosine", distillation.cosine_sums, distillation.cosine_denominators,
+                        distillation.cosine_metrics, teacher=True),
+    # ELECTRA's replaced-token detection by the discriminator (rtd.py; task electra.py)
+    "rtd": Objective("rtd", rtd.rtd_sums, rtd.rtd_denominators, rtd.rtd_metrics,
+                     label_fields=("masked_lm_positions", "masked_lm_ids",
+                                   "masked_lm_weights"), task="electra"),
 }
 
 
