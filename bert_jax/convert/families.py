@@ -18,11 +18,19 @@ class HFFamily:
   """config_from_hf: (HF config.json dict, source for errors) -> BertConfig.
   config_to_hf: BertConfig -> HF config.json dict (without `architectures`).
   encoder_class / pretraining_class: HF's classes of the bare encoder and of the
-  pretraining model (what `architectures` names, by whether the heads are written)."""
+  pretraining model (what `architectures` names, by whether the heads are written).
+  other_head_classes: (our task model, HF class) of further HF classes with heads
+  (ELECTRA's discriminator next to its generator)."""
   config_from_hf: Callable[[dict, str], BertConfig]
   config_to_hf: Callable[[BertConfig], dict]
   encoder_class: str
   pretraining_class: str
+  other_head_classes: tuple[tuple[str, str], ...] = ()
+
+  @property
+  def head_classes(self) -> dict[str, str]:
+    """Our task model (`task_models.TASK_MODELS` name) -> the HF class with its heads."""
+    return {"pretraining": self.pretraining_class, **dict(self.other_head_classes)}
 
 
 # --- BERT and RoBERTa: HF's config uses BertConfig's field names -----------------------
@@ -77,12 +85,53 @@ def _distilbert_to_hf(config: BertConfig) -> dict[str, Any]:
   return raw
 
 
+# --- ALBERT: BERT's names plus embedding_size and layer groups -------------------------
+
+def _albert_from_hf(raw: dict, source: str) -> BertConfig:
+  groups, inner = raw.get("num_hidden_groups", 1), raw.get("inner_group_num", 1)
+  layers = raw.get("num_hidden_layers")
+  if inner != 1 or groups not in (1, layers):
+    raise ValueError(f"{source}: num_hidden_groups={groups}, inner_group_num={inner} is not "
+                     f"supported (only 1 group of 1 layer, or {layers} groups of 1: no sharing)")
+  return BertConfig.from_json_dict(
+      {**raw, "family": "albert", "embedding_size": raw.get("embedding_size", 128),
+       "layer_sharing": "all" if groups == 1 else "none"}, source)
+
+
+def _albert_to_hf(config: BertConfig) -> dict[str, Any]:
+  if config.layer_sharing not in ("none", "all") or config.embedding_size is None:
+    raise ValueError(f"ALBERT in HF shares whole layers or none and always has embedding_size;"
+                     f" this config has layer_sharing={config.layer_sharing!r}, embedding_size="
+                     f"{config.embedding_size}")
+  raw = config.replace(family="bert", layer_sharing="none", embedding_size=None).to_hf_dict()
+  raw.update(model_type="albert", embedding_size=config.embedding_size, inner_group_num=1,
+             num_hidden_groups=1 if config.layer_sharing == "all" else config.num_hidden_layers)
+  return raw
+
+
+# --- ELECTRA: BERT's names plus embedding_size -----------------------------------------
+
+def _electra_from_hf(raw: dict, source: str) -> BertConfig:
+  return BertConfig.from_json_dict(
+      {**raw, "family": "electra", "embedding_size": raw.get("embedding_size", 128)}, source)
+
+
+def _electra_to_hf(config: BertConfig) -> dict[str, Any]:
+  raw = config.replace(family="bert", embedding_size=None).to_hf_dict()
+  raw.update(model_type="electra", embedding_size=config.embedding_width)
+  return raw
+
+
 FAMILIES = {
     "bert": HFFamily(_bert_from_hf, BertConfig.to_hf_dict, "BertModel", "BertForPreTraining"),
     "roberta": HFFamily(_roberta_from_hf, _roberta_to_hf, "RobertaModel",
                         "RobertaForMaskedLM"),
     "distilbert": HFFamily(_distilbert_from_hf, _distilbert_to_hf, "DistilBertModel",
                            "DistilBertForMaskedLM"),
+    "albert": HFFamily(_albert_from_hf, _albert_to_hf, "AlbertModel", "AlbertForPreTraining"),
+    # The generator is the MLM model; the discriminator our replaced_token_detection model.
+    "electra": HFFamily(_electra_from_hf, _electra_to_hf, "ElectraModel", "ElectraForMaskedLM",
+                        (("replaced_token_detection", "ElectraForPreTraining"),)),
 }
 
 

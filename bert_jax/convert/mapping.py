@@ -52,7 +52,7 @@ _KINDS = {
 _ENCODER = {
     "embeddings/word_embeddings": "embedding", "embeddings/position_embeddings": "embedding",
     "embeddings/token_type_embeddings": "embedding", "embeddings/layer_norm": "norm",
-    "pooler/dense": "dense",
+    "embeddings/projection": "dense", "pooler/dense": "dense",
 }
 _LAYER = {
     "attention/query": "qkv", "attention/key": "qkv", "attention/value": "qkv",
@@ -61,7 +61,8 @@ _LAYER = {
 }
 _HEADS = {
     "mlm_head/transform": "dense", "mlm_head/transform_layer_norm": "norm",
-    "mlm_head/output_bias": "vector", "nsp_head/dense": "dense",
+    "mlm_head/output_bias": "vector", "nsp_head/dense": "dense", "sop_head/dense": "dense",
+    "rtd_head/dense": "dense", "rtd_head/prediction": "dense",
 }
 
 
@@ -73,8 +74,9 @@ class Names:
   encoder: our encoder module -> HF name under the prefix (modules the family lacks,
     e.g. DistilBERT's segment table and pooler, are simply absent).
   layer: HF name of layer `{i}` under the prefix; layer_modules: our module in a layer ->
-    HF name under it.
-  heads: our head module -> HF name (top level, no prefix): the family's pretraining heads.
+    HF name under it. ALBERT's one shared layer (`encoder/shared_layer`) is its layer 0.
+  heads: our head module -> HF name (top level, no prefix): the heads of the family's HF
+    pretraining classes (ELECTRA's generator MLM head and discriminator RTD head alike).
   tied: HF tensors that are copies of another HF tensor (MLM decoders tied to the word
     embeddings): not written, and checked equal to their source when read.
   """
@@ -144,6 +146,33 @@ NAMES = {
                "mlm_head/transform_layer_norm": "vocab_layer_norm",
                "mlm_head/output_bias": "vocab_projector.bias"},
         tied={"vocab_projector.weight": "distilbert.embeddings.word_embeddings.weight"}),
+    "albert": Names(
+        prefix="albert",
+        encoder={**{k: v for k, v in _BERT_ENCODER.items() if k != "pooler/dense"},
+                 "embeddings/projection": "encoder.embedding_hidden_mapping_in",
+                 "pooler/dense": "pooler"},
+        layer="encoder.albert_layer_groups.{i}.albert_layers.0",
+        layer_modules={"attention/query": "attention.query", "attention/key": "attention.key",
+                       "attention/value": "attention.value", "attention/out": "attention.dense",
+                       "attention_layer_norm": "attention.LayerNorm", "intermediate": "ffn",
+                       "output": "ffn_output", "output_layer_norm": "full_layer_layer_norm"},
+        heads={"mlm_head/transform": "predictions.dense",
+               "mlm_head/transform_layer_norm": "predictions.LayerNorm",
+               "mlm_head/output_bias": "predictions.bias",
+               "sop_head/dense": "sop_classifier.classifier"},
+        tied={"predictions.decoder.weight": "albert.embeddings.word_embeddings.weight",
+              "predictions.decoder.bias": "predictions.bias"}),
+    "electra": Names(
+        prefix="electra",
+        encoder={**{k: v for k, v in _BERT_ENCODER.items() if k != "pooler/dense"},
+                 "embeddings/projection": "embeddings_project"},
+        layer="encoder.layer.{i}", layer_modules=_BERT_LAYER,
+        heads={"mlm_head/transform": "generator_predictions.dense",
+               "mlm_head/transform_layer_norm": "generator_predictions.LayerNorm",
+               "mlm_head/output_bias": "generator_lm_head.bias",
+               "rtd_head/dense": "discriminator_predictions.dense",
+               "rtd_head/prediction": "discriminator_predictions.dense_prediction"},
+        tied={"generator_lm_head.weight": "electra.embeddings.word_embeddings.weight"}),
 }
 
 
@@ -158,6 +187,16 @@ def _expand(ours: str, hf: str, kind: str):
           for leaf, hf_leaf, layout in _KINDS[kind]]
 
 
+def _layers(config: BertConfig) -> list[tuple[str, int]]:
+  """(our layer module, its HF layer index): every layer, or ALBERT's one shared layer."""
+  if config.layer_sharing == "all":
+    return [("shared_layer", 0)]
+  if config.layer_sharing != "none":
+    raise ValueError(f"layer_sharing={config.layer_sharing!r} has no HF equivalent (HF "
+                     "shares whole layers only); this model cannot be exported to HF")
+  return [(f"layer_{i}", i) for i in range(config.num_hidden_layers)]
+
+
 def family_rows(config: BertConfig, encoder_prefix: str):
   """Every row a model of `config.family` can have, pooler and pretraining heads included.
 
@@ -168,10 +207,10 @@ def family_rows(config: BertConfig, encoder_prefix: str):
   rows = []
   for module, hf in names.encoder.items():
     rows += _expand(encoder_prefix + module, f"{names.prefix}.{hf}", _ENCODER[module])
-  for i in range(config.num_hidden_layers):
+  for ours_layer, i in _layers(config):
     layer = names.layer.format(i=i)
     for module, hf in names.layer_modules.items():
-      rows += _expand(f"{encoder_prefix}encoder/layer_{i}/{module}",
+      rows += _expand(f"{encoder_prefix}encoder/{ours_layer}/{module}",
                       f"{names.prefix}.{layer}.{hf}", _LAYER[module])
   for module, hf in names.heads.items():
     rows += _expand(module, hf, _HEADS[module])
@@ -186,6 +225,8 @@ def all_rows(config: BertConfig, encoder_prefix: str, with_heads: bool, with_poo
       return with_heads
     if "/pooler/" in f"/{ours}":
       return with_pooler
+    if "embeddings/projection" in ours:
+      return config.projects_embeddings
     return config.type_vocab_size > 0 or "token_type_embeddings" not in ours
   return [row for row in family_rows(config, encoder_prefix) if wanted(row[0])]
 

@@ -31,7 +31,8 @@ class EncoderOutput:
 
 
 class Embeddings(nn.Module):
-  """Word + position (+ segment) embeddings, then LayerNorm and dropout.
+  """Word + position (+ segment) embeddings, then LayerNorm and dropout (E wide), then the
+  E -> H projection when the config has one (ALBERT, ELECTRA: `projects_embeddings`).
 
   Position ids come from the family (`families.Family.position_ids`). Segments: none
   when type_vocab_size is 0; with one row (RoBERTa) that row is added to every token and
@@ -42,7 +43,7 @@ class Embeddings(nn.Module):
   def setup(self):
     cfg = self.config
     embed = lambda n, axes, name: nn.Embed(  # noqa: E731
-        n, cfg.hidden_size, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
+        n, cfg.embedding_width, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
         embedding_init=dense_init(cfg, axes), name=name)
     self.word_embeddings = embed(cfg.vocab_size, ("vocab", "embed"), "word_embeddings")
     self.position_embeddings = embed(cfg.max_position_embeddings, (None, "embed"),
@@ -52,6 +53,11 @@ class Embeddings(nn.Module):
                                          "token_type_embeddings")
     self.layer_norm = layer_norm(cfg, "layer_norm")
     self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+    if cfg.projects_embeddings:  # [E, H]
+      self.projection = nn.Dense(cfg.hidden_size, dtype=cfg.compute_dtype,
+                                 param_dtype=jnp.float32,
+                                 kernel_init=dense_init(cfg, ("mlp", "embed")),
+                                 bias_init=zeros_init(("embed",)), name="projection")
 
   def __call__(self, input_ids, token_type_ids, deterministic: bool):
     cfg = self.config
@@ -62,13 +68,18 @@ class Embeddings(nn.Module):
       raise ValueError(f"Sequence length {seq_len} exceeds max_position_embeddings="
                        f"{cfg.max_position_embeddings}{start}")
     x = (self.word_embeddings(input_ids) +
-         self.position_embeddings(family.position_ids(input_ids, cfg)))  # [B, T, H]
+         self.position_embeddings(family.position_ids(input_ids, cfg)))  # [B, T, E]
     if cfg.type_vocab_size:
       segments = token_type_ids if cfg.type_vocab_size > 1 else jnp.zeros_like(input_ids)
       x = x + self.token_type_embeddings(segments)
     x = self.layer_norm(x).astype(cfg.compute_dtype)
-    x = nn.with_logical_constraint(x, ACT_BTH)
-    return self.dropout(x, deterministic=deterministic)
+    x = self.dropout(x, deterministic=deterministic)
+    if cfg.projects_embeddings:
+      x = self.projection(x)  # [B, T, H]
+    return nn.with_logical_constraint(x, ACT_BTH)
+
+
+SUBLAYERS = ("attention", "feed_forward")
 
 
 class TransformerLayer(nn.Module):
@@ -76,8 +87,11 @@ class TransformerLayer(nn.Module):
 
   With `pre_layer_norm` (an ablation; Xiong et al. 2020): x = x + Attn(LN(x));
   x = x + FFN(LN(x)), same param names, and the Encoder adds a final LayerNorm.
+  sublayers: the sub-layers this module holds and applies, in order (both, or one of
+  them when cross-layer sharing splits a layer between a shared and an own module).
   """
   config: BertConfig
+  sublayers: tuple[str, ...] = SUBLAYERS
 
   @nn.compact
   def __call__(self, hidden, mask_bias, deterministic: bool):
@@ -89,8 +103,6 @@ class TransformerLayer(nn.Module):
                       kernel_init=dense_init(cfg, axes), bias_init=zeros_init(axes[-1:]),
                       name=name)
 
-    attention_norm = layer_norm(cfg, "attention_layer_norm")
-    output_norm = layer_norm(cfg, "output_layer_norm")
     pre = cfg.pre_layer_norm
 
     def feed_forward(x):
@@ -100,16 +112,30 @@ class TransformerLayer(nn.Module):
       ffn = dense(cfg.hidden_size, ("mlp", "embed"), "output")(ffn)  # [B, T, H]
       return dropout(ffn, deterministic=deterministic)
 
-    attention_in = attention_norm(hidden).astype(cfg.compute_dtype) if pre else hidden
-    attended = SelfAttention(cfg, name="attention")(attention_in, mask_bias, deterministic)
-    hidden = hidden + dropout(attended, deterministic=deterministic)
-    if not pre:
-      hidden = attention_norm(hidden).astype(cfg.compute_dtype)
-    hidden = hidden + feed_forward(output_norm(hidden).astype(cfg.compute_dtype) if pre
-                                   else hidden)
-    if not pre:
-      hidden = output_norm(hidden).astype(cfg.compute_dtype)
+    if "attention" in self.sublayers:
+      attention_norm = layer_norm(cfg, "attention_layer_norm")
+      attention_in = attention_norm(hidden).astype(cfg.compute_dtype) if pre else hidden
+      attended = SelfAttention(cfg, name="attention")(attention_in, mask_bias, deterministic)
+      hidden = hidden + dropout(attended, deterministic=deterministic)
+      if not pre:
+        hidden = attention_norm(hidden).astype(cfg.compute_dtype)
+    if "feed_forward" in self.sublayers:
+      output_norm = layer_norm(cfg, "output_layer_norm")
+      hidden = hidden + feed_forward(output_norm(hidden).astype(cfg.compute_dtype) if pre
+                                     else hidden)
+      if not pre:
+        hidden = output_norm(hidden).astype(cfg.compute_dtype)
     return nn.with_logical_constraint(hidden, ACT_BTH)
+
+
+# config.layer_sharing -> (sub-layers of the one `shared_layer`, sub-layers each `layer_i`
+# keeps). Each layer applies attention then feed-forward, from whichever module holds it.
+LAYER_SHARING = {
+    "none": ((), SUBLAYERS),
+    "all": (SUBLAYERS, ()),
+    "attention": (("attention",), ("feed_forward",)),
+    "ffn": (("feed_forward",), ("attention",)),
+}
 
 
 def _remat_layer_class(policy: str):
@@ -133,7 +159,11 @@ class _ScannedLayer(nn.Module):
 
 
 class Encoder(nn.Module):
-  """L Transformer layers: unrolled (`layer_0` ...) or scanned (`layers`, stacked)."""
+  """L Transformer layers: unrolled (`layer_0` ...) or scanned (`layers`, stacked).
+
+  With cross-layer sharing (`config.layer_sharing`), the shared sub-layers' params are one
+  module, `shared_layer`, applied by every layer; `layer_i` hold what is not shared.
+  """
   config: BertConfig
 
   @nn.compact
@@ -150,8 +180,13 @@ class Encoder(nn.Module):
       all_states += [per_layer[i] for i in range(cfg.num_hidden_layers)]
     else:
       layer_cls = _remat_layer_class(cfg.remat_policy)
+      shared_parts, own_parts = LAYER_SHARING[cfg.layer_sharing]
+      shared = layer_cls(cfg, shared_parts, name="shared_layer") if shared_parts else None
       for i in range(cfg.num_hidden_layers):
-        hidden = layer_cls(cfg, name=f"layer_{i}")(hidden, mask_bias, deterministic)
+        own = layer_cls(cfg, own_parts, name=f"layer_{i}") if own_parts else None
+        in_order = (shared, own) if "attention" in shared_parts else (own, shared)
+        for module in filter(None, in_order):
+          hidden = module(hidden, mask_bias, deterministic)
         all_states.append(hidden)
     if cfg.pre_layer_norm:  # the residual stream is normalised once, at the end
       hidden = layer_norm(cfg, "final_layer_norm")(hidden).astype(cfg.compute_dtype)
@@ -210,5 +245,5 @@ class BertModel(nn.Module):
                          hidden_states=hidden_states)
 
   def word_embedding_table(self):
-    """[V, H] float32 word embeddings, for decoders tied to them (MLM)."""
+    """[V, E] float32 word embeddings, for decoders tied to them (MLM)."""
     return self.embeddings.word_embeddings.embedding

@@ -2,13 +2,13 @@
 
 Field names follow google-research/bert's `bert_config.json` (which HF's BERT `config.json`
 shares), so both files load with `BertConfig.from_json_dict`. `family` names the member
-(bert, roberta, distilbert: `bert_jax.models.families`); HF config.json of every family is
-read and written by `bert_jax.convert.families`. Fields that only matter to this
+(bert, roberta, distilbert, albert, electra: `bert_jax.models.families`); HF config.json
+of every family is read and written by `bert_jax.convert.families`. Fields that only matter to this
 implementation (compute dtype, scan/remat) are ours and are not exported to HF.
 """
 import dataclasses
 import json
-from typing import Any
+from typing import Any, Optional
 
 import jax.numpy as jnp
 
@@ -21,6 +21,9 @@ HIDDEN_ACTS = ("gelu", "gelu_tanh", "relu")
 _HF_ACT_ALIASES = {"gelu": "gelu", "gelu_tanh": "gelu_tanh", "gelu_new": "gelu_tanh",
                    "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh", "relu": "relu"}
 REMAT_POLICIES = ("none", "full", "dots")
+# Cross-layer parameter sharing (ALBERT, Lan et al. 2019): which sub-layers all L layers
+# share; the encoder's table `bert.LAYER_SHARING` says how each is applied.
+LAYER_SHARING = ("none", "all", "attention", "ffn")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,8 +54,16 @@ class BertConfig:
     pre_layer_norm: LayerNorm before each sub-layer plus a final one (an ablation; BERT
       and its released checkpoints are post-LN, and HF cannot load this variant).
     family: the member of the BERT family, a key of `bert_jax.models.families.FAMILIES`
-      ("bert", "roberta", "distilbert"); it decides position ids, pooler and head defaults.
+      ("bert", "roberta", "distilbert", "albert", "electra"); it decides position ids,
+      pooler and head defaults.
     pad_token_id: the padding id (RoBERTa's position ids skip it and start after it).
+    embedding_size: width of the embedding tables (E); None: H. With E != H (ALBERT's
+      factorized embeddings, ELECTRA's small ones) an E -> H projection follows the
+      embeddings' LayerNorm and dropout, and the MLM head maps H -> E before its decoder
+      tied to the E-wide table (ALBERT projects even when E == H: `Family.always_project`).
+    layer_sharing: cross-layer parameter sharing, one of LAYER_SHARING: "none"; "all" (one
+      layer's params applied L times: ALBERT); "attention" or "ffn" (only that sub-layer
+      shared, each layer keeps the other: the ALBERT paper's ablation, not in HF).
   """
   vocab_size: int = 30522
   hidden_size: int = 768
@@ -72,6 +83,8 @@ class BertConfig:
   pre_layer_norm: bool = False
   family: str = "bert"
   pad_token_id: int = 0
+  embedding_size: Optional[int] = None
+  layer_sharing: str = "none"
 
   def __post_init__(self):
     if self.family not in FAMILIES:
@@ -87,10 +100,30 @@ class BertConfig:
       raise ValueError(f"BertConfig: remat_policy={self.remat_policy!r} is not one of "
                        f"{REMAT_POLICIES}")
     jnp.dtype(self.dtype)  # raises on an unknown dtype name
+    if self.layer_sharing not in LAYER_SHARING:
+      raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r} is not one of "
+                       f"{LAYER_SHARING}")
+    if self.layer_sharing != "none" and self.scan_layers:
+      raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r} needs "
+                       "scan_layers=False (shared layers are not stacked)")
+    if self.embedding_size is not None and self.embedding_size <= 0:
+      raise ValueError(f"BertConfig: embedding_size={self.embedding_size} is not positive")
 
   @property
   def head_dim(self) -> int:
     return self.hidden_size // self.num_attention_heads
+
+  @property
+  def embedding_width(self) -> int:
+    """E: the width of the embedding tables and of the MLM decoder (H unless factorized)."""
+    return self.hidden_size if self.embedding_size is None else self.embedding_size
+
+  @property
+  def projects_embeddings(self) -> bool:
+    """Whether an E -> H projection follows the embeddings."""
+    if self.embedding_size is None:
+      return False
+    return self.embedding_size != self.hidden_size or FAMILIES[self.family].always_project
 
   @property
   def compute_dtype(self):
@@ -150,9 +183,14 @@ class BertConfig:
     if self.pre_layer_norm:
       raise ValueError("BertConfig: pre_layer_norm=True has no HF BERT equivalent (HF's "
                        "BertModel is post-LN); this model cannot be exported to HF")
+    if self.layer_sharing != "none" or self.projects_embeddings:
+      raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r}, embedding_size="
+                       f"{self.embedding_size} (hidden_size {self.hidden_size}) have no HF "
+                       f"{self.family} equivalent; this model cannot be exported to HF")
     hf_act = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu"}[self.hidden_act]
     d = dataclasses.asdict(self)
-    for k in ("dtype", "scan_layers", "remat_policy", "pre_layer_norm", "family"):
+    for k in ("dtype", "scan_layers", "remat_policy", "pre_layer_norm", "family",
+              "embedding_size", "layer_sharing"):
       d.pop(k)
     d.update(hidden_act=hf_act, model_type="bert", architectures=["BertForPreTraining"],
              position_embedding_type="absolute")
@@ -162,6 +200,13 @@ class BertConfig:
 _ROBERTA = dict(family="roberta", vocab_size=50265, max_position_embeddings=514,
                 type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1)
 _DISTILBERT = dict(family="distilbert", type_vocab_size=0)
+# ALBERT v2 (HF AlbertConfig with albert-base-v2's sizes): E=128, one shared layer, tanh
+# GELU, no dropout, SentencePiece vocab of 30,000.
+_ALBERT = dict(family="albert", vocab_size=30000, embedding_size=128, layer_sharing="all",
+               hidden_act="gelu_tanh", hidden_dropout_prob=0.0,
+               attention_probs_dropout_prob=0.0)
+# ELECTRA (HF ElectraConfig's defaults are ELECTRA-Small's discriminator): E=128.
+_ELECTRA = dict(family="electra", embedding_size=128)
 
 # The released sizes (Turc et al. 2019 for the small BERTs); intermediate = 4H. The
 # "-tiny" sizes of the other families are BERT-Tiny's shape with that family's fields.
@@ -179,6 +224,21 @@ SIZES = {
                                     num_attention_heads=12),
     "distilbert-tiny": dict(_DISTILBERT, num_hidden_layers=2, hidden_size=128,
                             num_attention_heads=2),
+    "albert-base-v2": dict(_ALBERT, num_hidden_layers=12, hidden_size=768,
+                           num_attention_heads=12),
+    "albert-tiny": dict(_ALBERT, num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
+                        embedding_size=64),
+    "electra-small": dict(_ELECTRA, num_hidden_layers=12, hidden_size=256,
+                          num_attention_heads=4),
+    # The paper's ELECTRA-Small generator: 1/4 of the discriminator's H, I and heads
+    # (Clark et al. 2020, Table 6; the released electra-small-generator checkpoint
+    # happens to be discriminator-sized). `generator_config` derives one from any size.
+    "electra-small-generator": dict(_ELECTRA, num_hidden_layers=12, hidden_size=64,
+                                    num_attention_heads=1),
+    "electra-tiny": dict(_ELECTRA, num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
+                         embedding_size=64),
+    "electra-tiny-generator": dict(_ELECTRA, num_hidden_layers=2, hidden_size=32,
+                                   num_attention_heads=1, embedding_size=64),
 }
 
 
@@ -191,3 +251,15 @@ def config_for_size(size: str, **overrides) -> BertConfig:
   fields["intermediate_size"] = 4 * fields["hidden_size"]
   fields.update(overrides)
   return BertConfig(**fields)
+
+
+def generator_config(discriminator: BertConfig, fraction: float = 0.25) -> BertConfig:
+  """ELECTRA's generator for a discriminator config: H, I and heads times `fraction`
+  (the paper's 1/4 for Small and Large, 1/3 for Base), the same embedding width E (the
+  two share their embedding tables), layers and vocabulary."""
+  heads = max(1, round(discriminator.num_attention_heads * fraction))
+  hidden = round(discriminator.hidden_size * fraction / heads) * heads
+  return discriminator.replace(
+      hidden_size=hidden, num_attention_heads=heads,
+      intermediate_size=round(discriminator.intermediate_size * fraction),
+      embedding_size=discriminator.embedding_width)

@@ -129,6 +129,8 @@ def attention_probs(intermediates, num_layers: int) -> list[jax.Array]:
   if "layers" in encoder:  # scanned: one [L, B, N, F, T] array
     stacked = encoder["layers"]["layer"]["attention"]["attention_probs"][0]
     return [stacked[i] for i in range(num_layers)]
+  if "attention" in encoder.get("shared_layer", {}):  # one module, sown at each of L calls
+    return list(encoder["shared_layer"]["attention"]["attention_probs"])
   return [encoder[f"layer_{i}"]["attention"]["attention_probs"][0] for i in range(num_layers)]
 
 

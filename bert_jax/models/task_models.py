@@ -26,7 +26,8 @@ import jax.numpy as jnp
 from bert_jax.models.config import BertConfig
 from bert_jax.models.bert import BertModel
 from bert_jax.models.families import family_of
-from bert_jax.models.heads import LinearHead, MaskedLMHead, NextSentenceHead
+from bert_jax.models.heads import (LinearHead, MaskedLMHead, NextSentenceHead,
+                                   ReplacedTokenHead)
 
 
 @flax.struct.dataclass
@@ -45,7 +46,8 @@ class PreTrainingOutput:
 
 @flax.struct.dataclass
 class ClassifierOutput:
-  """logits: [B, C] (sequence, C=1 for regression), [B, T, C] (tokens), [B, C] (choices)."""
+  """logits: [B, C] (sequence, C=1 for regression), [B, T, C] (tokens), [B, C] (choices),
+  [B, T] (replaced-token detection: one logit per token)."""
   logits: jax.Array
   hidden_states: Optional[tuple[jax.Array, ...]] = None
 
@@ -186,6 +188,26 @@ class BertForMultipleChoice(nn.Module):
                             hidden_states=enc.hidden_states)
 
 
+class BertForReplacedTokenDetection(nn.Module):
+  """ELECTRA's discriminator (HF ElectraForPreTraining): every token -> the logit that it
+  was replaced, `rtd_head` on the encoder (no pooler: ELECTRA's has none).
+
+  Its generator is `BertForPreTraining` of a smaller config of the same family
+  (`config.generator_config`); the two share their [V, E] embeddings in ELECTRA's
+  pretraining, which the replaced-token-detection objective arranges.
+  """
+  config: BertConfig
+
+  @nn.compact
+  def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
+               deterministic: bool = True, output_hidden_states: bool = False):
+    enc = BertModel(self.config, add_pooling_layer=False, name="bert")(
+        input_ids, token_type_ids, attention_mask, deterministic=deterministic,
+        output_hidden_states=output_hidden_states)
+    logits = ReplacedTokenHead(self.config, name="rtd_head")(enc.sequence_output)  # [B, T]
+    return ClassifierOutput(logits=logits, hidden_states=enc.hidden_states)
+
+
 TASK_MODELS = {
     "encoder": BertModel,
     "pretraining": BertForPreTraining,
@@ -193,6 +215,7 @@ TASK_MODELS = {
     "token_classification": BertForTokenClassification,
     "question_answering": BertForQuestionAnswering,
     "multiple_choice": BertForMultipleChoice,
+    "replaced_token_detection": BertForReplacedTokenDetection,
 }
 
 
