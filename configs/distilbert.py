@@ -6,7 +6,7 @@ one-layer DistilBERT-family student (no segments, no pooler) started from the te
 layer 0 ("every other layer"), its embeddings and MLM head:
 
   python -m bert_jax.train --config=configs/tiny.py --workdir=runs/tiny \
-      --config.num_train_steps=1000
+      --config.num_train_steps=500
   python -m bert_jax.train --config=configs/distilbert.py:teacher=runs/tiny \
       --workdir=runs/distilbert
 
@@ -21,7 +21,9 @@ Arg (`configs/distilbert.py:teacher=PATH,corpus=PATH,runlocal=True`): `teacher` 
 folder or bert_jax workdir with an MLM head and the student's vocabulary; `runlocal`
 shrinks everything for a smoke test (seconds).
 
-Measured: see the README (Results, distillation).
+Measured (300 steps, 2 shared cores, ~12 min; teacher at 500 steps, held-out MLM 0.141):
+held-out MLM accuracy 0.155 distilled, 0.092 for the same student without a teacher, 0.157
+started from the teacher's layer with MLM only (README, Results).
 """
 import os
 
@@ -40,16 +42,18 @@ def get_config(arg=None):
   config.distillation.temperature = 2.0
   config.data.example_builder = "full_sentences"
   use_prepared_corpus(config, arg.corpus)
+  config.data.max_seq_length = 64  # short rows: a few minutes on 2 shared cores
+  config.data.max_predictions_per_seq = 10
   config.optim.learning_rate = 1e-3
   config.optim.warmup_steps = 50
-  config.num_train_steps = 600
+  config.num_train_steps = 300
   config.log_every_steps = 50
   config.eval_every_steps = 0
   config.eval_batches = 0  # every held-out batch
   config.attention_guidance.weight = 1.0
   config.attention_guidance.patterns = "previous,next"
   config.attention_guidance.layers = "0"
-  config.checkpoint_every_steps = 300
+  config.checkpoint_every_steps = 100
   if arg.runlocal:
     shrink_pretraining_for_runlocal(config)
   return config

@@ -92,11 +92,15 @@ def test_terms_equal_torch_distiller_losses():
   np.testing.assert_allclose(float(got["distill_accuracy"]), agree, rtol=1e-6)
 
 
-def test_bad_student_layers_are_refused():
+def test_bad_student_layers_are_refused(corpus):
   with pytest.raises(ValueError, match="names 2 teacher layers; the student has 3"):
     distillation.parse_layers("0,2", 3, 4)
   with pytest.raises(ValueError, match=r"the teacher has layers 0..3"):
     distillation.parse_layers("0,4", 2, 4)
+  config = student_config(corpus, "unused", objectives="mlm")
+  with pytest.raises(ValueError, match=r"student_layers='0,2' but config.objectives='mlm' "
+                                       r"reads no teacher"):
+    trainer.make_task(config, trainer.resolve_model_config(config))
 
 
 # ---------------------------------------------------------------- student and teacher

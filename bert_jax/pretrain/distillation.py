@@ -112,6 +112,19 @@ def _prune_like(params: dict, like: dict, path: str) -> dict:
   return {k: _prune_like(params[k], like[k], path) for k in like}
 
 
+def teacher_for(config, student_config: BertConfig, needed: bool) -> Optional["Teacher"]:
+  """The run's Teacher when an objective reads one; None otherwise (then a student_layers
+  choice is an error: without a teacher objective no teacher is read to start from)."""
+  if needed:
+    return Teacher(config, student_config)
+  fields = config.get("distillation")
+  if fields is not None and fields.student_layers:
+    raise ValueError(f"config.distillation.student_layers={fields.student_layers!r} but "
+                     f"config.objectives={config.objectives!r} reads no teacher (distill, "
+                     "cosine): set it to '' for a student from scratch")
+  return None
+
+
 class Teacher:
   """The frozen teacher of config.distillation and how its outputs join the student's."""
 

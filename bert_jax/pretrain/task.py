@@ -53,8 +53,8 @@ class PretrainingTask:
         for kind in ("loss", "accuracy"))
     self.guidance = attention_guidance.from_config(
         config, model_config.num_hidden_layers, model_config.num_attention_heads)
-    self.teacher = (distillation.Teacher(config, model_config)
-                    if any(o.teacher for o, _ in self.objectives) else None)
+    self.teacher = distillation.teacher_for(config, model_config,
+                                            any(o.teacher for o, _ in self.objectives))
 
   def model_spec(self) -> dict:
     return {"task_model": "pretraining",
