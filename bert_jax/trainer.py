@@ -35,13 +35,14 @@ from bert_jax.finetune.squad import SquadTask
 from bert_jax.finetune.swag import SwagTask
 from bert_jax.metric_writers import MetricWriter, format_progress
 from bert_jax.models.config import BertConfig
+from bert_jax.pretrain.electra import ElectraTask
 from bert_jax.pretrain.task import PretrainingTask
 from bert_jax.task import FrozenParams, Task
 from bert_jax.text.tokenizers import make_tokenizer
 
 # config.task -> the task class; each is built as Task(config, model_config).
-TASKS = {"pretraining": PretrainingTask, "glue": GlueTask, "conll": ConllTask,
-         "squad": SquadTask, "swag": SwagTask}
+TASKS = {"pretraining": PretrainingTask, "electra": ElectraTask, "glue": GlueTask,
+         "conll": ConllTask, "squad": SquadTask, "swag": SwagTask}
 
 # Printed in the final summary line when a task reports them.
 _HEADLINE_METRICS = ("accuracy", "f1", "matthews_corrcoef", "pearson", "spearman",
