@@ -122,6 +122,12 @@ def init_params(params: dict, path: str, model_config: BertConfig):
   """(params with every tensor of the checkpoint at `path` copied in, notes on what was
   adapted): the trainer's config.init_from. `params` are the freshly initialised ones."""
   pretrained_config, pretrained, _ = load_params(path)
+  # A pretraining model of two networks passes on the one it names (ELECTRA: the
+  # discriminator); the other (its generator) is dropped.
+  part = getattr(task_models.TASK_MODELS.get(model_spec(path, pretrained)["task_model"]),
+                 "transfer_part", None)
+  if part:
+    pretrained = pretrained[part]
   if pretrained_config.vocab_size != model_config.vocab_size:
     raise ValueError(f"init_from {path}: vocab_size {pretrained_config.vocab_size} != "
                      f"config.model.vocab_size {model_config.vocab_size}")

@@ -1,4 +1,6 @@
 """Pieces every pretraining config shares. Experiment files import this and set sizes."""
+import os
+
 import ml_collections
 
 from bert_jax.models.config import config_for_size
@@ -37,6 +39,31 @@ def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDic
   # Inputs of the run report's energy and CO2e estimate (bert_jax/run_report.py).
   config.report = run_report.default_config()
   return config
+
+
+def use_prepared_corpus(config: ml_collections.ConfigDict, corpus: str) -> None:
+  """config.data reads the prepared real corpus (text/prepare.py) as the tiny CPU configs
+  do: T128, P20, batch 32, 60 documents held out, tokenized corpora cached in runs/cache."""
+  config.data.train_files = (os.path.abspath(corpus),)
+  config.data.eval_held_out_docs = 60
+  config.data.max_seq_length = 128
+  config.data.max_predictions_per_seq = 20
+  config.data.batch_size = 32
+  config.data.cache_dir = os.path.abspath("runs/cache")
+
+
+def shrink_pretraining_for_runlocal(config: ml_collections.ConfigDict) -> None:
+  """A pretraining config's smoke-test variant (seconds): T64, P10, batch 8, 20 steps."""
+  config.data.max_seq_length = 64
+  config.data.max_predictions_per_seq = 10
+  config.data.batch_size = 8
+  config.data.eval_held_out_docs = 4
+  config.num_train_steps = 20
+  config.optim.warmup_steps = 5
+  config.log_every_steps = 5
+  config.eval_every_steps = 10
+  config.eval_batches = 2
+  config.checkpoint_every_steps = 10
 
 
 def parse_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:

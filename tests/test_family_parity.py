@@ -461,24 +461,6 @@ def test_parameter_counts_equal_hf_at_published_sizes():
   assert counts["electra encoder"][0] == 13_483_008
 
 
-def test_electra_generator_uses_the_discriminators_embeddings():
-  from bert_jax.models.task_models import share_embeddings
-  disc_config = config_for_size("electra-tiny", vocab_size=61, max_position_embeddings=16)
-  ids = np.zeros((1, 4), np.int32)
-  shapes = lambda model: jax.eval_shape(  # noqa: E731
-      lambda: nn.unbox(model.init(jax.random.key(0), ids)["params"]))
-  gen = shapes(BertForPreTraining(generator_config(disc_config)))
-  disc = shapes(BertForReplacedTokenDetection(disc_config))
-  tied = share_embeddings(gen, disc)
-  for name in ("word_embeddings", "position_embeddings", "token_type_embeddings",
-               "layer_norm"):
-    assert tied["bert"]["embeddings"][name] is disc["bert"]["embeddings"][name]
-  # Each keeps its own E -> H projection (E=64 -> the generator's H=32, the discriminator's
-  # 128), and everything else stays the generator's.
-  assert tied["bert"]["embeddings"]["projection"]["kernel"].shape == (64, 32)
-  assert tied["mlm_head"] is gen["mlm_head"] and tied["bert"]["encoder"] is gen["bert"]["encoder"]
-
-
 # --- ALBERT's cross-layer sharing ---------------------------------------------------------
 
 _ATTENTION = {"attention", "attention_layer_norm"}

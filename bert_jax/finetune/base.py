@@ -94,7 +94,11 @@ class FinetuningTask:
     return batch
 
   # --- model -----------------------------------------------------------------------
-  def forward(self, model, params, batch, *, deterministic: bool, rng=None):
+  def frozen_params(self):
+    return None  # fine-tuning trains every param it reads
+
+  def forward(self, model, params, batch, *, deterministic: bool, rng=None, frozen=None):
+    del frozen
     rngs = None if deterministic else {"dropout": rng}
     packed = ({"packing": {k: batch[k] for k in packing.PACKING_KEYS}}
               if "segment_ids" in batch else {})  # packed training rows: [B, K] outputs
