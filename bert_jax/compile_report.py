@@ -36,11 +36,15 @@ def compile_report(config) -> dict:
                                                       sharding=setup.batch_sharding), batch)
   state = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
                        abstract, shardings)
+  frozen = None if setup.frozen is None else jax.tree.map(  # e.g. a distillation teacher
+      lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
+      setup.frozen_abstract, setup.frozen_sharding)
   step = trainer.make_train_step(setup.task, setup.model, setup.tx, setup.schedule,
                                  int(config.grad_accum_steps), setup.dropout_rng)
   with jax.set_mesh(setup.mesh), nn.logical_axis_rules(setup.rules):
-    compiled = jax.jit(step, in_shardings=(shardings, setup.batch_sharding),
-                       donate_argnums=0).lower(state, batch).compile()
+    compiled = jax.jit(step, in_shardings=(shardings, setup.batch_sharding,
+                                           setup.frozen_sharding),
+                       donate_argnums=0).lower(state, batch, frozen).compile()
   memory = compiled.memory_analysis()
   cost = compiled.cost_analysis() or {}
   if isinstance(cost, list):  # older jax returned one dict per program

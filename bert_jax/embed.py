@@ -3,13 +3,13 @@
   python -m bert_jax.embed --model=PATH --input=sentences.txt --output=out.npy \
       [--layers=-1 | --layers=-4,-3,-2,-1] [--pooling=cls|mean|none] [--normalize]
 
-PATH is anything `load_pretrained` reads, with a vocab.txt beside the weights. Layers are
+PATH is anything `load_pretrained` reads, with its tokenizer (vocab.txt, vocab.json +
+merges.txt or a SentencePiece .model) beside the weights. Layers are
 indices into hidden_states (0 = embeddings, -1 = last layer) and are concatenated on the
 feature axis. Output: float32 [N, D * len(layers)] for cls/mean pooling, or
 [N, max_length, D * len(layers)] for pooling=none (zeros at padding positions).
 """
 import functools
-import os
 
 import jax
 import jax.numpy as jnp
@@ -17,7 +17,7 @@ import numpy as np
 from absl import flags
 
 from bert_jax import cli
-from bert_jax.text.wordpiece import WordPieceTokenizer
+from bert_jax.text.tokenizers import model_tokenizer
 from bert_jax.weights import load_pretrained
 
 POOLINGS = ("cls", "mean", "none")
@@ -98,8 +98,7 @@ def main(argv):
   sentences = read_lines(_INPUT.value)  # a bad --input fails before the model loads
   layers = parse_layers(_LAYERS.value)
   model, variables = load_pretrained(_MODEL.value, heads="none")
-  folder = _MODEL.value if os.path.isdir(_MODEL.value) else os.path.dirname(_MODEL.value)
-  tokenizer = WordPieceTokenizer.from_pretrained_dir(folder)
+  tokenizer = model_tokenizer(_MODEL.value)
   features = embed_sentences(model, variables, tokenizer, sentences, layers, _POOLING.value,
                              _MAX_LENGTH.value, _BATCH_SIZE.value, _NORMALIZE.value)
   np.save(_OUTPUT.value, features)

@@ -4,12 +4,11 @@
 
 PATH is anything `load_pretrained` reads that carries the MLM head (a bert_jax pretraining
 workdir or checkpoint, an HF BertForPreTraining/BertForMaskedLM folder, a Google TF
-checkpoint), with its vocab.txt beside the weights. Each text may hold several [MASK]s;
+checkpoint), with its tokenizer files beside the weights. Each text may hold several [MASK]s;
 each is scored on its own (the others stay [MASK]), as HF's fill-mask pipeline does.
 The probabilities are the softmax over the whole vocabulary.
 """
 import functools
-import os
 
 import jax
 import jax.numpy as jnp
@@ -17,7 +16,7 @@ import numpy as np
 from absl import app, flags, logging
 
 from bert_jax import cli
-from bert_jax.text.wordpiece import WordPieceTokenizer
+from bert_jax.text.tokenizers import model_tokenizer
 from bert_jax.models.task_models import BertForPreTraining
 from bert_jax.weights import load_pretrained
 
@@ -73,8 +72,7 @@ def main(argv):
   if not flags.FLAGS["verbosity"].present:  # checkpoint-loading chatter off unless asked
     logging.set_verbosity(logging.WARNING)
   model, variables = load_pretrained(_MODEL.value)
-  folder = _MODEL.value if os.path.isdir(_MODEL.value) else os.path.dirname(_MODEL.value)
-  tokenizer = WordPieceTokenizer.from_pretrained_dir(folder)
+  tokenizer = model_tokenizer(_MODEL.value)
   for text, masks in zip(texts, fill_mask(model, variables, tokenizer, texts, _TOP_K.value,
                                           _MAX_LENGTH.value)):
     print(text)

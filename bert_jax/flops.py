@@ -1,8 +1,14 @@
-"""FLOPs of a BERT step from the model shapes, and the device peak they are measured against.
+"""FLOPs of a step of any family from the model shapes, and the device peak they are
+measured against.
 
 MFU = model FLOPs per step / step time / (peak FLOP/s per device x devices). Model FLOPs
 count the matmuls (2 per multiply-add) of the forward pass, times 3 for training (the
 backward pass costs about twice the forward); elementwise work is ignored, as usual.
+What the family changes: the E -> H embedding projection and H -> E MLM transform when
+E != H (ALBERT, ELECTRA); the feed-forward's matmuls (GeGLU's input projection is 2I wide:
+ModernBERT); the keys each query attends to (ModernBERT's local layers: the window's
+local_attention + 1, not T; model FLOPs count the window even where the kernel computes
+the full T x T and masks it). Shared layers (ALBERT) cost what unshared ones do.
 """
 import functools
 import time
@@ -11,6 +17,8 @@ import jax
 import jax.numpy as jnp
 
 from bert_jax.models.config import BertConfig
+from bert_jax.models.families import family_of
+from bert_jax.models.modernbert import is_global_layer
 
 # Dense peak FLOP/s per device (chip), bf16 (TPU figures are per chip).
 _PEAKS_BF16 = {
@@ -22,20 +30,37 @@ _PEAKS_BF16 = {
 _PEAKS_FP32 = {"A100": 19.5e12, "H100": 67e12, "H200": 67e12}
 
 
+# Feed-forward matrices of H x I per layer, by the family's architecture: in + out (BERT's
+# layers), or GeGLU's 2I-wide input + out (ModernBERT's).
+_FFN_MATRICES = {"bert": 2, "modernbert": 3}
+
+
+def _keys_per_query(config: BertConfig, layer: int, seq: int) -> int:
+  """Keys a query attends to in this layer: all T, or a local layer's window."""
+  if family_of(config).architecture == "modernbert" and not is_global_layer(config, layer):
+    return min(seq, config.local_attention + 1)
+  return seq
+
+
 def encoder_forward_flops(config: BertConfig, batch: int, seq: int) -> float:
   """Matmul FLOPs of one forward pass of the encoder (+ pooler)."""
-  h, i, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+  h, i, e = config.hidden_size, config.intermediate_size, config.embedding_width
   tokens = batch * seq
-  per_token_layer = 2 * (4 * h * h + 2 * h * i)  # q, k, v, out projections + FFN
-  attention = 2 * 2 * seq * h  # scores and context, per token per layer
+  ffn = _FFN_MATRICES[family_of(config).architecture]
+  per_token_layer = 2 * (4 * h * h + ffn * h * i)  # q, k, v, out projections + FFN
+  total = 0.0
+  for layer in range(config.num_hidden_layers):
+    attention = 2 * 2 * _keys_per_query(config, layer, seq) * h  # scores and context
+    total += tokens * (per_token_layer + attention)
+  projection = 2 * e * h * tokens if config.projects_embeddings else 0
   pooler = 2 * h * h * batch
-  return layers * tokens * (per_token_layer + attention) + pooler
+  return total + projection + pooler
 
 
 def pretraining_step_flops(config: BertConfig, batch: int, seq: int, predictions: int) -> float:
   """Training FLOPs of one MLM (sparse, `predictions` per sequence) + NSP step."""
-  h, v = config.hidden_size, config.vocab_size
-  mlm = batch * predictions * 2 * (h * h + h * v)
+  h, v, e = config.hidden_size, config.vocab_size, config.embedding_width
+  mlm = batch * predictions * 2 * (h * e + e * v)  # transform H -> E, decoder E -> V
   nsp = batch * 2 * h * 2
   return 3.0 * (encoder_forward_flops(config, batch, seq) + mlm + nsp)
 

@@ -61,6 +61,8 @@ def format_progress(step: int, total: int, metrics: dict, seconds_left: float) -
     parts.append(f"lr {float(metrics['learning_rate']):.2e}")
   if "tokens_per_sec" in metrics:
     parts.append(f"{float(metrics['tokens_per_sec']):,.0f} tok/s")
+  if "fill_rate" in metrics:  # the share of those positions that are real tokens
+    parts.append(f"fill {float(metrics['fill_rate']):.2f}")
   minutes, seconds = divmod(int(max(seconds_left, 0)), 60)
   parts.append(f"ETA {minutes}m{seconds:02d}s")
   return " | ".join(parts)

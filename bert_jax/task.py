@@ -8,8 +8,9 @@ state between calls (everything it needs later is in what it returned earlier).
 Call order in a run (bert_jax/trainer.py):
   task = TASKS[config.task](config, model_config)
   model = task.build_model()                         # also what `model_spec()` describes
+  frozen = task.frozen_params()                      # None, or what the step reads untrained
   inputs = task.make_inputs(tokenizer, process_index, process_count)
-  per step (jitted):  outputs = task.forward(model, params, batch, ...)
+  per step (jitted):  outputs = task.forward(model, params, batch, ..., frozen=...)
                       sums = task.loss_sums(outputs, batch); d = task.denominators(batch)
                       grad of task.loss(sums, d); logged: task.metrics(sums, d)
   per eval:           evaluation = task.evaluate(run_eval, inputs)
@@ -53,11 +54,34 @@ class TaskInputs:
     epochs); None where an epoch has no fixed length (pretraining counts steps).
   eval_metadata: whatever `evaluate` / `write_predictions` need besides the model's
     outputs (gold labels, SQuAD windows, CoNLL words); None when the task needs nothing.
+  width_examples: one local batch of each shape the training batches can have (dynamic
+    padding widths); the trainer compiles its step for each before the loop. Empty where
+    every batch has one shape (compiled at the first step).
   """
   train: Input
   eval: Input | None
   steps_per_epoch: int | None = None
   eval_metadata: Any = None
+  width_examples: tuple[Batch, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class FrozenParams:
+  """Params a task's step reads but never trains (a distillation teacher).
+
+  The trainer keeps them out of the train state (no gradient, no optimizer state, not
+  checkpointed: a resumed run loads them again), places them on the mesh by `model`'s
+  logical axes and hands them to every `forward` as `frozen`.
+
+  model: the module they belong to (its init gives their shapes and shardings).
+  load: () -> host params of `model` (float32 numpy), called once per run.
+  init_trainable: (fresh trainable params, frozen host params) -> (params, notes): how a
+    run that starts from scratch initialises the trained params from the frozen ones
+    (DistilBERT's student from the teacher's layers); None: fresh initialisation.
+  """
+  model: nn.Module
+  load: Callable[[], dict]
+  init_trainable: Callable[[dict, dict], tuple[dict, list[str]]] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,8 +115,14 @@ class Task(Protocol):
   def make_inputs(self, tokenizer, process_index: int, process_count: int) -> TaskInputs:
     """Reads and featurizes the data with the run's one tokenizer; this process's share."""
 
-  def forward(self, model: nn.Module, params, batch, *, deterministic: bool, rng=None):
-    """The model's outputs on a batch (jitted; rng is the dropout key when training)."""
+  def frozen_params(self) -> FrozenParams | None:
+    """What the step reads but does not train (a distillation teacher); None for most."""
+
+  def forward(self, model: nn.Module, params, batch, *, deterministic: bool, rng=None,
+              frozen=None):
+    """The model's outputs on a batch (jitted; rng is the step's key when training:
+    dropout, and any sampling the task does). frozen: the params `frozen_params()`
+    loaded, on device (None without)."""
 
   def loss_sums(self, outputs, batch) -> dict[str, jax.Array]:
     """Additive sums over the batch's rows (losses, correct counts)."""

@@ -26,6 +26,7 @@ from jax.experimental import multihost_utils
 from bert_jax import checkpoint
 from bert_jax import flops as flops_lib
 from bert_jax import optim
+from bert_jax import run_report
 from bert_jax import sharding
 from bert_jax import weights
 from bert_jax import workdir as workdir_lib
@@ -35,13 +36,14 @@ from bert_jax.finetune.squad import SquadTask
 from bert_jax.finetune.swag import SwagTask
 from bert_jax.metric_writers import MetricWriter, format_progress
 from bert_jax.models.config import BertConfig
+from bert_jax.pretrain.electra import ElectraTask
 from bert_jax.pretrain.task import PretrainingTask
-from bert_jax.task import Task
+from bert_jax.task import FrozenParams, Task
 from bert_jax.text.tokenizers import make_tokenizer
 
 # config.task -> the task class; each is built as Task(config, model_config).
-TASKS = {"pretraining": PretrainingTask, "glue": GlueTask, "conll": ConllTask,
-         "squad": SquadTask, "swag": SwagTask}
+TASKS = {"pretraining": PretrainingTask, "electra": ElectraTask, "glue": GlueTask,
+         "conll": ConllTask, "squad": SquadTask, "swag": SwagTask}
 
 # Printed in the final summary line when a task reports them.
 _HEADLINE_METRICS = ("accuracy", "f1", "matthews_corrcoef", "pearson", "spearman",
@@ -60,14 +62,16 @@ def _tree_norm(tree):
 
 
 def make_train_step(task, model, tx, schedule, accum: int, dropout_rng):
-  """(state, batch) -> (state, metrics): one optimizer update over `accum` micro-batches.
+  """(state, batch, frozen) -> (state, metrics): one optimizer update over `accum`
+  micro-batches; frozen: the task's untrained params on device (None without).
 
   Losses are the task's sums divided by the WHOLE batch's denominators, so accumulating
   micro-batch gradients gives the big batch's gradient (up to summation order).
   """
-  def grads_and_sums(params, batch, rng, denominators):
+  def grads_and_sums(params, batch, rng, denominators, frozen):
     def loss_fn(p, micro, micro_rng):
-      outputs = task.forward(model, p, micro, deterministic=False, rng=micro_rng)
+      outputs = task.forward(model, p, micro, deterministic=False, rng=micro_rng,
+                             frozen=frozen)
       sums = task.loss_sums(outputs, micro)
       return task.loss(sums, denominators), sums
     grad_fn = jax.grad(loss_fn, has_aux=True)
@@ -89,10 +93,10 @@ def make_train_step(task, model, tx, schedule, accum: int, dropout_rng):
     (grads, sums), _ = jax.lax.scan(body, zeros, (micro, jnp.arange(accum)))
     return grads, sums
 
-  def train_step(state, batch):
+  def train_step(state, batch, frozen=None):
     denominators = task.denominators(batch)
     step_rng = jax.random.fold_in(dropout_rng, state.step)
-    grads, sums = grads_and_sums(state.params, batch, step_rng, denominators)
+    grads, sums = grads_and_sums(state.params, batch, step_rng, denominators, frozen)
     updates, opt_state = tx.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     metrics = task.metrics(sums, denominators)
@@ -104,9 +108,10 @@ def make_train_step(task, model, tx, schedule, accum: int, dropout_rng):
 
 
 def make_eval_step(task, model):
-  """(params, batch) -> what the task's evaluate() collects (deterministic forward)."""
-  def eval_step(params, batch):
-    return task.eval_outputs(task.forward(model, params, batch, deterministic=True), batch)
+  """(params, batch, frozen) -> what the task's evaluate() collects (deterministic forward)."""
+  def eval_step(params, batch, frozen=None):
+    return task.eval_outputs(task.forward(model, params, batch, deterministic=True,
+                                          frozen=frozen), batch)
   return eval_step
 
 
@@ -123,6 +128,9 @@ class Setup:
   init_state: object  # rng -> boxed TrainState
   abstract_state: TrainState  # unboxed ShapeDtypeStructs
   state_sharding: TrainState
+  frozen: FrozenParams | None  # what the step reads untrained (task.frozen_params())
+  frozen_abstract: dict | None  # their unboxed ShapeDtypeStructs (None without)
+  frozen_sharding: dict | None  # their NamedShardings (None without)
   batch_sharding: jax.sharding.NamedSharding
   init_rng: jax.Array
   dropout_rng: jax.Array
@@ -174,20 +182,38 @@ def build(config: ml_collections.ConfigDict, task: Task | None = None,
   if config.get("freeze_encoder"):
     tx = optim.freeze(tx)
 
-  def init_state(rng):
+  def init_params(module, rng):
     example = task.example_batch(batch_size=1)
-    params = model.init({"params": rng}, example["input_ids"], example["token_type_ids"],
-                        example["attention_mask"])["params"]
+    return module.init({"params": rng}, example["input_ids"], example["token_type_ids"],
+                       example["attention_mask"])["params"]
+
+  def init_state(rng):
+    params = init_params(model, rng)
     return TrainState(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params))
 
   init_rng, dropout_rng = jax.random.split(jax.random.key(config.seed))
   abstract_boxed = jax.eval_shape(init_state, init_rng)
   state_sharding = sharding.state_shardings(abstract_boxed, mesh, rules)
+  frozen, frozen_abstract, frozen_sharding = task.frozen_params(), None, None
+  if frozen is not None:
+    frozen_boxed = jax.eval_shape(lambda r: init_params(frozen.model, r), init_rng)
+    frozen_abstract = nn.unbox(frozen_boxed)
+    frozen_sharding = sharding.state_shardings(frozen_boxed, mesh, rules)
   return Setup(task=task, model_config=model_config, model=model, tx=tx, schedule=schedule,
                mesh=mesh, rules=rules, init_state=init_state,
                abstract_state=nn.unbox(abstract_boxed), state_sharding=state_sharding,
+               frozen=frozen, frozen_abstract=frozen_abstract, frozen_sharding=frozen_sharding,
                batch_sharding=sharding.batch_sharding(mesh, rules), init_rng=init_rng,
                dropout_rng=dropout_rng)
+
+
+def place_frozen(host_params: dict, shardings: dict) -> dict:
+  """The task's frozen host params on the mesh; their tree must be the frozen model's."""
+  if jax.tree.structure(shardings) != jax.tree.structure(host_params):
+    raise ValueError(f"the frozen params (e.g. a distillation teacher) are not their model's: "
+                     f"{sorted(host_params)} vs {sorted(shardings)} at the top")
+  return jax.tree.map(lambda x, s: jax.device_put(np.asarray(x, np.float32), s),
+                      host_params, shardings)
 
 
 def validate_config(config: ml_collections.ConfigDict) -> None:
@@ -264,6 +290,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
 
 
 def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) -> dict:
+  invocation, meter = run_report.Invocation(), run_report.EnergyMeter()
   # ------------------------------------------------------------------------------------
   # Task, tokenizer, data (a fine-tuning run's length is counted in epochs of its data).
   # ------------------------------------------------------------------------------------
@@ -312,6 +339,11 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
     print(f"Already finished at step {restored_step}; results in {results_path}", flush=True)
     return final
 
+  frozen = frozen_host = None  # the task's untrained params (a teacher), loaded every run
+  if setup.frozen is not None:
+    frozen_host = setup.frozen.load()
+    frozen = place_frozen(frozen_host, setup.frozen_sharding)
+
   if restored is not None:
     state = restored[1]
     print(f"Resumed from {checkpoints.directory} at step {restored_step}", flush=True)
@@ -324,6 +356,12 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
     state = state.replace(params=jax.device_put(params, state_sharding.params))
     print(f"Initialised from {config.init_from}" + (f" ({'; '.join(notes)})" if notes else ""),
           flush=True)
+  elif setup.frozen is not None and setup.frozen.init_trainable is not None:
+    params, notes = setup.frozen.init_trainable(jax.device_get(state.params), frozen_host)
+    state = state.replace(params=jax.device_put(params, state_sharding.params))
+    print("Initialised from the frozen params" + (f" ({'; '.join(notes)})" if notes else ""),
+          flush=True)
+  del frozen_host
 
   # From here on the run writes to the workdir (nothing above has).
   writer = MetricWriter(workdir, enabled=is_chief)
@@ -344,9 +382,11 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
                                int(config.grad_accum_steps), setup.dropout_rng)
   eval_step = make_eval_step(task, setup.model)
 
-  p_train_step = jax.jit(train_step, in_shardings=(state_sharding, batch_sharding),
+  p_train_step = jax.jit(train_step, in_shardings=(state_sharding, batch_sharding,
+                                                   setup.frozen_sharding),
                          out_shardings=(state_sharding, replicated), donate_argnums=0)
-  p_eval_step = jax.jit(eval_step, in_shardings=(state_sharding.params, batch_sharding),
+  p_eval_step = jax.jit(eval_step, in_shardings=(state_sharding.params, batch_sharding,
+                                                 setup.frozen_sharding),
                         out_shardings=replicated)
 
   def evaluate(params):
@@ -356,7 +396,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
 
     def run_eval(local_batch):
       with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
-        return p_eval_step(params, sharding.global_batch(local_batch, mesh, rules))
+        return p_eval_step(params, sharding.global_batch(local_batch, mesh, rules), frozen)
     return task.evaluate(run_eval, inputs)
 
   def prefixed(evaluation) -> dict:
@@ -366,10 +406,26 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
   # Loop.
   # ------------------------------------------------------------------------------------
   step = int(jax.device_get(state.step))
+  invocation.first_step = step
+  if len(inputs.width_examples) > 1 and step < total_steps:
+    # Every padded width of the training batches, compiled now rather than mid-loop (a
+    # longer batch first coming at step 500 would stall the run there, and its timing).
+    start = time.time()
+    with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
+      for example in inputs.width_examples:
+        abstract = {k: jax.ShapeDtypeStruct((v.shape[0] * jax.process_count(), *v.shape[1:]),
+                                            v.dtype, sharding=batch_sharding)
+                    for k, v in example.items()}
+        p_train_step.lower(state, abstract, frozen).compile()
+    widths = [example["input_ids"].shape[-1] for example in inputs.width_examples]
+    print(f"Compiled the train step for widths {widths} in {time.time() - start:.1f} s",
+          flush=True)
   last_metrics: dict = {}
   tokens_since, flops_since, time_since, loop_start, start_step = 0, 0.0, time.time(), None, step
+  real_since = 0  # non-padding tokens (attention_mask), for the fill rate
   unchecked = []  # (step, metrics on device) not yet checked for NaN/inf
   last_saved = restored_step
+  global_batch = None  # the last step's, for the compiled cost in the run report
 
   def check_finite():
     """Stops at the first step whose loss, gradient or params are not finite (a sync at
@@ -392,18 +448,46 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
     checkpoints.save(at_step, state, train_input.state())
     last_saved = at_step
 
+  def report(loop_end: float, stopped_by=None):
+    """Writes this invocation's run report (WORKDIR/run_report.json) and prints it."""
+    if not is_chief or global_batch is None:
+      return
+    invocation.train_seconds = loop_end - invocation_loop_start
+    if loop_start is not None:
+      invocation.steady_seconds = loop_end - loop_start
+    with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
+      compiled = run_report.compiled_flops(p_train_step, state, global_batch, frozen)
+    entry = run_report.invocation_report(
+        invocation, step_flops=task.step_flops(local) * jax.process_count(),
+        step_flops_compiled=compiled, peak_flops=peak_flops, meter=meter,
+        report_config=config.get("report") or run_report.default_config(),
+        stopped_by=stopped_by)
+    run_report.append(workdir, entry)
+    print(run_report.summary_line(entry), flush=True)
+
+  invocation_loop_start = time.time()
+
   while step < total_steps:
     local = next(train_input)
     with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
-      state, metrics = p_train_step(state, sharding.global_batch(local, mesh, rules))
+      global_batch = sharding.global_batch(local, mesh, rules)
+      state, metrics = p_train_step(state, global_batch, frozen)
     step += 1
     unchecked.append((step, metrics))
-    tokens_since += task.tokens(local) * jax.process_count()
-    flops_since += task.step_flops(local) * jax.process_count()
+    step_tokens = task.tokens(local) * jax.process_count()
+    step_flops = task.step_flops(local) * jax.process_count()
+    tokens_since += step_tokens
+    real_since += int(np.sum(local["attention_mask"])) * jax.process_count()
+    flops_since += step_flops
+    invocation.steps += 1
+    invocation.tokens += step_tokens
+    invocation.model_flops += step_flops
     if loop_start is None:  # the first step includes compilation; time from the second
       jax.block_until_ready(metrics)
       loop_start, time_since, start_step = time.time(), time.time(), step
-      tokens_since, flops_since = 0, 0.0
+      tokens_since, flops_since, real_since = 0, 0.0, 0
+    else:
+      invocation.steady_flops += step_flops
 
     if step % config.log_every_steps == 0 or step == total_steps:
       check_finite()
@@ -411,7 +495,9 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
       now = time.time()
       metrics["tokens_per_sec"] = tokens_since / max(now - time_since, 1e-9)
       metrics["mfu"] = flops_since / max(now - time_since, 1e-9) / peak_flops
-      tokens_since, flops_since, time_since = 0, 0.0, now
+      metrics["real_tokens_per_sec"] = real_since / max(now - time_since, 1e-9)
+      metrics["fill_rate"] = real_since / max(tokens_since, 1)
+      tokens_since, flops_since, real_since, time_since = 0, 0.0, 0, now
       per_step = (now - loop_start) / max(step - start_step, 1)
       last_metrics = {k: float(v) for k, v in metrics.items()}
       writer.write(step, last_metrics)
@@ -434,6 +520,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
       checkpoints.wait()
       checkpoints.close()
       by = stop.requested or "a signal to another process"
+      report(time.time(), stopped_by=by)
       print(f"Stopped by {by} at step {step}; checkpoint saved in {checkpoints.directory}: "
             "run the same command to resume", flush=True)
       return {"stopped_by": by, "step": step}
@@ -442,6 +529,8 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
   # Final eval.
   # ------------------------------------------------------------------------------------
   checkpoints.wait()
+  jax.block_until_ready(state)
+  loop_end = time.time()
   final = dict(last_metrics)
   if loop_start is not None and step > start_step:  # throughput of this process's loop
     final["train_examples_per_sec"] = ((step - start_step) * config.data.batch_size /
@@ -462,6 +551,8 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) 
     print(f"Finished at step {step}: {summary}", flush=True)
     with open(os.path.join(workdir, "eval_results.json"), "w") as f:
       json.dump({"step": step, **final}, f, indent=2)
+    if not finished_before:
+      report(loop_end)
     if config.get("predict") and evaluation is not None:
       path = task.write_predictions(evaluation, inputs, workdir)
       if path:

@@ -9,7 +9,8 @@ A bert_jax workdir records its model in model_config.json ("model": a task_model
 so a fine-tuned workdir loads as its task model (classifier, tagger, QA, multiple choice)
 with its head. HF and TF checkpoints load as BertForPreTraining (with the family's MLM
 and sentence heads) or BertModel; an HF folder's config.json `model_type` picks the family
-(bert, roberta, distilbert; see bert_jax/convert/families.py).
+(bert, roberta, distilbert, albert, electra; see bert_jax/convert/families.py); ELECTRA's
+discriminator folder loads as BertForReplacedTokenDetection.
 """
 import json
 import os
@@ -86,6 +87,8 @@ def model_spec(path: str, params: dict) -> dict:
       recorded = json.load(f).get("model")
     if recorded:
       return recorded
+  if "rtd_head" in params:  # ELECTRA's discriminator
+    return {"task_model": "replaced_token_detection"}
   if "mlm_head" in params:
     return {"task_model": "pretraining",
             "sentence_heads": sorted(k[:-len("_head")] for k in params
@@ -119,6 +122,12 @@ def init_params(params: dict, path: str, model_config: BertConfig):
   """(params with every tensor of the checkpoint at `path` copied in, notes on what was
   adapted): the trainer's config.init_from. `params` are the freshly initialised ones."""
   pretrained_config, pretrained, _ = load_params(path)
+  # A pretraining model of two networks passes on the one it names (ELECTRA: the
+  # discriminator); the other (its generator) is dropped.
+  part = getattr(task_models.TASK_MODELS.get(model_spec(path, pretrained)["task_model"]),
+                 "transfer_part", None)
+  if part:
+    pretrained = pretrained[part]
   if pretrained_config.vocab_size != model_config.vocab_size:
     raise ValueError(f"init_from {path}: vocab_size {pretrained_config.vocab_size} != "
                      f"config.model.vocab_size {model_config.vocab_size}")

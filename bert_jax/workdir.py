@@ -108,14 +108,15 @@ def check_same_model(workdir: str, model_fields: dict, model_spec: dict) -> None
   """A rerun must train the model the workdir holds: same architecture, same head.
 
   model_fields: the run's BertConfig fields (to_json_dict); model_spec: its task model.
-  Implementation fields (dtype, scan_layers, remat_policy) may change between runs.
+  Implementation fields (dtype, scan_layers, remat_policy, attention_impl) may change
+  between runs.
   """
   path = os.path.join(workdir, MODEL_CONFIG)
   if not os.path.exists(path):
     return
   with open(path) as f:
     saved = json.load(f)
-  free = {"dtype", "scan_layers", "remat_policy", "hidden_dropout_prob",
+  free = {"dtype", "scan_layers", "remat_policy", "attention_impl", "hidden_dropout_prob",
           "attention_probs_dropout_prob"}
   changed = [f"{key} {saved[key]!r} -> {value!r}" for key, value in model_fields.items()
              if key in saved and key not in free and saved[key] != value]

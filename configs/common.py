@@ -1,7 +1,10 @@
 """Pieces every pretraining config shares. Experiment files import this and set sizes."""
+import os
+
 import ml_collections
 
 from bert_jax.models.config import config_for_size
+from bert_jax import run_report
 from bert_jax.optim import default_optim_config
 from bert_jax.pretrain import attention_guidance
 from bert_jax.pretrain.pipeline import default_data_config
@@ -33,7 +36,34 @@ def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDic
   # bert_jax/sharding.py; else a list of [logical name, mesh axis or list or None]).
   config.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
   config.logical_axis_rules = ml_collections.FieldReference(None, field_type=list)
+  # Inputs of the run report's energy and CO2e estimate (bert_jax/run_report.py).
+  config.report = run_report.default_config()
   return config
+
+
+def use_prepared_corpus(config: ml_collections.ConfigDict, corpus: str) -> None:
+  """config.data reads the prepared real corpus (text/prepare.py) as the tiny CPU configs
+  do: T128, P20, batch 32, 60 documents held out, tokenized corpora cached in runs/cache."""
+  config.data.train_files = (os.path.abspath(corpus),)
+  config.data.eval_held_out_docs = 60
+  config.data.max_seq_length = 128
+  config.data.max_predictions_per_seq = 20
+  config.data.batch_size = 32
+  config.data.cache_dir = os.path.abspath("runs/cache")
+
+
+def shrink_pretraining_for_runlocal(config: ml_collections.ConfigDict) -> None:
+  """A pretraining config's smoke-test variant (seconds): T64, P10, batch 8, 20 steps."""
+  config.data.max_seq_length = 64
+  config.data.max_predictions_per_seq = 10
+  config.data.batch_size = 8
+  config.data.eval_held_out_docs = 4
+  config.num_train_steps = 20
+  config.optim.warmup_steps = 5
+  config.log_every_steps = 5
+  config.eval_every_steps = 10
+  config.eval_batches = 2
+  config.checkpoint_every_steps = 10
 
 
 def parse_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
@@ -77,7 +107,9 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
   config.data = ml_collections.ConfigDict(dict(
       data_dir="", sources=dict(sources), train_split="train", eval_split="dev",
       max_seq_length=128, batch_size=32, eval_batch_size=64, vocab_path="",
-      lower_case=True, seed=0, train_examples=0, pad_to_multiple_of=32))
+      lower_case=True, seed=0, train_examples=0, pad_to_multiple_of=32,
+      # Examples packed per training row (GLUE; bert_jax/finetune/packing.py); 0 = off.
+      packing=0))
   config.data.update(data_fields)
   config.optim = default_optim_config()
   config.optim.learning_rate = 5e-5
@@ -99,6 +131,8 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
   config.freeze_encoder = False
   config.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
   config.logical_axis_rules = ml_collections.FieldReference(None, field_type=list)
+  # Inputs of the run report's energy and CO2e estimate (bert_jax/run_report.py).
+  config.report = run_report.default_config()
   return config
 
 

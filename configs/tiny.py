@@ -21,20 +21,14 @@ Measured (2-core CPU, 9,500-12,000 tokens/s, 1,500 steps in 8-11 minutes): MLM l
 Layer 1 is left unguided: guiding both layers (both heads of each) gave the same MLM
 accuracy but NSP stayed at chance, as [CLS] could no longer look past its neighbours.
 """
-import os
-
-from configs.common import parse_arg, pretraining_config
+from configs.common import (parse_arg, pretraining_config, shrink_pretraining_for_runlocal,
+                            use_prepared_corpus)
 
 
 def get_config(arg=None):
   arg = parse_arg(arg, corpus="runs/corpus/pretrain.txt", runlocal=False)
   config = pretraining_config("tiny")
-  config.data.train_files = (os.path.abspath(arg.corpus),)
-  config.data.eval_held_out_docs = 60
-  config.data.max_seq_length = 128
-  config.data.max_predictions_per_seq = 20
-  config.data.batch_size = 32
-  config.data.cache_dir = os.path.abspath("runs/cache")
+  use_prepared_corpus(config, arg.corpus)
   config.optim.learning_rate = 2e-3  # 2e-3 left the unigram plateau sooner than 1e-3
   config.optim.warmup_steps = 100
   config.num_train_steps = 1500
@@ -46,14 +40,5 @@ def get_config(arg=None):
   config.attention_guidance.layers = "0"
   config.checkpoint_every_steps = 500
   if arg.runlocal:
-    config.data.max_seq_length = 64
-    config.data.max_predictions_per_seq = 10
-    config.data.batch_size = 8
-    config.data.eval_held_out_docs = 4
-    config.num_train_steps = 20
-    config.optim.warmup_steps = 5
-    config.log_every_steps = 5
-    config.eval_every_steps = 10
-    config.eval_batches = 2
-    config.checkpoint_every_steps = 10
+    shrink_pretraining_for_runlocal(config)
   return config

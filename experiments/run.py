@@ -8,10 +8,13 @@ r"""Runs a sweep of experiments/sweeps/ here, one run after another, and records
 Run from the repository root. Each run is exactly
 `python -m bert_jax.train --config=CONFIG --config.KEY=VALUE ... --workdir=runs/SWEEP/RUN`,
 in a fresh workdir (an old one is deleted first), its output also going to
-runs/SWEEP/RUN.log. A finished run adds one JSON row to experiments/results/SWEEP.jsonl
+runs/SWEEP/RUN.log; a run with stages (pretraining sweeps: the fine-tunings that evaluate
+the pretrained model) then runs each stage's train command with
+--config.init_from=runs/SWEEP/RUN in runs/SWEEP/RUN.STAGE, its metrics going under
+metrics[STAGE]. A finished run adds one JSON row to experiments/results/SWEEP.jsonl
 (or --results): the command, git revision ("-dirty" if the tree has changes outside
-experiments/results/), wall time, finish time (UTC) and the metrics the sweep's METRICS
-names; the file keeps one row per run, in the sweep's order. Runs that already have a row
+experiments/results/), wall time, finish time (UTC), the metrics the sweep's METRICS
+names and the run report's total (tokens, FLOPs, kWh, CO2e: bert_jax/run_report.py); the file keeps one row per run, in the sweep's order. Runs that already have a row
 are skipped (--force re-runs them and replaces their row); a failed run writes no row,
 and the runner goes on and exits non-zero at the end. --print prints the commands of the
 runs it would do, one per line, and runs nothing.
@@ -26,6 +29,7 @@ import subprocess
 import sys
 import time
 
+from bert_jax import run_report
 from experiments import sweeps
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,12 +37,26 @@ _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def command(sweep: str, run: str, spec: dict) -> list[str]:
   """The train command of one run, as an argument list."""
+  return _train_command(spec, f"runs/{sweep}/{run}")
+
+
+def stage_commands(sweep: str, run: str, spec: dict) -> list[tuple[str, list[str]]]:
+  """(stage, command) of each fine-tuning stage of a run, in order: each starts from the
+  run's workdir (init_from) and trains in runs/SWEEP/RUN.STAGE."""
+  workdir = f"runs/{sweep}/{run}"
+  return [(stage, _train_command(
+      {"config": stage_spec["config"],
+       "overrides": {**stage_spec.get("overrides", {}), "init_from": workdir}},
+      f"{workdir}.{stage}")) for stage, stage_spec in spec.get("stages", {}).items()]
+
+
+def _train_command(spec: dict, workdir: str) -> list[str]:
   def value(v):
     return str(v).lower() if isinstance(v, bool) else str(v)
 
   return (["python", "-m", "bert_jax.train", f"--config={spec['config']}"] +
           [f"--config.{key}={value(v)}" for key, v in spec["overrides"].items()] +
-          [f"--workdir=runs/{sweep}/{run}"])
+          [f"--workdir={workdir}"])
 
 
 def git_revision() -> str:
@@ -100,27 +118,63 @@ def _prepare(name: str, module, print_only: bool) -> None:
       raise SystemExit(f"prepare failed: {cmd}")
 
 
-def _run(sweep: str, run: str, cmd: list[str], metrics_spec: dict) -> dict | None:
-  """Runs one command in a fresh workdir; its results row, or None if it failed."""
-  workdir = f"runs/{sweep}/{run}"
+def _execute_in_fresh_workdir(cmd: list[str], workdir: str) -> str | None:
+  """Runs a train command in a fresh workdir (log: WORKDIR.log); None, or why it failed."""
   shutil.rmtree(workdir, ignore_errors=True)
   os.makedirs(os.path.dirname(workdir), exist_ok=True)
-  print(f"== {run}: {shlex.join(cmd)}", flush=True)
+  code = _execute(cmd, f"{workdir}.log")
+  if code:
+    return f"exit code {code}"
+  if not os.path.exists(os.path.join(workdir, "eval_results.json")):
+    return "no eval_results.json"
+  return None
+
+
+def _report_total(workdirs: list[str]) -> dict | None:
+  """The run reports of these workdirs summed (None if none has one)."""
+  invocations = []
+  for workdir in workdirs:
+    path = os.path.join(workdir, run_report.FILENAME)
+    if os.path.exists(path):
+      with open(path) as f:
+        invocations += json.load(f)["invocations"]
+  return run_report.total(invocations) if invocations else None
+
+
+def _run(sweep: str, run: str, spec: dict, metrics_spec: dict) -> dict | None:
+  """Runs one run (its train command, then its stages); its results row, or None if a
+  command failed."""
+  workdir = f"runs/{sweep}/{run}"
+  commands = [(None, command(sweep, run, spec))] + stage_commands(sweep, run, spec)
   revision = git_revision()
   start = time.time()
-  code = _execute(cmd, f"{workdir}.log")
+  metrics = {}
+  for stage, cmd in commands:
+    stage_workdir = workdir if stage is None else f"{workdir}.{stage}"
+    print(f"== {run}{'' if stage is None else '.' + stage}: {shlex.join(cmd)}", flush=True)
+    failure = _execute_in_fresh_workdir(cmd, stage_workdir)
+    if failure:
+      print(f"== {run} failed ({failure}); log in {stage_workdir}.log", file=sys.stderr,
+            flush=True)
+      return None
+    if stage is None:
+      metrics = collect_metrics(workdir, metrics_spec)
+    else:
+      keys = spec["stages"][stage].get("metrics")
+      metrics[stage] = collect_metrics(stage_workdir, {"eval_results.json": keys})
   seconds = time.time() - start
-  failure = f"exit code {code}" if code else None
-  if not failure and not os.path.exists(os.path.join(workdir, "eval_results.json")):
-    failure = "no eval_results.json"
-  if failure:
-    print(f"== {run} failed ({failure}); log in {workdir}.log", file=sys.stderr, flush=True)
-    return None
-  return {"sweep": sweep, "run": run, "command": shlex.join(cmd), "git_revision": revision,
-          "wall_seconds": round(seconds, 1),
-          "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
-              timespec="seconds"),
-          "metrics": collect_metrics(workdir, metrics_spec)}
+  row = {"sweep": sweep, "run": run, "command": shlex.join(commands[0][1]),
+         "git_revision": revision, "wall_seconds": round(seconds, 1),
+         "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
+             timespec="seconds"),
+         "metrics": metrics}
+  if len(commands) > 1:
+    row["stage_commands"] = {stage: shlex.join(cmd) for stage, cmd in commands[1:]}
+  # The run's compute, energy and CO2e, summed over its stages and resumes.
+  total = _report_total([workdir] + [f"{workdir}.{stage}" for stage, _ in commands[1:]])
+  if total is not None:
+    row["report"] = total
+  return row
 
 
 def save_row(path: str, row: dict, order: list[str]) -> None:
@@ -159,11 +213,13 @@ def main(argv=None):
       print(f"skip {run}: it has a row in {path} (--force re-runs it)", file=sys.stderr)
   failed = []
   for run in todo:
-    cmd = command(args.sweep, run, specs[run])
     if args.print_only:
-      print(shlex.join(cmd))
+      print(shlex.join(command(args.sweep, run, specs[run])))
+      for _, cmd in stage_commands(args.sweep, run, specs[run]):
+        print(shlex.join(cmd))
       continue
-    row = _run(args.sweep, run, cmd, getattr(module, "METRICS", {"eval_results.json": None}))
+    row = _run(args.sweep, run, specs[run],
+               getattr(module, "METRICS", {"eval_results.json": None}))
     if row is None:
       failed.append(run)
     else:

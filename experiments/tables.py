@@ -5,6 +5,8 @@ r"""Prints the markdown table of a sweep from its results file (the README's tab
 
 Rows are the results file's (experiments/results/SWEEP.jsonl, written by
 `python -m experiments.run SWEEP`), in its order; the columns are the sweep's COLUMNS.
+When the rows carry run reports, a line after the table gives the sweep's total compute,
+energy and CO2e (bert_jax/run_report.py states how they are estimated).
 """
 import argparse
 
@@ -19,6 +21,26 @@ def markdown(columns, rows: list[dict]) -> str:
   return "\n".join(lines)
 
 
+def sweep_total(rows: list[dict]) -> str | None:
+  """One line summing the rows' run reports; None when no row has one."""
+  reports = [row["report"] for row in rows if "report" in row]
+  if not reports:
+    return None
+  def add(key):
+    values = [r[key] for r in reports if r.get(key) is not None]
+    return sum(values), len(values)
+  flops, _ = add("model_flops")
+  tokens, _ = add("tokens")
+  seconds, _ = add("wall_seconds")
+  kwh, with_energy = add("kwh")
+  co2, _ = add("co2e_kg")
+  line = (f"Sweep total ({len(reports)} of {len(rows)} runs with a run report): "
+          f"{tokens:,} tokens, {flops:.3g} model FLOPs, {seconds / 3600:.2f} h")
+  if with_energy:
+    line += f", {kwh:.3g} kWh, {co2:.3g} kg CO2e ({with_energy} runs with an energy figure)"
+  return line
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("sweep", help=f"one of: {', '.join(sweeps.names())}")
@@ -30,6 +52,8 @@ def main(argv=None):
   if not rows:
     raise SystemExit(f"no results in {path}: run python -m experiments.run {args.sweep}")
   print(markdown(module.COLUMNS, rows))
+  if (line := sweep_total(rows)) is not None:
+    print(f"\n{line}")
 
 
 if __name__ == "__main__":

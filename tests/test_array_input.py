@@ -63,6 +63,14 @@ def test_dynamic_padding_keeps_every_real_token(choices):
       assert not long[key][..., width:].any() or key == "token_labels"
     np.testing.assert_array_equal(short["label"], long["label"])
   assert len(widths) > 1  # the batches really differ in width
+  # width_examples: one batch per width a batch can have (what the trainer compiles first).
+  assert widths <= set(trimmed.widths())
+  expected = sorted({min(-(-n // 4) * 4, 16) for n in lengths})
+  assert trimmed.widths() == expected and full.widths() == [16]
+  examples = trimmed.width_examples()
+  assert [e["input_ids"].shape[-1] for e in examples] == expected
+  assert all(e["label"].shape == (8,) and e["token_labels"].shape[-1] == e["input_ids"].shape[-1]
+             for e in examples)
 
 
 def test_dynamic_padding_gives_every_process_the_same_width():

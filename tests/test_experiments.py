@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from experiments import report
 from experiments import run as runner
 from experiments import sweeps
 from experiments import tables
@@ -163,7 +164,8 @@ def test_committed_results_print_one_row_per_run(sweep, capsys):
     assert {"sweep", "run", "command", "git_revision", "wall_seconds", "finished_at",
             "metrics"} <= set(row) and row["sweep"] == sweep
   tables.main([sweep])
-  assert len(capsys.readouterr().out.splitlines()) == 2 + len(rows)
+  out = capsys.readouterr().out.splitlines()
+  assert len([line for line in out if line.startswith("|")]) == 2 + len(rows)
 
 
 @pytest.mark.parametrize("sweep", ["plateau", "finetune_minilm"])
@@ -173,3 +175,111 @@ def test_readme_tables_are_the_printed_ones(sweep):
   table = tables.markdown(module.COLUMNS, sweeps.read_results(sweeps.results_path(sweep)))
   with open(os.path.join(REPO, "README.md")) as f:
     assert table in f.read()
+
+
+def _ablation_row(run, sst2, mlm=0.2, steps=(250, 1000)):
+  return {**_row(run, {"step": 1000, "eval_mlm_accuracy": mlm,
+                       "eval_by_step": {str(s): {"eval_mlm_accuracy": mlm * s / 1000}
+                                        for s in steps},
+                       "sst2": {"eval_accuracy": sst2}, "mrpc": {"eval_f1": 0.8}},
+                  sweep="bert_objectives"),
+          "report": {"tokens": 100, "model_flops": 1e12, "wall_seconds": 360, "kwh": 0.01,
+                     "co2e_kg": 0.005}}
+
+
+def test_ablation_results_page_from_a_small_results_file(tmp_path):
+  module = sweeps.load("bert_objectives")
+  rows = [_ablation_row("mlm_nsp_s0", 0.80), _ablation_row("mlm_nsp_s1", 0.82),
+          _ablation_row("mlm_only_s0", 0.75), _ablation_row("mlm_only_s1", 0.78)]
+  text = report.render("bert_objectives", module, rows, str(tmp_path))
+  lines = text.splitlines()
+  assert ("| variant | seeds | held-out MLM acc | SST-2 dev acc | MRPC held-out F1 | "
+          "CoNLL dev F1 (fine-tuned) | CoNLL dev F1 (features) | paper: SST-2 dev accuracy | "
+          "paper: MRPC dev F1 |") in lines
+  assert ("| MLM + NSP (BERT) | 2 | 20.00 [20.00, 20.00] | 81.00 [80.00, 82.00] | "
+          "80.00 [80.00, 80.00] |  |  | 92.7 | 86.7 |") in lines
+  # The paper's better variant (MLM + NSP) is above on every seed here.
+  assert "**Direction here: held (mlm_nsp above mlm_only on sst2 eval_accuracy, every seed).**" \
+      in lines
+  assert ("Sweep total (4 of 4 runs with a run report): 400 tokens, 4e+12 model FLOPs, "
+          "0.40 h, 0.04 kWh, 0.02 kg CO2e (4 runs with an energy figure)") in lines
+  for name in ("bert_objectives.png", "bert_objectives_curves.png"):
+    assert os.path.getsize(tmp_path / name) > 1000
+  overlapping = rows[:2] + [_ablation_row("mlm_only_s0", 0.81), rows[3]]
+  assert report.verdict(module, overlapping).startswith("not decided")
+  reversed_rows = rows[:2] + [_ablation_row("mlm_only_s0", 0.9),
+                              _ablation_row("mlm_only_s1", 0.85)]
+  assert report.verdict(module, reversed_rows).startswith("reversed")
+  assert report.verdict(module, rows[:3]).startswith("not decided (fewer than two seeds")
+  assert "Not run yet" in report.render("bert_objectives", module, [], str(tmp_path))
+
+
+def test_committed_results_page_is_up_to_date():
+  report.main(["--check"])
+
+
+def test_ablation_runs_print_their_fine_tuning_stages(plateau_vocab, tmp_path, capsys):
+  runner.main(["bert_objectives", "mlm_only_s1", "--print",
+               f"--results={tmp_path / 'none.jsonl'}"])
+  lines = capsys.readouterr().out.splitlines()
+  assert len(lines) == 5  # pretraining, then sst2, mrpc, conll, conll_features
+  assert lines[0].startswith("python -m bert_jax.train --config=configs/tiny.py ")
+  assert "--config.objectives=mlm " in lines[0] and "--config.model.vocab_size=123 " in lines[0]
+  assert lines[1] == ("python -m bert_jax.train "
+                      "--config=configs/glue.py:task=sst2,train_examples=4000 "
+                      "--config.optim.learning_rate=5e-4 --config.data.max_seq_length=64 "
+                      "--config.init_from=runs/bert_objectives/mlm_only_s1 "
+                      "--workdir=runs/bert_objectives/mlm_only_s1.sst2")
+  assert lines[4].endswith("--workdir=runs/bert_objectives/mlm_only_s1.conll_features")
+
+
+def test_a_run_with_stages_writes_one_row_with_every_stage(tmp_path, monkeypatch):
+  """The train commands are replaced: each writes its eval_results.json and run report."""
+  os.makedirs(tmp_path / "runs/corpus")
+  (tmp_path / "runs/corpus/pretrain.txt").write_text("")
+  (tmp_path / "runs/corpus/vocab-8k.txt").write_text("a\nb\n")
+  monkeypatch.chdir(tmp_path)
+
+  def fake_execute(cmd, log_path):
+    workdir = cmd[-1].split("=", 1)[1]
+    os.makedirs(workdir)
+    stage = workdir.rsplit(".", 1)[1] if "." in os.path.basename(workdir) else None
+    with open(os.path.join(workdir, "eval_results.json"), "w") as f:
+      json.dump({"step": 3, "eval_mlm_accuracy": 0.25} if stage is None else
+                {"eval_accuracy": 0.5, "eval_f1": 0.625}, f)
+    with open(os.path.join(workdir, "metrics.jsonl"), "w") as f:
+      f.write(json.dumps({"step": 2, "eval_mlm_accuracy": 0.125}) + "\n")
+    with open(os.path.join(workdir, "run_report.json"), "w") as f:
+      json.dump({"invocations": [{"steps": 3, "tokens": 30, "wall_seconds": 2.0,
+                                  "train_seconds": 1.0, "model_flops": 1e9,
+                                  "energy": {"kwh": 1e-6, "co2e_kg": 5e-7}}]}, f)
+    return 0
+
+  monkeypatch.setattr(runner, "_execute", fake_execute)
+  path = str(tmp_path / "r.jsonl")
+  runner.main(["bert_objectives", "mlm_nsp_s0", f"--results={path}"])
+  [row] = sweeps.read_results(path)
+  assert row["metrics"]["eval_mlm_accuracy"] == 0.25
+  assert row["metrics"]["eval_by_step"] == {"2": {"eval_mlm_accuracy": 0.125}}
+  assert row["metrics"]["sst2"] == {"eval_accuracy": 0.5}
+  assert row["metrics"]["conll_features"] == {"eval_f1": 0.625}
+  assert set(row["stage_commands"]) == {"sst2", "mrpc", "conll", "conll_features"}
+  assert row["report"]["invocations"] == 5 and row["report"]["tokens"] == 150
+
+
+def test_pretraining_payoff_learning_curve_section(tmp_path):
+  module = sweeps.load("pretraining_payoff")
+  rows = [_row(f"sst2_n500_{init}_s{seed}", {"step": 47, "eval_accuracy": acc},
+               sweep="pretraining_payoff")
+          for init, accs in (("pretrained", (0.60, 0.62, 0.61)), ("random", (0.50, 0.55, 0.52)))
+          for seed, acc in enumerate(accs)]
+  rows += [_row(f"cola_nall_{init}_s{seed}", {"step": 801, "eval_matthews_corrcoef": 0.1 + d},
+                sweep="pretraining_payoff")
+           for init, d in (("pretrained", 0.0), ("random", 0.05)) for seed in range(2)]
+  lines = module.render(rows, str(tmp_path)).splitlines()
+  assert ("| sst2 (accuracy) | 500 | 61.00 [60.00, 62.00] | 52.33 [50.00, 55.00] | +8.67 | "
+          "pretrained better on every seed |") in lines
+  assert lines[3].startswith("| cola (matthews_corrcoef) | all | 10.00 [10.00, 10.00] | "
+                             "15.00 [15.00, 15.00] | -5.00 | fewer than 3 seeds |")
+  assert os.path.getsize(tmp_path / "pretraining_payoff.png") > 1000
+  assert len(runner.sweeps.load("pretraining_payoff").get_sweep()) == 36

@@ -1,8 +1,10 @@
-"""RoBERTa and DistilBERT: configs of the one model code, proven equal to HF transformers.
+"""RoBERTa, DistilBERT, ALBERT and ELECTRA: configs of the one model code, proven equal to
+HF transformers.
 
 For each family, random-weight models of odd shapes on padded batches (fp32):
-HF -> ours and ours -> HF, every hidden state, the pooled output and the MLM logits
-within 1e-5; ours -> HF -> ours bit-identical; HF `from_pretrained` of our export reports
+HF -> ours and ours -> HF, every hidden state, the pooled output, the MLM logits and the
+sentence-head logits (ALBERT's SOP), ELECTRA's discriminator logits, within 1e-5;
+ours -> HF -> ours bit-identical; HF `from_pretrained` of our export reports
 no missing/unexpected keys; parameter counts at the published sizes equal HF's; config
 round trips through model_config.json and HF config.json; a tiny model of each family
 fine-tunes through the trainer from an HF-format folder.
@@ -21,8 +23,10 @@ transformers = pytest.importorskip("transformers")
 from bert_jax import checkpoint  # noqa: E402
 from bert_jax.convert import families, hf, mapping  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
-from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
-from bert_jax.models.task_models import BertForPreTraining  # noqa: E402
+from bert_jax.models.config import BertConfig, config_for_size, generator_config  # noqa: E402
+from bert_jax.models.families import family_of  # noqa: E402
+from bert_jax.models.task_models import (BertForPreTraining,  # noqa: E402
+                                         BertForReplacedTokenDetection)
 from bert_jax.weights import load_pretrained  # noqa: E402
 from tests.hf_reference import hf_state, random_hf_model  # noqa: E402
 
@@ -47,8 +51,28 @@ CONFIGS = {
         family="distilbert", vocab_size=61, hidden_size=32, num_hidden_layers=2,
         num_attention_heads=4, intermediate_size=64, max_position_embeddings=24,
         type_vocab_size=0, hidden_act="relu"),
+    # Factorized embeddings (E=20 < H=48), one layer shared by all three, tanh GELU.
+    "albert_h48_l3": BertConfig(
+        family="albert", vocab_size=97, hidden_size=48, embedding_size=20,
+        num_hidden_layers=3, num_attention_heads=3, intermediate_size=80,
+        max_position_embeddings=40, hidden_act="gelu_tanh", layer_sharing="all"),
+    # HF's num_hidden_groups = L (no sharing), E == H (ALBERT still projects), exact GELU.
+    "albert_h32_e32_l2_unshared": BertConfig(
+        family="albert", vocab_size=61, hidden_size=32, embedding_size=32,
+        num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+        max_position_embeddings=24, layer_sharing="none"),
+    "electra_h48_l3": BertConfig(
+        family="electra", vocab_size=97, hidden_size=48, embedding_size=20,
+        num_hidden_layers=3, num_attention_heads=3, intermediate_size=80,
+        max_position_embeddings=40),
+    # E == H: no embeddings_project; tanh GELU in the layers and the discriminator head
+    # (the generator head's GELU stays exact, as HF's ElectraGeneratorPredictions).
+    "electra_h32_e32_l1_tanh": BertConfig(
+        family="electra", vocab_size=61, hidden_size=32, embedding_size=32,
+        num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+        max_position_embeddings=24, hidden_act="gelu_tanh"),
 }
-FAMILIES = ("roberta", "distilbert")
+FAMILIES = ("roberta", "distilbert", "albert", "electra")
 
 
 def _batch(config, lengths, max_len, seed):
@@ -84,21 +108,36 @@ def _max_diff(ours, theirs, mask=None):
 
 
 def _assert_parity(out, ref, config, mask, logits=None):
-  """All hidden states (and the MLM logits) within TOL at the real tokens."""
+  """All hidden states (and the MLM logits, the SOP logits where HF has them) within TOL
+  at the real tokens."""
   assert len(out.hidden_states) == len(ref.hidden_states) == config.num_hidden_layers + 1
   diffs = {f"hidden_states[{i}]": _max_diff(a, b, mask)
            for i, (a, b) in enumerate(zip(out.hidden_states, ref.hidden_states))}
   if logits is not None:
     diffs["mlm_logits"] = _max_diff(out.mlm_logits, logits, mask)
+  if getattr(ref, "sop_logits", None) is not None:
+    diffs["sop_logits"] = _max_diff(out.sentence_logits["sop"], ref.sop_logits)
   assert max(diffs.values()) < TOL, diffs
   return diffs
+
+
+def _mlm_logits(ref):
+  """HF's MLM logits (AlbertForPreTraining calls them prediction_logits)."""
+  return ref.logits if hasattr(ref, "logits") else ref.prediction_logits
+
+
+def _assert_discriminator_parity(out, ref, config, mask):
+  """ELECTRA's discriminator: hidden states and the per-token logits [B, T] within TOL."""
+  _assert_parity(out, ref, config, mask)
+  assert _max_diff(out.logits, ref.logits, mask) < TOL
 
 
 # Dense layers feeding an activation (HF names): their weights are scaled up in the HF ->
 # ours test so that pre-activations reach O(1), where exact and tanh GELU differ by
 # more than TOL (at HF's init std 0.02 they would not, and a wrong activation would pass).
 _ACTIVATION_INPUTS = ("intermediate.dense.weight", "ffn.lin1.weight", "lm_head.dense.weight",
-                      "vocab_transform.weight")
+                      "vocab_transform.weight", "albert_layers.0.ffn.weight",
+                      "predictions.dense.weight", "discriminator_predictions.dense.weight")
 
 
 def _sharpened(model, factor=30.0):
@@ -123,20 +162,23 @@ def _perturbed(params, seed):
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_hf_to_ours_parity(name):
   config = CONFIGS[name]
+  family = family_of(config)
   classes = families.FAMILIES[config.family]
   ids, types, mask = _batch(config, [11, 5, 1], 11, seed=1)
 
   hf_mlm = _sharpened(random_hf_model(config, seed=0, cls_name=classes.pretraining_class))
   state = hf.normalize_names(hf_state(hf_mlm), "t", config.family)
   params, with_heads = hf.state_to_params(state, config, "t")
-  assert with_heads and "pooler" not in params["bert"]
+  assert with_heads and ("pooler" in params["bert"]) == family.pretraining_pooler
   ref = _hf_forward(hf_mlm, config, ids, types, mask)
   out = BertForPreTraining(config).apply({"params": params}, ids, types, mask,
                                          output_hidden_states=True)
-  assert out.sentence_logits == {} and out.pooled_output is None
-  _assert_parity(out, ref, config, mask, ref.logits)
+  assert sorted(out.sentence_logits) == sorted(family.sentence_heads)
+  assert (out.pooled_output is None) == (not family.pretraining_pooler)
+  _assert_parity(out, ref, config, mask, _mlm_logits(ref))
 
-  # The bare encoder (RobertaModel has a pooler, DistilBertModel none), unprefixed names.
+  # The bare encoder (RobertaModel and AlbertModel have a pooler, DistilBertModel and
+  # ElectraModel none), unprefixed names.
   hf_encoder = _sharpened(random_hf_model(config, seed=4, cls_name=classes.encoder_class))
   state = hf.normalize_names(hf_state(hf_encoder), "t", config.family)
   params, with_heads = hf.state_to_params(state, config, "t")
@@ -145,10 +187,21 @@ def test_hf_to_ours_parity(name):
   out = BertModel(config).apply({"params": params}, ids, types, mask,
                                 output_hidden_states=True)
   _assert_parity(out, ref, config, mask)
-  if config.family == "roberta":
+  if family.pooler:
     assert _max_diff(out.pooled_output, ref.pooler_output) < TOL
   else:
     assert out.pooled_output is None and "pooler" not in params
+
+  # ELECTRA's discriminator (ElectraForPreTraining): its replaced-token logits.
+  for task_model, cls_name in classes.other_head_classes:
+    hf_model = _sharpened(random_hf_model(config, seed=6, cls_name=cls_name))
+    state = hf.normalize_names(hf_state(hf_model), "t", config.family)
+    params, with_heads = hf.state_to_params(state, config, "t")
+    assert with_heads and task_model == "replaced_token_detection"
+    ref = _hf_forward(hf_model, config, ids, types, mask)
+    out = BertForReplacedTokenDetection(config).apply({"params": params}, ids, types, mask,
+                                                      output_hidden_states=True)
+    _assert_discriminator_parity(out, ref, config, mask)
 
 
 def test_roberta_position_ids_count_real_tokens_from_pad_plus_one():
@@ -167,7 +220,23 @@ def test_roberta_position_ids_count_real_tokens_from_pad_plus_one():
 
 # --- ours -> HF -> ours ---------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["roberta_h48_l3", "distilbert_h48_l3"])
+def _hf_from_pretrained(folder, cls_name):
+  """HF's class loads our folder with no missing or unexpected keys."""
+  model, info = getattr(transformers, cls_name).from_pretrained(
+      folder, output_loading_info=True, attn_implementation="eager")
+  assert not info["missing_keys"] and not info["unexpected_keys"], info
+  return model.eval()
+
+
+def _assert_bit_identical(params, back):
+  flat_a, flat_b = mapping.flatten(params), mapping.flatten(jax.device_get(back))
+  assert flat_a.keys() == flat_b.keys()
+  for k in flat_a:
+    np.testing.assert_array_equal(flat_a[k], flat_b[k], err_msg=k)
+
+
+@pytest.mark.parametrize("name", ["roberta_h48_l3", "distilbert_h48_l3", "albert_h48_l3",
+                                  "electra_h48_l3"])
 def test_ours_to_hf_parity_and_round_trip(name, tmp_path):
   config = CONFIGS[name]
   classes = families.FAMILIES[config.family]
@@ -177,39 +246,41 @@ def test_ours_to_hf_parity_and_round_trip(name, tmp_path):
   hf.save(str(tmp_path / "mlm"), config, params)
   with open(tmp_path / "mlm" / "config.json") as f:
     assert json.load(f)["architectures"] == [classes.pretraining_class]
-  hf_mlm, info = transformers.AutoModelForMaskedLM.from_pretrained(
-      str(tmp_path / "mlm"), output_loading_info=True, attn_implementation="eager")
-  assert type(hf_mlm).__name__ == classes.pretraining_class
-  assert not info["missing_keys"] and not info["unexpected_keys"], info
-  ref = _hf_forward(hf_mlm.eval(), config, ids, types, mask)
+  hf_mlm = _hf_from_pretrained(str(tmp_path / "mlm"), classes.pretraining_class)
+  ref = _hf_forward(hf_mlm, config, ids, types, mask)
   out = model.apply({"params": params}, ids, types, mask, output_hidden_states=True)
-  _assert_parity(out, ref, config, mask, ref.logits)
+  _assert_parity(out, ref, config, mask, _mlm_logits(ref))
   # ours -> HF -> ours is bit-identical, through load_pretrained (config.json picks the
   # family) as through hf.load.
   loaded, variables = load_pretrained(str(tmp_path / "mlm"))
   assert loaded.config == config and type(loaded).__name__ == "BertForPreTraining"
-  flat_a = mapping.flatten(params)
-  flat_b = mapping.flatten(jax.device_get(variables["params"]))
-  assert flat_a.keys() == flat_b.keys()
-  for k in flat_a:
-    np.testing.assert_array_equal(flat_a[k], flat_b[k], err_msg=k)
+  _assert_bit_identical(params, variables["params"])
 
   # The bare encoder: the family's HF encoder class loads it with nothing missing.
   encoder = BertModel(config)
   enc_params = _perturbed(nn.unbox(encoder.init(jax.random.key(4), ids)["params"]), seed=6)
   hf.save(str(tmp_path / "encoder"), config, enc_params)
-  hf_encoder, info = transformers.AutoModel.from_pretrained(
-      str(tmp_path / "encoder"), output_loading_info=True, attn_implementation="eager")
-  assert type(hf_encoder).__name__ == classes.encoder_class
-  assert not info["missing_keys"] and not info["unexpected_keys"], info
-  ref = _hf_forward(hf_encoder.eval(), config, ids, types, mask)
+  hf_encoder = _hf_from_pretrained(str(tmp_path / "encoder"), classes.encoder_class)
+  ref = _hf_forward(hf_encoder, config, ids, types, mask)
   out = encoder.apply({"params": enc_params}, ids, types, mask, output_hidden_states=True)
   _assert_parity(out, ref, config, mask)
-  if config.family == "roberta":
+  if family_of(config).pooler:
     assert _max_diff(out.pooled_output, ref.pooler_output) < TOL
   _, back, _ = hf.load(str(tmp_path / "encoder"))
-  for k, v in mapping.flatten(enc_params).items():
-    np.testing.assert_array_equal(v, mapping.flatten(back)[k], err_msg=k)
+  _assert_bit_identical(enc_params, back)
+
+  # ELECTRA's discriminator: ElectraForPreTraining loads it; load_pretrained gives it back.
+  for task_model, cls_name in classes.other_head_classes:
+    disc = BertForReplacedTokenDetection(config)
+    disc_params = _perturbed(nn.unbox(disc.init(jax.random.key(5), ids)["params"]), seed=7)
+    folder = str(tmp_path / task_model)
+    hf.save(folder, config, disc_params)
+    ref = _hf_forward(_hf_from_pretrained(folder, cls_name), config, ids, types, mask)
+    out = disc.apply({"params": disc_params}, ids, types, mask, output_hidden_states=True)
+    _assert_discriminator_parity(out, ref, config, mask)
+    loaded, variables = load_pretrained(folder)
+    assert type(loaded).__name__ == "BertForReplacedTokenDetection"
+    _assert_bit_identical(disc_params, variables["params"])
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -232,8 +303,10 @@ def test_convert_cli_round_trip_keeps_the_family(family, tmp_path):
 
 # --- configs --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", sorted(CONFIGS) + ["roberta-base", "distilbert-base-uncased",
-                                                    "roberta-tiny", "distilbert-tiny"])
+@pytest.mark.parametrize("name", sorted(CONFIGS) + [
+    "roberta-base", "distilbert-base-uncased", "roberta-tiny", "distilbert-tiny",
+    "albert-base-v2", "albert-tiny", "electra-small", "electra-small-generator",
+    "electra-tiny", "electra-tiny-generator"])
 def test_config_round_trips_through_model_config_and_hf_config_json(name, tmp_path):
   config = CONFIGS[name] if name in CONFIGS else config_for_size(name)
   checkpoint.write_model_config(str(tmp_path), config)
@@ -242,8 +315,9 @@ def test_config_round_trips_through_model_config_and_hf_config_json(name, tmp_pa
   assert raw["model_type"] == config.family
   assert families.config_from_hf(json.loads(json.dumps(raw))) == config
   hf_config = transformers.AutoConfig.for_model(raw.pop("model_type"), **raw)
-  assert type(hf_config).__name__ == {"roberta": "RobertaConfig",
-                                      "distilbert": "DistilBertConfig"}[config.family]
+  assert type(hf_config).__name__ == {"roberta": "RobertaConfig", "distilbert":
+                                      "DistilBertConfig", "albert": "AlbertConfig",
+                                      "electra": "ElectraConfig"}[config.family]
   assert (hf_config.hidden_size, hf_config.num_hidden_layers, hf_config.num_attention_heads,
           hf_config.pad_token_id) == (config.hidden_size, config.num_hidden_layers,
                                       config.num_attention_heads, config.pad_token_id)
@@ -256,12 +330,27 @@ def test_published_sizes():
   distil = config_for_size("distilbert-base-uncased")
   assert (distil.num_hidden_layers, distil.hidden_size, distil.type_vocab_size,
           distil.vocab_size) == (6, 768, 0, 30522)
+  # HF AlbertConfig's defaults at albert-base-v2's sizes; ElectraConfig's defaults.
+  albert, albert_hf = config_for_size("albert-base-v2"), transformers.AlbertConfig(
+      hidden_size=768, num_attention_heads=12, intermediate_size=3072)
+  electra, electra_hf = config_for_size("electra-small"), transformers.ElectraConfig()
+  for ours, theirs in ((albert, albert_hf), (electra, electra_hf)):
+    assert families.config_from_hf(theirs.to_dict()) == ours, ours.family
+  assert (albert.embedding_size, albert.vocab_size, albert.hidden_act, albert.layer_sharing) \
+      == (128, 30000, "gelu_tanh", "all")
+  assert (electra.embedding_size, electra.hidden_size, electra.num_attention_heads,
+          electra.intermediate_size) == (128, 256, 4, 1024)
+  # The paper's ELECTRA-Small generator: a quarter of the discriminator, same E.
+  assert generator_config(electra) == config_for_size("electra-small-generator")
+  assert generator_config(config_for_size("electra-tiny"), 0.25) == config_for_size(
+      "electra-tiny-generator")
 
 
 def test_bad_hf_configs_are_one_line_errors(tmp_path):
   (tmp_path / "config.json").write_text(json.dumps({"model_type": "xlnet", "d_model": 8}))
-  with pytest.raises(ValueError, match=r"model_type='xlnet' is not supported \(known: bert, "
-                                       r"distilbert, roberta\)") as error:
+  known = ", ".join(sorted(families.FAMILIES))
+  with pytest.raises(ValueError, match=rf"model_type='xlnet' is not supported \(known: "
+                                       rf"{known}\)") as error:
     load_pretrained(str(tmp_path))
   assert "\n" not in str(error.value)
   raw = families.config_to_hf(CONFIGS["distilbert_h48_l3"])
@@ -269,8 +358,27 @@ def test_bad_hf_configs_are_one_line_errors(tmp_path):
     families.config_from_hf({**raw, "sinusoidal_pos_embds": True})
   with pytest.raises(ValueError, match="model_type='roberta' is an HF config of another"):
     BertConfig.from_json_dict(families.config_to_hf(CONFIGS["roberta_h48_l3"]))
-  with pytest.raises(ValueError, match="family='albert' is not one of"):
-    BertConfig(family="albert")
+  with pytest.raises(ValueError, match="family='xlnet' is not one of"):
+    BertConfig(family="xlnet")
+  # ALBERT: HF's layer groups express no sharing or full sharing only, and ours -> HF
+  # refuses the attention-/FFN-only ablations.
+  raw = families.config_to_hf(CONFIGS["albert_h48_l3"])
+  assert (raw["num_hidden_groups"], raw["inner_group_num"]) == (1, 1)
+  for groups, inner in ((1, 2), (2, 1)):
+    with pytest.raises(ValueError, match=f"num_hidden_groups={groups}, inner_group_num={inner} "
+                                         "is not supported"):
+      families.config_from_hf({**raw, "num_hidden_groups": groups, "inner_group_num": inner})
+  for sharing in ("attention", "ffn"):
+    ablation = CONFIGS["albert_h48_l3"].replace(layer_sharing=sharing)
+    with pytest.raises(ValueError, match=f"layer_sharing='{sharing}'"):
+      families.config_to_hf(ablation)
+    params = nn.unbox(BertModel(ablation).init(jax.random.key(0), np.zeros((1, 4), np.int32)))
+    with pytest.raises(ValueError, match=f"this config has layer_sharing='{sharing}'"):
+      hf.save(str(tmp_path / sharing), ablation, params["params"])
+    with pytest.raises(ValueError, match=f"layer_sharing='{sharing}' has no HF equivalent"):
+      hf.params_to_state(params["params"], ablation)
+  with pytest.raises(ValueError, match="no HF bert equivalent"):  # BERT cannot share either
+    families.config_to_hf(BertConfig(layer_sharing="all"))
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -281,8 +389,11 @@ def test_wrong_shape_names_tensor_and_both_shapes(family, tmp_path):
   hf.save(str(tmp_path), config, jax.device_get(params))
   raw = json.loads((tmp_path / "config.json").read_text())
   (tmp_path / "config.json").write_text(json.dumps({**raw, "vocab_size": 98}))
-  with pytest.raises(ValueError, match=rf"tensor {family}.embeddings.word_embeddings.weight has "
-                                       r"shape \(97, 48\) but the config expects \(98, 48\)"):
+  e = config.embedding_width
+  names = mapping.NAMES[family]
+  table = f"{names.prefix}.{names.encoder['embeddings/word_embeddings']}.weight"
+  with pytest.raises(ValueError, match=rf"tensor {table} has "
+                                       rf"shape \(97, {e}\) but the config expects \(98, {e}\)"):
     load_pretrained(str(tmp_path))
 
 
@@ -325,10 +436,70 @@ def test_parameter_counts_equal_hf_at_published_sizes():
       "distilbert mlm": (_our_count(BertForPreTraining(distil)),
                          _hf_count(transformers.DistilBertForMaskedLM, distil_hf)),
   }
+  # albert-base-v2: HF AlbertConfig's defaults at base sizes; electra-small: ElectraConfig's.
+  albert_hf = transformers.AlbertConfig(hidden_size=768, num_attention_heads=12,
+                                        intermediate_size=3072)
+  electra_hf = transformers.ElectraConfig()
+  albert, electra = config_for_size("albert-base-v2"), config_for_size("electra-small")
+  counts.update({
+      "albert encoder": (_our_count(BertModel(albert)),
+                         _hf_count(transformers.AlbertModel, albert_hf)),
+      "albert pretraining": (_our_count(BertForPreTraining(albert)),
+                             _hf_count(transformers.AlbertForPreTraining, albert_hf)),
+      "electra encoder": (_our_count(BertModel(electra)),
+                          _hf_count(transformers.ElectraModel, electra_hf)),
+      "electra discriminator": (_our_count(BertForReplacedTokenDetection(electra)),
+                                _hf_count(transformers.ElectraForPreTraining, electra_hf)),
+      "electra generator": (_our_count(BertForPreTraining(electra)),
+                            _hf_count(transformers.ElectraForMaskedLM, electra_hf)),
+  })
   for name, (ours, theirs) in counts.items():
     assert ours == theirs, (name, ours, theirs)
   assert counts["roberta encoder"][0] == 124_645_632
   assert counts["distilbert encoder"][0] == 66_362_880
+  assert counts["albert encoder"][0] == 11_683_584
+  assert counts["electra encoder"][0] == 13_483_008
+
+
+# --- ALBERT's cross-layer sharing ---------------------------------------------------------
+
+_ATTENTION = {"attention", "attention_layer_norm"}
+_FFN = {"intermediate", "output", "output_layer_norm"}
+
+
+@pytest.mark.parametrize("sharing, shared, own", [
+    ("all", _ATTENTION | _FFN, None), ("attention", _ATTENTION, _FFN),
+    ("ffn", _FFN, _ATTENTION), ("none", None, _ATTENTION | _FFN)])
+def test_layer_sharing_param_trees_and_outputs(sharing, shared, own):
+  """The shared sub-layers are ONE set of params (`encoder/shared_layer`), each layer keeps
+  the rest; with every layer's own params equal to the shared layer's, each sharing mode
+  computes exactly the all-shared model (so each applies attention, then FFN, L times)."""
+  base = CONFIGS["albert_h48_l3"]
+  ids, types, mask = _batch(base, [7, 3], 7, seed=3)
+  all_params = _perturbed(nn.unbox(BertModel(base).init(jax.random.key(0), ids)["params"]), 1)
+  config = base.replace(layer_sharing=sharing)
+  model = BertModel(config)
+  params = nn.unbox(model.init(jax.random.key(0), ids)["params"])
+  layers = [f"layer_{i}" for i in range(config.num_hidden_layers)]
+  assert set(params["encoder"]) == ({"shared_layer"} if shared else set()) | (
+      set(layers) if own else set())
+  if shared:
+    assert set(params["encoder"]["shared_layer"]) == shared
+  for name in layers if own else ():
+    assert set(params["encoder"][name]) == own
+  one_layer = all_params["encoder"]["shared_layer"]
+  params["embeddings"], params["pooler"] = all_params["embeddings"], all_params["pooler"]
+  for name in params["encoder"]:
+    params["encoder"][name] = {k: one_layer[k] for k in params["encoder"][name]}
+  reference = BertModel(base).apply({"params": all_params}, ids, types, mask,
+                                    output_hidden_states=True)
+  out = model.apply({"params": params}, ids, types, mask, output_hidden_states=True)
+  for a, b in zip(out.hidden_states, reference.hidden_states):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  # With dropout on, too (each application draws its own mask).
+  train = model.apply({"params": params}, ids, types, mask, deterministic=False,
+                      rngs={"dropout": jax.random.key(1)})
+  assert np.isfinite(np.asarray(train.sequence_output)).all()
 
 
 # --- fine-tuning through the trainer ----------------------------------------------------
@@ -339,7 +510,8 @@ def test_tiny_model_fine_tunes_from_an_hf_folder(family, tmp_path, vocab_path):
   """GLUE SST-2 runlocal, 2 steps, from a tiny random model saved as an HF folder with
   BERT's WordPiece vocab (the byte-level BPE tokenizer lands separately; pad id 0 is the
   vocab's [PAD])."""
-  from bert_jax import trainer
+  from bert_jax import embed, trainer
+  from bert_jax.text.wordpiece import WordPieceTokenizer
   from configs import glue
   config = config_for_size(f"{family}-tiny", vocab_size=30522, max_position_embeddings=64,
                            pad_token_id=0)
@@ -347,6 +519,11 @@ def test_tiny_model_fine_tunes_from_an_hf_folder(family, tmp_path, vocab_path):
   params = nn.unbox(model.init(jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
   folder = str(tmp_path / f"tiny_{family}")
   hf.save(folder, config, jax.device_get(params), vocab_path=vocab_path)
+  # `embed` on the folder (what its main does): one mean-pooled [H] vector per sentence.
+  encoder, variables = load_pretrained(folder, heads="none")
+  vectors = embed.embed_sentences(encoder, variables, WordPieceTokenizer.from_pretrained_dir(
+      folder), ["a short sentence .", "another one"], max_length=16, batch_size=2)
+  assert vectors.shape == (2, config.hidden_size) and np.isfinite(vectors).all()
   run = glue.get_config("task=sst2,runlocal=True")
   run.init_from = folder
   run.num_train_steps = 2

@@ -8,6 +8,14 @@ from nbclient import NotebookClient
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def run_notebook(notebook) -> str:
+  """Executes a notebook from notebooks/; returns the text its code cells printed."""
+  NotebookClient(notebook, timeout=600, kernel_name="python3",
+                 resources={"metadata": {"path": os.path.join(REPO, "notebooks")}}).execute()
+  return "".join(out.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
+                 for out in cell.get("outputs", []))
+
+
 def test_finetune_glue_notebook_runs_and_learns(minilm_dir, data_dir, monkeypatch, tmp_path):
   del minilm_dir  # the notebook finds the weights itself; this skips without them
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_EXAMPLES", "1280")  # 40 steps, about a minute
@@ -17,10 +25,7 @@ def test_finetune_glue_notebook_runs_and_learns(minilm_dir, data_dir, monkeypatc
   # A fresh workdir: the notebook writes runs/notebook_sst2_1280 under the repo otherwise.
   notebook.cells.insert(0, nbformat.v4.new_code_cell(
       f"import os; os.environ['BERT_JAX_NOTEBOOK_RUNS'] = {str(tmp_path)!r}"))
-  NotebookClient(notebook, timeout=600, kernel_name="python3",
-                 resources={"metadata": {"path": os.path.join(REPO, "notebooks")}}).execute()
-  outputs = "".join(out.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
-                    for out in cell.get("outputs", []))
+  outputs = run_notebook(notebook)
   accuracy = float(outputs.split("dev accuracy ")[1].split()[0])
   print(f"notebook: SST-2 dev accuracy after 40 steps on 1,280 sentences: {accuracy:.4f}")
   assert accuracy > 0.7  # all-MiniLM-L6-v2 learns SST-2 well above chance even this briefly
@@ -36,10 +41,7 @@ def test_pretrain_tiny_notebook_runs_and_learns(data_dir, monkeypatch, tmp_path)
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_RUNS", str(tmp_path))
   path = os.path.join(REPO, "notebooks", "pretrain_tiny.ipynb")
   notebook = nbformat.read(path, as_version=4)
-  NotebookClient(notebook, timeout=600, kernel_name="python3",
-                 resources={"metadata": {"path": os.path.join(REPO, "notebooks")}}).execute()
-  outputs = "".join(out.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
-                    for out in cell.get("outputs", []))
+  outputs = run_notebook(notebook)
   # The masking statistics of the inspect cell.
   selected = float(outputs.split("selected_fraction")[1].split()[0])
   assert abs(selected - 0.15) < 0.01
@@ -50,3 +52,49 @@ def test_pretrain_tiny_notebook_runs_and_learns(data_dir, monkeypatch, tmp_path)
   assert first > 9.5 and last < first - 2.0, (first, last)
   assert os.path.isfile(tmp_path / "notebook_tiny_60" / "pretraining_curves.png")
   assert outputs.count("[MASK] 1:") == 2 and "[MASK] 2:" in outputs
+
+
+def test_what_bert_learns_notebook_finds_positional_heads(minilm_dir, data_dir, monkeypatch,
+                                                           tmp_path):
+  del minilm_dir  # the notebook finds the weights itself; this skips without them
+  monkeypatch.setenv("BERT_JAX_DATA_DIR", data_dir)
+  monkeypatch.setenv("BERT_JAX_NOTEBOOK_SEGMENTS", "8")
+  monkeypatch.setenv("BERT_JAX_NOTEBOOK_RUNS", str(tmp_path))
+  path = os.path.join(REPO, "notebooks", "what_bert_learns.ipynb")
+  notebook = nbformat.read(path, as_version=4)
+  outputs = run_notebook(notebook)
+
+  def best(statistic, which):
+    line = next(line for line in outputs.splitlines() if line.strip().startswith(statistic))
+    part = line.split(f"{which}: max ")[1]
+    return float(part.split()[0])
+
+  # all-MiniLM-L6-v2 has a previous-token head (0.98 of its attention on 64 segments) and a
+  # next-token head (0.66); random weights spread attention about uniformly (~0.01).
+  assert best("previous token", "pretrained") > 0.9
+  assert best("next token", "pretrained") > 0.5
+  assert best("previous token", "random init") < 0.1
+  for name in ("attention_heads.png", "attention_maps.png"):
+    assert os.path.isfile(tmp_path / "what_bert_learns" / name)
+
+
+def test_masking_strategies_notebook_shows_each_selector(data_dir, monkeypatch, tmp_path):
+  monkeypatch.setenv("BERT_JAX_DATA_DIR", data_dir)
+  monkeypatch.setenv("BERT_JAX_NOTEBOOK_BATCHES", "10")
+  monkeypatch.setenv("BERT_JAX_NOTEBOOK_RUNS", str(tmp_path))
+  notebook = nbformat.read(os.path.join(REPO, "notebooks", "masking_strategies.ipynb"),
+                           as_version=4)
+  outputs = run_notebook(notebook)
+  stats = {}
+  for name, selected, partial, drawn in re.findall(
+      r"(\w+): selected ([\d.]+), partly-masked words ([\d.]+), first-unit length mean "
+      r"([\d.]+)", outputs):
+    stats[name] = (float(selected), float(partial), float(drawn))
+  assert set(stats) == {"token", "whole_word", "ngram", "span"}
+  for selected, _, _ in stats.values():
+    assert abs(selected - 0.15) < 0.02
+  assert stats["token"][1] > 0.02 and stats["whole_word"][1] == 0.0
+  assert stats["token"][2] == 1.0 and 1.3 < stats["ngram"][2] < 2.0
+  assert 2.8 < stats["span"][2] < 4.8  # geometric(0.2) clipped at 10: 3.78
+  assert outputs.count("--- ") == 4 and "[MASK:" in outputs
+  assert os.path.isfile(tmp_path / "notebook_masking" / "masking_strategies.png")

@@ -10,7 +10,7 @@ config reader and writer and to its HF classes (its HF tensor names are
 import dataclasses
 from typing import Any, Callable
 
-from bert_jax.models.config import BertConfig
+from bert_jax.models.config import HF_ACT_NAMES, BertConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,11 +18,19 @@ class HFFamily:
   """config_from_hf: (HF config.json dict, source for errors) -> BertConfig.
   config_to_hf: BertConfig -> HF config.json dict (without `architectures`).
   encoder_class / pretraining_class: HF's classes of the bare encoder and of the
-  pretraining model (what `architectures` names, by whether the heads are written)."""
+  pretraining model (what `architectures` names, by whether the heads are written).
+  other_head_classes: (our task model, HF class) of further HF classes with heads
+  (ELECTRA's discriminator next to its generator)."""
   config_from_hf: Callable[[dict, str], BertConfig]
   config_to_hf: Callable[[BertConfig], dict]
   encoder_class: str
   pretraining_class: str
+  other_head_classes: tuple[tuple[str, str], ...] = ()
+
+  @property
+  def head_classes(self) -> dict[str, str]:
+    """Our task model (`task_models.TASK_MODELS` name) -> the HF class with its heads."""
+    return {"pretraining": self.pretraining_class, **dict(self.other_head_classes)}
 
 
 # --- BERT and RoBERTa: HF's config uses BertConfig's field names -----------------------
@@ -77,12 +85,137 @@ def _distilbert_to_hf(config: BertConfig) -> dict[str, Any]:
   return raw
 
 
+# --- ALBERT: BERT's names plus embedding_size and layer groups -------------------------
+
+def _albert_from_hf(raw: dict, source: str) -> BertConfig:
+  groups, inner = raw.get("num_hidden_groups", 1), raw.get("inner_group_num", 1)
+  layers = raw.get("num_hidden_layers")
+  if inner != 1 or groups not in (1, layers):
+    raise ValueError(f"{source}: num_hidden_groups={groups}, inner_group_num={inner} is not "
+                     f"supported (only 1 group of 1 layer, or {layers} groups of 1: no sharing)")
+  return BertConfig.from_json_dict(
+      {**raw, "family": "albert", "embedding_size": raw.get("embedding_size", 128),
+       "layer_sharing": "all" if groups == 1 else "none"}, source)
+
+
+def _albert_to_hf(config: BertConfig) -> dict[str, Any]:
+  if config.layer_sharing not in ("none", "all") or config.embedding_size is None:
+    raise ValueError(f"ALBERT in HF shares whole layers or none and always has embedding_size;"
+                     f" this config has layer_sharing={config.layer_sharing!r}, embedding_size="
+                     f"{config.embedding_size}")
+  raw = config.replace(family="bert", layer_sharing="none", embedding_size=None).to_hf_dict()
+  raw.update(model_type="albert", embedding_size=config.embedding_size, inner_group_num=1,
+             num_hidden_groups=1 if config.layer_sharing == "all" else config.num_hidden_layers)
+  return raw
+
+
+# --- ELECTRA: BERT's names plus embedding_size -----------------------------------------
+
+def _electra_from_hf(raw: dict, source: str) -> BertConfig:
+  return BertConfig.from_json_dict(
+      {**raw, "family": "electra", "embedding_size": raw.get("embedding_size", 128)}, source)
+
+
+def _electra_to_hf(config: BertConfig) -> dict[str, Any]:
+  raw = config.replace(family="bert", embedding_size=None).to_hf_dict()
+  raw.update(model_type="electra", embedding_size=config.embedding_width)
+  return raw
+
+
+# --- ModernBERT: its own field names; layer types and RoPE bases as HF 5 writes them ---
+
+_MODERNBERT_NAMES = {  # HF ModernBertConfig name -> ours
+    "hidden_activation": "hidden_act", "norm_eps": "layer_norm_eps",
+    "mlp_dropout": "hidden_dropout_prob", "attention_dropout": "attention_probs_dropout_prob",
+    "classifier_bias": "mlm_transform_bias",
+}
+_MODERNBERT_SHARED = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                      "intermediate_size", "max_position_embeddings", "initializer_range",
+                      "pad_token_id", "norm_bias", "attention_bias", "mlp_bias",
+                      "local_attention")
+# HF's defaults where a config.json leaves a field out (ModernBertConfig's).
+_MODERNBERT_DEFAULTS = {"norm_eps": 1e-5, "norm_bias": False, "attention_bias": False,
+                        "mlp_bias": False, "classifier_bias": False, "mlp_dropout": 0.0,
+                        "attention_dropout": 0.0, "hidden_activation": "gelu",
+                        "local_attention": 128, "max_position_embeddings": 8192,
+                        "pad_token_id": 50283}
+_GLOBAL, _LOCAL = "full_attention", "sliding_attention"
+
+
+def _every_n_from_layer_types(layer_types: list, source: str) -> int:
+  """HF's per-layer list -> n with layer i global iff i % n == 0; refuses other patterns."""
+  for n in range(1, len(layer_types) + 1):
+    if layer_types == [_LOCAL if i % n else _GLOBAL for i in range(len(layer_types))]:
+      return n
+  raise ValueError(f"{source}: layer_types={layer_types} is not global every n layers "
+                   "(layer i global iff i % n == 0), the only pattern supported")
+
+
+def _modernbert_rope_thetas(raw: dict, source: str) -> tuple[float, float]:
+  """(global, local) RoPE bases: HF 5's rope_parameters, or the older top-level fields."""
+  params = raw.get("rope_parameters") or {}
+  thetas = []
+  for kind, old_name, default in ((_GLOBAL, "global_rope_theta", 160_000.0),
+                                  (_LOCAL, "local_rope_theta", 10_000.0)):
+    entry = params.get(kind) or {}
+    if entry.get("rope_type", "default") != "default":
+      raise ValueError(f"{source}: rope_parameters.{kind}.rope_type="
+                       f"{entry['rope_type']!r} is not supported (only 'default')")
+    thetas.append(float(entry.get("rope_theta", raw.get(old_name, default))))
+  return thetas[0], thetas[1]
+
+
+def _modernbert_from_hf(raw: dict, source: str) -> BertConfig:
+  raw = {**_MODERNBERT_DEFAULTS, **{k: v for k, v in raw.items() if v is not None}}
+  for field, supported in (("decoder_bias", True), ("tie_word_embeddings", True)):
+    if raw.get(field, supported) != supported:
+      raise ValueError(f"{source}: {field}={raw[field]!r} is not supported (only {supported})")
+  if raw.get("classifier_activation", raw["hidden_activation"]) != raw["hidden_activation"]:
+    raise ValueError(f"{source}: classifier_activation={raw['classifier_activation']!r} differs "
+                     f"from hidden_activation={raw['hidden_activation']!r}, not supported")
+  if raw.get("embedding_dropout", raw["mlp_dropout"]) != raw["mlp_dropout"]:
+    raise ValueError(f"{source}: embedding_dropout={raw['embedding_dropout']} differs from "
+                     f"mlp_dropout={raw['mlp_dropout']}, not supported (one hidden dropout)")
+  fields = {ours: raw[theirs] for theirs, ours in _MODERNBERT_NAMES.items()}
+  fields.update({k: raw[k] for k in _MODERNBERT_SHARED if k in raw})
+  if raw.get("layer_types"):
+    every_n = _every_n_from_layer_types(list(raw["layer_types"]), source)
+  else:
+    every_n = raw.get("global_attn_every_n_layers", 3)
+  global_theta, local_theta = _modernbert_rope_thetas(raw, source)
+  fields.update(family="modernbert", type_vocab_size=0, global_attn_every_n_layers=every_n,
+                global_rope_theta=global_theta, local_rope_theta=local_theta)
+  return BertConfig.from_json_dict(fields, source)
+
+
+def _modernbert_to_hf(config: BertConfig) -> dict[str, Any]:
+  ours = dataclasses.asdict(config)
+  raw = {theirs: ours[name] for theirs, name in _MODERNBERT_NAMES.items()}
+  raw.update({k: ours[k] for k in _MODERNBERT_SHARED})
+  act = HF_ACT_NAMES[config.hidden_act]
+  layers = range(config.num_hidden_layers)
+  raw.update(
+      model_type="modernbert", hidden_activation=act, classifier_activation=act,
+      embedding_dropout=config.hidden_dropout_prob, decoder_bias=True,
+      tie_word_embeddings=True,
+      layer_types=[_LOCAL if i % config.global_attn_every_n_layers else _GLOBAL for i in layers],
+      rope_parameters={_GLOBAL: {"rope_type": "default", "rope_theta": config.global_rope_theta},
+                       _LOCAL: {"rope_type": "default", "rope_theta": config.local_rope_theta}})
+  return raw
+
+
 FAMILIES = {
     "bert": HFFamily(_bert_from_hf, BertConfig.to_hf_dict, "BertModel", "BertForPreTraining"),
     "roberta": HFFamily(_roberta_from_hf, _roberta_to_hf, "RobertaModel",
                         "RobertaForMaskedLM"),
     "distilbert": HFFamily(_distilbert_from_hf, _distilbert_to_hf, "DistilBertModel",
                            "DistilBertForMaskedLM"),
+    "albert": HFFamily(_albert_from_hf, _albert_to_hf, "AlbertModel", "AlbertForPreTraining"),
+    # The generator is the MLM model; the discriminator our replaced_token_detection model.
+    "electra": HFFamily(_electra_from_hf, _electra_to_hf, "ElectraModel", "ElectraForMaskedLM",
+                        (("replaced_token_detection", "ElectraForPreTraining"),)),
+    "modernbert": HFFamily(_modernbert_from_hf, _modernbert_to_hf, "ModernBertModel",
+                           "ModernBertForMaskedLM"),
 }
 
 

@@ -1,11 +1,14 @@
 """HuggingFace folders (config.json + model.safetensors) of every family, in and out.
 
-config.json's `model_type` picks the family (bert, roberta, distilbert: the table in
-convert/families.py); its tensor names are `mapping.NAMES[family]`. Accepted: each
-family's bare encoder (BertModel, RobertaModel, DistilBertModel) and pretraining model
-(BertForPreTraining, RobertaForMaskedLM, DistilBertForMaskedLM), with or without the
-family prefix (`bert.`, `roberta.`, `distilbert.`), old-style LayerNorm `gamma`/`beta`
-names, sharded safetensors with an index. Only safetensors are read: a folder with just
+config.json's `model_type` picks the family (bert, roberta, distilbert, albert, electra,
+modernbert: the table in convert/families.py); its tensor names are
+`mapping.NAMES[family]`. Accepted: each family's bare encoder (BertModel, RobertaModel,
+DistilBertModel, AlbertModel, ElectraModel, ModernBertModel) and its HF classes with heads
+(BertForPreTraining, RobertaForMaskedLM, DistilBertForMaskedLM, AlbertForPreTraining,
+ElectraForMaskedLM (the generator), ElectraForPreTraining (the discriminator),
+ModernBertForMaskedLM), with or without the family prefix (`bert.`, `roberta.`, `model.`,
+...), old-style LayerNorm `gamma`/`beta` names, sharded safetensors with an index. Only
+safetensors are read: a folder with just
 `pytorch_model.bin` is refused (no pickle).
 """
 import json
@@ -97,7 +100,11 @@ def state_to_params(state: dict[str, np.ndarray], config: BertConfig, source: st
   prefix = "bert/" if with_heads else ""
   rows = mapping.family_rows(config, prefix)
   with_pooler = any(hf_name in state for ours, hf_name, _ in rows if "pooler/" in ours)
-  expected = expected_shapes(config, with_heads, with_pooler)
+  task_model = None
+  if with_heads:  # which of the family's HF head classes: by the heads the state has
+    present = {ours.split("/")[0] for ours, hf_name, _ in rows if hf_name in state}
+    task_model = head_model(config, present - {"bert"}, source)
+  expected = expected_shapes(config, with_heads, with_pooler, task_model)
   rows = [row for row in rows if row[0] in expected]
   unmapped = sorted(set(expected) - {ours for ours, _, _ in rows})
   if unmapped:
@@ -127,31 +134,55 @@ def _check_hf_shape(value, hf_name, ours, expected, layout, config, source):
   return value
 
 
-def expected_shapes(config: BertConfig, with_heads: bool, with_pooler: bool = True):
-  """Flat {our path: shape} of the model that `state_to_params` produces."""
+def head_model(config: BertConfig, heads: set[str], source: str = "params") -> str:
+  """The task model (a `task_models.TASK_MODELS` name) of the family's HF head class that
+  has the given head modules (e.g. {"mlm_head", "sop_head"}; ELECTRA's {"rtd_head"} is
+  the discriminator): the first of the family's `head_classes` whose heads include them."""
+  for task_model in families.hf_family(config.family).head_classes:
+    if heads <= set(expected_shapes(config, True, task_model=task_model, top_level=True)):
+      return task_model
+  raise ValueError(f"{source}: no HF {config.family} class has the heads {sorted(heads)}")
+
+
+def expected_shapes(config: BertConfig, with_heads: bool, with_pooler: bool = True,
+                    task_model: str | None = None, top_level: bool = False):
+  """Flat {our path: shape} of the model that `state_to_params` produces: with_heads, the
+  family's pretraining model (`task_model`, by default its first HF head class), else
+  BertModel. top_level: only the set of first path components (the head modules)."""
   import jax  # local: the converter's numpy paths do not need jax otherwise
   import jax.numpy as jnp
   from flax import linen as nn
 
   from bert_jax.models.bert import BertModel
-  from bert_jax.models.task_models import BertForPreTraining
+  from bert_jax.models import task_models
 
   config = config.replace(scan_layers=False)
-  model = (BertForPreTraining(config) if with_heads
-           else BertModel(config, add_pooling_layer=with_pooler))
+  if with_heads:
+    task_model = task_model or next(iter(families.hf_family(config.family).head_classes))
+    model = task_models.build(config, {"task_model": task_model})
+  else:
+    model = BertModel(config, add_pooling_layer=with_pooler)
   ids = jnp.zeros((1, 2), jnp.int32)
   shapes = jax.eval_shape(lambda: nn.unbox(model.init(jax.random.key(0), ids)["params"]))
+  if top_level:
+    return set(shapes) - {"bert"}
   return {k: tuple(v.shape) for k, v in mapping.flatten(shapes).items()}
 
 
 def params_to_state(params: dict, config: BertConfig) -> dict[str, np.ndarray]:
-  """Our params (BertModel or BertForPreTraining, unscanned) -> HF state dict of the family."""
+  """Our params (BertModel or a pretraining model of the family's HF head classes,
+  unscanned) -> HF state dict of the family."""
   flat = mapping.flatten(params)
-  with_heads = "mlm_head/output_bias" in flat
+  with_heads = "bert" in params
   prefix = "bert/" if with_heads else ""
   with_pooler = f"{prefix}pooler/dense/kernel" in flat
+  heads = set(params) - {"bert"} if with_heads else None
+  expected = expected_shapes(config, with_heads, with_pooler,
+                             head_model(config, heads) if with_heads else None)
   state = {}
-  for ours, hf_name, layout in mapping.all_rows(config, prefix, with_heads, with_pooler):
+  for ours, hf_name, layout in mapping.family_rows(config, prefix):
+    if ours not in expected:
+      continue
     if ours not in flat:
       raise ValueError(f"params: missing {ours}")
     state[hf_name] = np.ascontiguousarray(layout.to_hf(np.asarray(flat.pop(ours)), config),
@@ -172,15 +203,16 @@ def load(folder: str, heads: str = "auto"):
 def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None = None,
          lower_case: bool = True) -> None:
   """Writes config.json + model.safetensors (+ vocab.txt/tokenizer_config.json), loadable by
-  the family's HF class: its pretraining model when `params` have the MLM head, else its
-  encoder."""
+  the family's HF class: the head class of `params`' heads (its pretraining model; ELECTRA's
+  discriminator for the RTD head), else its encoder."""
   os.makedirs(folder, exist_ok=True)
+  hf_config = families.config_to_hf(config)
   state = params_to_state(params, config)
   family = families.hf_family(config.family)
-  with_heads = any(k.startswith(mapping.names_of(config).head_roots) for k in state)
-  hf_config = families.config_to_hf(config)
-  hf_config["architectures"] = [family.pretraining_class if with_heads
-                                else family.encoder_class]
+  with_heads = "bert" in params
+  hf_config["architectures"] = [
+      family.head_classes[head_model(config, set(params) - {"bert"})] if with_heads
+      else family.encoder_class]
   with open(os.path.join(folder, "config.json"), "w") as f:
     json.dump(hf_config, f, indent=2)
   save_file(state, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})

@@ -7,7 +7,8 @@ HF names are the hub between formats: a Google TF1 checkpoint is renamed to HF B
 names (tf_checkpoint.py) and then goes through the same table.
 
 Layouts: HF `nn.Linear.weight` is [out, in]; our Dense kernel is [in, out]; our attention
-projections are DenseGeneral kernels [H, N, D] (q/k/v) and [N, D, H] (output).
+projections are DenseGeneral kernels [H, N, D] (q/k/v) and [N, D, H] (output); ModernBERT's
+fused Wqkv is [H, 3, N, D] and its GeGLU Wi [H, 2, I].
 A row is (our path, HF name, Layout).
 """
 import dataclasses
@@ -35,6 +36,21 @@ QKV_KERNEL = Layout(
 QKV_BIAS = Layout(
     lambda w, c: w.reshape(c.num_attention_heads, c.head_dim),
     lambda w, c: w.reshape(c.hidden_size))
+def _fused_kernel(split):
+  """HF [sum of parts, H] (parts stacked on the output rows) -> ours [H, *split(config)]."""
+  return Layout(lambda w, c: w.T.reshape((c.hidden_size,) + split(c)),
+                lambda w, c: w.reshape(c.hidden_size, -1).T)
+
+
+def _fused_bias(split):
+  return Layout(lambda w, c: w.reshape(split(c)), lambda w, c: w.reshape(-1))
+
+
+# ModernBERT: Wqkv rows q | k | v, each N x D -> [H, 3, N, D]; GeGLU Wi rows input | gate.
+_QKV_PARTS = lambda c: (3, c.num_attention_heads, c.head_dim)  # noqa: E731
+_GLU_PARTS = lambda c: (2, c.intermediate_size)  # noqa: E731
+FUSED_QKV_KERNEL, FUSED_QKV_BIAS = _fused_kernel(_QKV_PARTS), _fused_bias(_QKV_PARTS)
+GLU_IN_KERNEL, GLU_IN_BIAS = _fused_kernel(_GLU_PARTS), _fused_bias(_GLU_PARTS)
 ATTN_OUT_KERNEL = Layout(
     lambda w, c: w.T.reshape(c.num_attention_heads, c.head_dim, c.hidden_size),
     lambda w, c: w.reshape(c.hidden_size, c.hidden_size).T)
@@ -45,6 +61,8 @@ _KINDS = {
     "dense": (("kernel", "weight", LINEAR), ("bias", "bias", SAME)),
     "qkv": (("kernel", "weight", QKV_KERNEL), ("bias", "bias", QKV_BIAS)),
     "attention_out": (("kernel", "weight", ATTN_OUT_KERNEL), ("bias", "bias", SAME)),
+    "fused_qkv": (("kernel", "weight", FUSED_QKV_KERNEL), ("bias", "bias", FUSED_QKV_BIAS)),
+    "glu_in": (("kernel", "weight", GLU_IN_KERNEL), ("bias", "bias", GLU_IN_BIAS)),
     "norm": (("scale", "weight", SAME), ("bias", "bias", SAME)),
     "vector": (("", "", SAME),),
 }
@@ -52,16 +70,20 @@ _KINDS = {
 _ENCODER = {
     "embeddings/word_embeddings": "embedding", "embeddings/position_embeddings": "embedding",
     "embeddings/token_type_embeddings": "embedding", "embeddings/layer_norm": "norm",
-    "pooler/dense": "dense",
+    "embeddings/projection": "dense", "pooler/dense": "dense",
+    "encoder/final_layer_norm": "norm",
 }
 _LAYER = {
     "attention/query": "qkv", "attention/key": "qkv", "attention/value": "qkv",
     "attention/out": "attention_out", "attention_layer_norm": "norm",
     "intermediate": "dense", "output": "dense", "output_layer_norm": "norm",
+    "attention/qkv": "fused_qkv", "mlp_layer_norm": "norm", "mlp/wi": "glu_in",
+    "mlp/wo": "dense",
 }
 _HEADS = {
     "mlm_head/transform": "dense", "mlm_head/transform_layer_norm": "norm",
-    "mlm_head/output_bias": "vector", "nsp_head/dense": "dense",
+    "mlm_head/output_bias": "vector", "nsp_head/dense": "dense", "sop_head/dense": "dense",
+    "rtd_head/dense": "dense", "rtd_head/prediction": "dense",
 }
 
 
@@ -73,8 +95,9 @@ class Names:
   encoder: our encoder module -> HF name under the prefix (modules the family lacks,
     e.g. DistilBERT's segment table and pooler, are simply absent).
   layer: HF name of layer `{i}` under the prefix; layer_modules: our module in a layer ->
-    HF name under it.
-  heads: our head module -> HF name (top level, no prefix): the family's pretraining heads.
+    HF name under it. ALBERT's one shared layer (`encoder/shared_layer`) is its layer 0.
+  heads: our head module -> HF name (top level, no prefix): the heads of the family's HF
+    pretraining classes (ELECTRA's generator MLM head and discriminator RTD head alike).
   tied: HF tensors that are copies of another HF tensor (MLM decoders tied to the word
     embeddings): not written, and checked equal to their source when read.
   """
@@ -144,6 +167,47 @@ NAMES = {
                "mlm_head/transform_layer_norm": "vocab_layer_norm",
                "mlm_head/output_bias": "vocab_projector.bias"},
         tied={"vocab_projector.weight": "distilbert.embeddings.word_embeddings.weight"}),
+    "albert": Names(
+        prefix="albert",
+        encoder={**{k: v for k, v in _BERT_ENCODER.items() if k != "pooler/dense"},
+                 "embeddings/projection": "encoder.embedding_hidden_mapping_in",
+                 "pooler/dense": "pooler"},
+        layer="encoder.albert_layer_groups.{i}.albert_layers.0",
+        layer_modules={"attention/query": "attention.query", "attention/key": "attention.key",
+                       "attention/value": "attention.value", "attention/out": "attention.dense",
+                       "attention_layer_norm": "attention.LayerNorm", "intermediate": "ffn",
+                       "output": "ffn_output", "output_layer_norm": "full_layer_layer_norm"},
+        heads={"mlm_head/transform": "predictions.dense",
+               "mlm_head/transform_layer_norm": "predictions.LayerNorm",
+               "mlm_head/output_bias": "predictions.bias",
+               "sop_head/dense": "sop_classifier.classifier"},
+        tied={"predictions.decoder.weight": "albert.embeddings.word_embeddings.weight",
+              "predictions.decoder.bias": "predictions.bias"}),
+    "electra": Names(
+        prefix="electra",
+        encoder={**{k: v for k, v in _BERT_ENCODER.items() if k != "pooler/dense"},
+                 "embeddings/projection": "embeddings_project"},
+        layer="encoder.layer.{i}", layer_modules=_BERT_LAYER,
+        heads={"mlm_head/transform": "generator_predictions.dense",
+               "mlm_head/transform_layer_norm": "generator_predictions.LayerNorm",
+               "mlm_head/output_bias": "generator_lm_head.bias",
+               "rtd_head/dense": "discriminator_predictions.dense",
+               "rtd_head/prediction": "discriminator_predictions.dense_prediction"},
+        tied={"generator_lm_head.weight": "electra.embeddings.word_embeddings.weight"}),
+    # Biases and layer 0's attention norm are absent where the model has none
+    # (norm_bias, attention_bias, mlp_bias, mlm_transform_bias all false in the releases).
+    "modernbert": Names(
+        prefix="model",
+        encoder={"embeddings/word_embeddings": "embeddings.tok_embeddings",
+                 "embeddings/layer_norm": "embeddings.norm",
+                 "encoder/final_layer_norm": "final_norm"},
+        layer="layers.{i}",
+        layer_modules={"attention_layer_norm": "attn_norm", "attention/qkv": "attn.Wqkv",
+                       "attention/out": "attn.Wo", "mlp_layer_norm": "mlp_norm",
+                       "mlp/wi": "mlp.Wi", "mlp/wo": "mlp.Wo"},
+        heads={"mlm_head/transform": "head.dense", "mlm_head/transform_layer_norm": "head.norm",
+               "mlm_head/output_bias": "decoder.bias"},
+        tied={"decoder.weight": "model.embeddings.tok_embeddings.weight"}),
 }
 
 
@@ -158,6 +222,16 @@ def _expand(ours: str, hf: str, kind: str):
           for leaf, hf_leaf, layout in _KINDS[kind]]
 
 
+def _layers(config: BertConfig) -> list[tuple[str, int]]:
+  """(our layer module, its HF layer index): every layer, or ALBERT's one shared layer."""
+  if config.layer_sharing == "all":
+    return [("shared_layer", 0)]
+  if config.layer_sharing != "none":
+    raise ValueError(f"layer_sharing={config.layer_sharing!r} has no HF equivalent (HF "
+                     "shares whole layers only); this model cannot be exported to HF")
+  return [(f"layer_{i}", i) for i in range(config.num_hidden_layers)]
+
+
 def family_rows(config: BertConfig, encoder_prefix: str):
   """Every row a model of `config.family` can have, pooler and pretraining heads included.
 
@@ -168,10 +242,10 @@ def family_rows(config: BertConfig, encoder_prefix: str):
   rows = []
   for module, hf in names.encoder.items():
     rows += _expand(encoder_prefix + module, f"{names.prefix}.{hf}", _ENCODER[module])
-  for i in range(config.num_hidden_layers):
+  for ours_layer, i in _layers(config):
     layer = names.layer.format(i=i)
     for module, hf in names.layer_modules.items():
-      rows += _expand(f"{encoder_prefix}encoder/layer_{i}/{module}",
+      rows += _expand(f"{encoder_prefix}encoder/{ours_layer}/{module}",
                       f"{names.prefix}.{layer}.{hf}", _LAYER[module])
   for module, hf in names.heads.items():
     rows += _expand(module, hf, _HEADS[module])
@@ -186,6 +260,8 @@ def all_rows(config: BertConfig, encoder_prefix: str, with_heads: bool, with_poo
       return with_heads
     if "/pooler/" in f"/{ours}":
       return with_pooler
+    if "embeddings/projection" in ours:
+      return config.projects_embeddings
     return config.type_vocab_size > 0 or "token_type_embeddings" not in ours
   return [row for row in family_rows(config, encoder_prefix) if wanted(row[0])]
 

@@ -17,7 +17,9 @@ to its longest row (the last 1 of `attention_mask`, over the GLOBAL batch, so ev
 process gets the same shape), rounded up to a multiple of `pad_to_multiple_of`. Sequence
 features are those of two or more dims whose last axis is `attention_mask`'s. Padding
 never changes a BERT's outputs at real positions, so this only saves compute; the step
-compiles once per distinct length (at most max_seq_length / pad_to_multiple_of times).
+compiles once per distinct length (at most max_seq_length / pad_to_multiple_of times);
+`width_examples()` gives one batch of each length, so a trainer compiles them all before
+its loop instead of stalling mid-run when a longer batch first comes.
 """
 from collections.abc import Iterator, Mapping
 
@@ -81,12 +83,32 @@ class ArrayInput:
     self._step += 1
     batch = self._local(rows)
     if self.pad_to_multiple_of:
-      longest = int(self._row_lengths[rows].max())
-      keep = min(-(-max(longest, 1) // self.pad_to_multiple_of) * self.pad_to_multiple_of,
-                 self.features["attention_mask"].shape[-1])
+      keep = self._width(int(self._row_lengths[rows].max()))
       for key in self._sequence_keys:
         batch[key] = batch[key][..., :keep]
     return batch
+
+  def widths(self) -> list[int]:
+    """The sequence widths training batches can have (dynamic padding), ascending."""
+    seq_len = self.features["attention_mask"].shape[-1]
+    if not self.pad_to_multiple_of:
+      return [seq_len]
+    return sorted({self._width(int(n)) for n in np.unique(self._row_lengths)})
+
+  def _width(self, longest: int) -> int:
+    """A batch's width: its longest row rounded up to pad_to_multiple_of (<= the length)."""
+    multiple = self.pad_to_multiple_of
+    seq_len = self.features["attention_mask"].shape[-1]
+    return min(-(-max(longest, 1) // multiple) * multiple, seq_len)
+
+  def width_examples(self) -> list[dict[str, np.ndarray]]:
+    """One local batch (the first rows) cut to each of `widths()`: shapes to compile for."""
+    rows = np.arange(self.local_batch_size) % self.num_rows
+    batch = {k: v[rows] for k, v in self.features.items()}
+    if not self.pad_to_multiple_of:
+      return [batch]
+    return [{k: v[..., :w] if k in self._sequence_keys else v for k, v in batch.items()}
+            for w in self.widths()]
 
   def epoch_batches(self, epoch: int = 0) -> Iterator[dict[str, np.ndarray]]:
     """Every row of the epoch once (padded last batch, `valid` marks real rows)."""

@@ -10,7 +10,8 @@ gathering eval outputs.
 config.data fields read here: data_dir, sources ({split: source}), train_split,
 eval_split, train_examples (0 = all; else a fixed random subset), max_seq_length,
 pad_to_multiple_of (training batches padded only to their longest row, rounded up to
-this; 0 = always max_seq_length), batch_size, eval_batch_size, seed, plus each family's
+this; 0 = always max_seq_length), packing (up to this many examples per training row,
+for tasks with `packable`; batch_size then counts packed rows; 0 = off), batch_size, eval_batch_size, seed, plus each family's
 own (GLUE: dataset, heldout_fraction, heldout_seed; SQuAD: doc_stride, max_query_length,
 version_2_with_negative, heldout_fraction, heldout_seed). The tokenizer is the run's one
 (bert_jax/text/tokenizers.py).
@@ -20,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bert_jax import flops
-from bert_jax.finetune import array_input
+from bert_jax.finetune import array_input, packing
 from bert_jax.models import task_models
 from bert_jax.models.config import BertConfig
 from bert_jax.task import Evaluation, TaskInputs
@@ -46,9 +47,13 @@ class FinetuningTask:
   reader = None  # the family's reader module (bert_jax.finetune.<family>_reader)
   label_keys: tuple[str, ...] = ()  # batch features the loss reads besides MODEL_INPUTS
   metric_names = ("loss", "accuracy")
+  packable = False  # one label per example: training rows can pack several (data.packing)
 
   def __init__(self, config, model_config: BertConfig):
     self.config, self.model_config = config, model_config
+    if config.data.get("packing") and not self.packable:
+      raise ValueError(f"config.data.packing={config.data.packing}: the {self.name} task has "
+                       "no packed form (GLUE sequence classification has); set it to 0")
 
   def build_model(self):
     return task_models.build(self.model_config, self.model_spec())
@@ -68,6 +73,8 @@ class FinetuningTask:
       rows = np.random.default_rng(data.seed).permutation(
           len(train_features["input_ids"]))[:data.train_examples]
       train_features = {k: v[np.sort(rows)] for k, v in train_features.items()}
+    if data.get("packing"):
+      train_features = packing.pack(train_features, data.packing, pad_id=tokenizer.pad_id)
     train = array_input.ArrayInput(train_features, data.batch_size, data.seed,
                                    process_index=process_index, process_count=process_count,
                                    pad_to_multiple_of=data.pad_to_multiple_of,
@@ -77,7 +84,8 @@ class FinetuningTask:
                                         process_count=process_count,
                                         name=f"{self.name} {data.eval_split}")
     return TaskInputs(train=train, eval=evaluation, steps_per_epoch=train.steps_per_epoch,
-                      eval_metadata=eval_metadata)
+                      eval_metadata=eval_metadata,
+                      width_examples=tuple(train.width_examples()))
 
   def example_batch(self, batch_size: int):
     t = self.config.data.max_seq_length
@@ -86,10 +94,16 @@ class FinetuningTask:
     return batch
 
   # --- model -----------------------------------------------------------------------
-  def forward(self, model, params, batch, *, deterministic: bool, rng=None):
+  def frozen_params(self):
+    return None  # fine-tuning trains every param it reads
+
+  def forward(self, model, params, batch, *, deterministic: bool, rng=None, frozen=None):
+    del frozen
     rngs = None if deterministic else {"dropout": rng}
+    packed = ({"packing": {k: batch[k] for k in packing.PACKING_KEYS}}
+              if "segment_ids" in batch else {})  # packed training rows: [B, K] outputs
     return model.apply({"params": params}, *(batch[k] for k in MODEL_INPUTS),
-                       deterministic=deterministic, rngs=rngs)
+                       deterministic=deterministic, rngs=rngs, **packed)
 
   def eval_outputs(self, outputs, batch):
     """What the host collects per eval batch: the logits, and which rows are real."""
@@ -97,6 +111,8 @@ class FinetuningTask:
 
   # --- loss (sums over examples, divided by the whole batch's denominators) ---------
   def denominators(self, batch):
+    if "example_mask" in batch:  # packed rows: the examples in them
+      return {"examples": jnp.maximum(jnp.sum(batch["example_mask"]), 1.0)}
     return {"examples": jnp.float32(batch["input_ids"].shape[0])}
 
   def loss(self, sums, denominators):

@@ -17,6 +17,7 @@ class GlueTask(FinetuningTask):
   name = "glue"
   reader = glue_reader
   label_keys = ("label",)
+  packable = True
 
   def __init__(self, config, model_config):
     super().__init__(config, model_config)
@@ -29,10 +30,12 @@ class GlueTask(FinetuningTask):
             "frozen_encoder": bool(self.config.freeze_encoder)}
 
   def loss_sums(self, outputs, batch):
+    weights = batch.get("example_mask")  # packed rows: [B, K] logits, empty slots 0
     if self.dataset.is_regression:
-      error = outputs.logits[:, 0] - batch["label"].astype(jnp.float32)
-      return {"loss": jnp.sum(jnp.square(error))}
-    loss, correct = xent_sums(outputs.logits, batch["label"])
+      error = outputs.logits[..., 0] - batch["label"].astype(jnp.float32)
+      squares = jnp.square(error) if weights is None else jnp.square(error) * weights
+      return {"loss": jnp.sum(squares)}
+    loss, correct = xent_sums(outputs.logits, batch["label"], weights)
     return {"loss": loss, "accuracy": correct}
 
   def score(self, outputs, eval_metadata):

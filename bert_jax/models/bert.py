@@ -1,6 +1,7 @@
 """The encoder of the BERT family: embeddings, post-LN Transformer layers (pre-LN
-optional), pooler. What a family member changes (position ids, pooler) comes from its
-entry in `bert_jax.models.families`; segment embeddings exist when type_vocab_size > 0.
+optional), pooler. What a family member changes (position ids, pooler, the modules of a
+different architecture: `ARCHITECTURES`, e.g. modernbert.py) comes from its entry in
+`bert_jax.models.families`; segment embeddings exist when type_vocab_size > 0.
 
 Shapes and logical axes: see bert_jax/models/layers.py.
 """
@@ -11,10 +12,12 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
+from bert_jax.models import modernbert
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
 from bert_jax.models.layers import (ACT_BT, ACT_BTH, ACT_BTI, SelfAttention, activation,
-                                    attention_mask_bias, dense_init, layer_norm, zeros_init)
+                                    attention_mask_bias, dense_init, layer_norm, remat_layer,
+                                    segment_mask_bias, zeros_init)
 
 @flax.struct.dataclass
 class EncoderOutput:
@@ -31,7 +34,8 @@ class EncoderOutput:
 
 
 class Embeddings(nn.Module):
-  """Word + position (+ segment) embeddings, then LayerNorm and dropout.
+  """Word + position (+ segment) embeddings, then LayerNorm and dropout (E wide), then the
+  E -> H projection when the config has one (ALBERT, ELECTRA: `projects_embeddings`).
 
   Position ids come from the family (`families.Family.position_ids`). Segments: none
   when type_vocab_size is 0; with one row (RoBERTa) that row is added to every token and
@@ -42,7 +46,7 @@ class Embeddings(nn.Module):
   def setup(self):
     cfg = self.config
     embed = lambda n, axes, name: nn.Embed(  # noqa: E731
-        n, cfg.hidden_size, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
+        n, cfg.embedding_width, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
         embedding_init=dense_init(cfg, axes), name=name)
     self.word_embeddings = embed(cfg.vocab_size, ("vocab", "embed"), "word_embeddings")
     self.position_embeddings = embed(cfg.max_position_embeddings, (None, "embed"),
@@ -52,8 +56,14 @@ class Embeddings(nn.Module):
                                          "token_type_embeddings")
     self.layer_norm = layer_norm(cfg, "layer_norm")
     self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+    if cfg.projects_embeddings:  # [E, H]
+      self.projection = nn.Dense(cfg.hidden_size, dtype=cfg.compute_dtype,
+                                 param_dtype=jnp.float32,
+                                 kernel_init=dense_init(cfg, ("mlp", "embed")),
+                                 bias_init=zeros_init(("embed",)), name="projection")
 
-  def __call__(self, input_ids, token_type_ids, deterministic: bool):
+  def __call__(self, input_ids, token_type_ids, deterministic: bool, positions=None):
+    """positions: int [B, T] offsets within each packed example (None: the family's)."""
     cfg = self.config
     family = family_of(cfg)
     seq_len, first = input_ids.shape[1], family.first_position(cfg)
@@ -61,14 +71,21 @@ class Embeddings(nn.Module):
       start = f" less the first position id {first}" if first else ""
       raise ValueError(f"Sequence length {seq_len} exceeds max_position_embeddings="
                        f"{cfg.max_position_embeddings}{start}")
-    x = (self.word_embeddings(input_ids) +
-         self.position_embeddings(family.position_ids(input_ids, cfg)))  # [B, T, H]
+    position_ids = (family.position_ids(input_ids, cfg) if positions is None
+                    else positions + first)
+    x = self.word_embeddings(input_ids) + self.position_embeddings(position_ids)  # [B, T, E]
     if cfg.type_vocab_size:
       segments = token_type_ids if cfg.type_vocab_size > 1 else jnp.zeros_like(input_ids)
       x = x + self.token_type_embeddings(segments)
     x = self.layer_norm(x).astype(cfg.compute_dtype)
-    x = nn.with_logical_constraint(x, ACT_BTH)
-    return self.dropout(x, deterministic=deterministic)
+    x = nn.with_logical_constraint(x, ACT_BTH)  # [B, T, E]: embed is never split
+    x = self.dropout(x, deterministic=deterministic)
+    if cfg.projects_embeddings:
+      x = nn.with_logical_constraint(self.projection(x), ACT_BTH)  # [B, T, H]
+    return x
+
+
+SUBLAYERS = ("attention", "feed_forward")
 
 
 class TransformerLayer(nn.Module):
@@ -76,8 +93,11 @@ class TransformerLayer(nn.Module):
 
   With `pre_layer_norm` (an ablation; Xiong et al. 2020): x = x + Attn(LN(x));
   x = x + FFN(LN(x)), same param names, and the Encoder adds a final LayerNorm.
+  sublayers: the sub-layers this module holds and applies, in order (both, or one of
+  them when cross-layer sharing splits a layer between a shared and an own module).
   """
   config: BertConfig
+  sublayers: tuple[str, ...] = SUBLAYERS
 
   @nn.compact
   def __call__(self, hidden, mask_bias, deterministic: bool):
@@ -89,8 +109,6 @@ class TransformerLayer(nn.Module):
                       kernel_init=dense_init(cfg, axes), bias_init=zeros_init(axes[-1:]),
                       name=name)
 
-    attention_norm = layer_norm(cfg, "attention_layer_norm")
-    output_norm = layer_norm(cfg, "output_layer_norm")
     pre = cfg.pre_layer_norm
 
     def feed_forward(x):
@@ -100,24 +118,34 @@ class TransformerLayer(nn.Module):
       ffn = dense(cfg.hidden_size, ("mlp", "embed"), "output")(ffn)  # [B, T, H]
       return dropout(ffn, deterministic=deterministic)
 
-    attention_in = attention_norm(hidden).astype(cfg.compute_dtype) if pre else hidden
-    attended = SelfAttention(cfg, name="attention")(attention_in, mask_bias, deterministic)
-    hidden = hidden + dropout(attended, deterministic=deterministic)
-    if not pre:
-      hidden = attention_norm(hidden).astype(cfg.compute_dtype)
-    hidden = hidden + feed_forward(output_norm(hidden).astype(cfg.compute_dtype) if pre
-                                   else hidden)
-    if not pre:
-      hidden = output_norm(hidden).astype(cfg.compute_dtype)
+    if "attention" in self.sublayers:
+      attention_norm = layer_norm(cfg, "attention_layer_norm")
+      attention_in = attention_norm(hidden).astype(cfg.compute_dtype) if pre else hidden
+      attended = SelfAttention(cfg, name="attention")(attention_in, mask_bias, deterministic)
+      hidden = hidden + dropout(attended, deterministic=deterministic)
+      if not pre:
+        hidden = attention_norm(hidden).astype(cfg.compute_dtype)
+    if "feed_forward" in self.sublayers:
+      output_norm = layer_norm(cfg, "output_layer_norm")
+      hidden = hidden + feed_forward(output_norm(hidden).astype(cfg.compute_dtype) if pre
+                                     else hidden)
+      if not pre:
+        hidden = output_norm(hidden).astype(cfg.compute_dtype)
     return nn.with_logical_constraint(hidden, ACT_BTH)
 
 
+# config.layer_sharing -> (sub-layers of the one `shared_layer`, sub-layers each `layer_i`
+# keeps). Each layer applies attention then feed-forward, from whichever module holds it.
+LAYER_SHARING = {
+    "none": ((), SUBLAYERS),
+    "all": (SUBLAYERS, ()),
+    "attention": (("attention",), ("feed_forward",)),
+    "ffn": (("feed_forward",), ("attention",)),
+}
+
+
 def _remat_layer_class(policy: str):
-  if policy == "none":
-    return TransformerLayer
-  checkpoint_policy = {"full": None, "dots": jax.checkpoint_policies.checkpoint_dots}[policy]
-  # Argument 3 (counting self) is `deterministic`, a Python bool.
-  return nn.remat(TransformerLayer, policy=checkpoint_policy, static_argnums=(3,))
+  return remat_layer(TransformerLayer, policy)
 
 
 class _ScannedLayer(nn.Module):
@@ -133,7 +161,11 @@ class _ScannedLayer(nn.Module):
 
 
 class Encoder(nn.Module):
-  """L Transformer layers: unrolled (`layer_0` ...) or scanned (`layers`, stacked)."""
+  """L Transformer layers: unrolled (`layer_0` ...) or scanned (`layers`, stacked).
+
+  With cross-layer sharing (`config.layer_sharing`), the shared sub-layers' params are one
+  module, `shared_layer`, applied by every layer; `layer_i` hold what is not shared.
+  """
   config: BertConfig
 
   @nn.compact
@@ -150,8 +182,13 @@ class Encoder(nn.Module):
       all_states += [per_layer[i] for i in range(cfg.num_hidden_layers)]
     else:
       layer_cls = _remat_layer_class(cfg.remat_policy)
+      shared_parts, own_parts = LAYER_SHARING[cfg.layer_sharing]
+      shared = layer_cls(cfg, shared_parts, name="shared_layer") if shared_parts else None
       for i in range(cfg.num_hidden_layers):
-        hidden = layer_cls(cfg, name=f"layer_{i}")(hidden, mask_bias, deterministic)
+        own = layer_cls(cfg, own_parts, name=f"layer_{i}") if own_parts else None
+        in_order = (shared, own) if "attention" in shared_parts else (own, shared)
+        for module in filter(None, in_order):
+          hidden = module(hidden, mask_bias, deterministic)
         all_states.append(hidden)
     if cfg.pre_layer_norm:  # the residual stream is normalised once, at the end
       hidden = layer_norm(cfg, "final_layer_norm")(hidden).astype(cfg.compute_dtype)
@@ -159,14 +196,24 @@ class Encoder(nn.Module):
     return hidden, (tuple(all_states) if output_hidden_states else None)
 
 
+# Family.architecture -> (embeddings, encoder) modules; both take and return the same
+# things as Embeddings and Encoder above.
+ARCHITECTURES = {
+    "bert": (Embeddings, Encoder),
+    "modernbert": (modernbert.Embeddings, modernbert.Encoder),
+}
+
+
 class Pooler(nn.Module):
   """tanh(dense(hidden[:, 0])): the [CLS] summary used by NSP and classification."""
   config: BertConfig
 
   @nn.compact
-  def __call__(self, sequence_output):
+  def __call__(self, sequence_output, cls_positions=None):
+    """[B, T, H] -> [B, H]; with cls_positions int [B, K] (packed rows) -> [B, K, H]."""
     cfg = self.config
-    first = sequence_output[:, 0]  # [B, H]
+    first = (sequence_output[:, 0] if cls_positions is None else
+             jnp.take_along_axis(sequence_output, cls_positions[..., None], axis=1))
     pooled = nn.Dense(cfg.hidden_size, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
                       kernel_init=dense_init(cfg, ("embed", "mlp")),
                       bias_init=zeros_init(("mlp",)), name="dense")(first)
@@ -189,26 +236,38 @@ class BertModel(nn.Module):
     return self.add_pooling_layer
 
   def setup(self):
-    self.embeddings = Embeddings(self.config)
-    self.encoder = Encoder(self.config)
+    embeddings, encoder = ARCHITECTURES[family_of(self.config).architecture]
+    self.embeddings = embeddings(self.config)
+    self.encoder = encoder(self.config)
     if self.has_pooler:
       self.pooler = Pooler(self.config)
 
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
-               deterministic: bool = True, output_hidden_states: bool = False) -> EncoderOutput:
-    """input_ids, token_type_ids, attention_mask: int [B, T]; the last two default to 0s/1s."""
+               deterministic: bool = True, output_hidden_states: bool = False,
+               packing=None) -> EncoderOutput:
+    """input_ids, token_type_ids, attention_mask: int [B, T]; the last two default to 0s/1s.
+
+    packing: None, or a packed batch's {"segment_ids", "positions"} int [B, T] and
+    "cls_positions" int [B, K] (bert_jax.finetune.packing): attention stays within each
+    example, positions restart per example, and the pooled output is [B, K, H], one per
+    example's [CLS].
+    """
     if token_type_ids is None:
       token_type_ids = jnp.zeros_like(input_ids)
     if attention_mask is None:
       attention_mask = jnp.ones_like(input_ids)
     input_ids = nn.with_logical_constraint(input_ids, ACT_BT)
-    hidden = self.embeddings(input_ids, token_type_ids, deterministic)
+    packing = packing or {}
+    hidden = self.embeddings(input_ids, token_type_ids, deterministic, packing.get("positions"))
+    bias = (attention_mask_bias(attention_mask) if "segment_ids" not in packing
+            else segment_mask_bias(attention_mask, packing["segment_ids"]))
     sequence_output, hidden_states = self.encoder(
-        hidden, attention_mask_bias(attention_mask), deterministic, output_hidden_states)
-    pooled = self.pooler(sequence_output) if self.has_pooler else None
+        hidden, bias, deterministic, output_hidden_states)
+    pooled = (self.pooler(sequence_output, packing.get("cls_positions")) if self.has_pooler
+              else None)
     return EncoderOutput(sequence_output=sequence_output, pooled_output=pooled,
                          hidden_states=hidden_states)
 
   def word_embedding_table(self):
-    """[V, H] float32 word embeddings, for decoders tied to them (MLM)."""
+    """[V, E] float32 word embeddings, for decoders tied to them (MLM)."""
     return self.embeddings.word_embeddings.embedding

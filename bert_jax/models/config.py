@@ -2,13 +2,14 @@
 
 Field names follow google-research/bert's `bert_config.json` (which HF's BERT `config.json`
 shares), so both files load with `BertConfig.from_json_dict`. `family` names the member
-(bert, roberta, distilbert: `bert_jax.models.families`); HF config.json of every family is
-read and written by `bert_jax.convert.families`. Fields that only matter to this
+(bert, roberta, distilbert, albert, electra, modernbert: `bert_jax.models.families`); HF
+config.json of every family is read and written by `bert_jax.convert.families`. Fields that
+only matter to this
 implementation (compute dtype, scan/remat) are ours and are not exported to HF.
 """
 import dataclasses
 import json
-from typing import Any
+from typing import Any, Optional
 
 import jax.numpy as jnp
 
@@ -20,7 +21,18 @@ HIDDEN_ACTS = ("gelu", "gelu_tanh", "relu")
 # Names accepted in JSON: ours and HF's.
 _HF_ACT_ALIASES = {"gelu": "gelu", "gelu_tanh": "gelu_tanh", "gelu_new": "gelu_tanh",
                    "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh", "relu": "relu"}
+# Ours -> the name HF configs write.
+HF_ACT_NAMES = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu"}
 REMAT_POLICIES = ("none", "full", "dots")
+# Cross-layer parameter sharing (ALBERT, Lan et al. 2019): which sub-layers all L layers
+# share; the encoder's table `bert.LAYER_SHARING` says how each is applied.
+LAYER_SHARING = ("none", "all", "attention", "ffn")
+# Fields BERT's config.json has no name for (ModernBERT's; see BertConfig).
+_BIAS_AND_ROPE = ("norm_bias", "mlm_transform_bias", "attention_bias", "mlp_bias",
+                  "global_rope_theta", "local_rope_theta", "local_attention",
+                  "global_attn_every_n_layers")
+# How attention is computed (bert_jax.models.layers.ATTENTION_IMPLS; same outputs).
+ATTENTION_IMPLS = ("einsum", "xla", "cudnn", "splash")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,8 +63,35 @@ class BertConfig:
     pre_layer_norm: LayerNorm before each sub-layer plus a final one (an ablation; BERT
       and its released checkpoints are post-LN, and HF cannot load this variant).
     family: the member of the BERT family, a key of `bert_jax.models.families.FAMILIES`
-      ("bert", "roberta", "distilbert"); it decides position ids, pooler and head defaults.
+      ("bert", "roberta", "distilbert", "albert", "electra", "modernbert"); it decides
+      position ids, pooler, head defaults and the architecture.
     pad_token_id: the padding id (RoBERTa's position ids skip it and start after it).
+    embedding_size: width of the embedding tables (E); None: H. With E != H (ALBERT's
+      factorized embeddings, ELECTRA's small ones) an E -> H projection follows the
+      embeddings' LayerNorm and dropout, and the MLM head maps H -> E before its decoder
+      tied to the E-wide table (ALBERT projects even when E == H: `Family.always_project`).
+    layer_sharing: cross-layer parameter sharing, one of LAYER_SHARING: "none"; "all" (one
+      layer's params applied L times: ALBERT); "attention" or "ffn" (only that sub-layer
+      shared, each layer keeps the other: the ALBERT paper's ablation, not in HF).
+    norm_bias: LayerNorms have a bias (every norm of the model and its MLM head; ModernBERT's
+      have none).
+    mlm_transform_bias: the MLM head's dense transform has a bias (HF ModernBERT's
+      `classifier_bias`, false there).
+    The remaining fields are read by ModernBERT's layers only (models/modernbert.py; the
+    BERT-architecture layers always have biases and learned absolute positions):
+    attention_bias: the fused q/k/v projection and the attention output have biases.
+    mlp_bias: the GeGLU feed-forward's two projections have biases.
+    global_rope_theta: rotary-embedding base of the global-attention layers.
+    local_rope_theta: rotary-embedding base of the local (sliding-window) layers.
+    local_attention: the local layers' window, in tokens: token i attends to token j only
+      when |i - j| <= local_attention // 2 (HF's `local_attention`).
+    global_attn_every_n_layers: layer i attends globally when i % n == 0, locally
+      otherwise; 1: every layer is global.
+    attention_impl: how attention runs, one of ATTENTION_IMPLS (same outputs):
+      "einsum" (two einsums + softmax; attention-probability dropout and the
+      `attention_probs` intermediates), "xla" (`jax.nn.dot_product_attention`),
+      "cudnn" (its cuDNN flash kernel; GPU, bfloat16) or "splash" (Pallas splash
+      attention; TPU). See `bert_jax.models.layers.dot_product_attention`.
   """
   vocab_size: int = 30522
   hidden_size: int = 768
@@ -72,6 +111,17 @@ class BertConfig:
   pre_layer_norm: bool = False
   family: str = "bert"
   pad_token_id: int = 0
+  embedding_size: Optional[int] = None
+  layer_sharing: str = "none"
+  norm_bias: bool = True
+  mlm_transform_bias: bool = True
+  attention_bias: bool = True
+  mlp_bias: bool = True
+  global_rope_theta: float = 160_000.0
+  local_rope_theta: float = 10_000.0
+  local_attention: int = 128
+  global_attn_every_n_layers: int = 1
+  attention_impl: str = "einsum"
 
   def __post_init__(self):
     if self.family not in FAMILIES:
@@ -86,11 +136,39 @@ class BertConfig:
     if self.remat_policy not in REMAT_POLICIES:
       raise ValueError(f"BertConfig: remat_policy={self.remat_policy!r} is not one of "
                        f"{REMAT_POLICIES}")
+    if self.global_attn_every_n_layers < 1:
+      raise ValueError(f"BertConfig: global_attn_every_n_layers="
+                       f"{self.global_attn_every_n_layers} must be at least 1")
+    if self.local_attention < 0:
+      raise ValueError(f"BertConfig: local_attention={self.local_attention} is negative")
+    if self.attention_impl not in ATTENTION_IMPLS:
+      raise ValueError(f"BertConfig: attention_impl={self.attention_impl!r} is not one of "
+                       f"{ATTENTION_IMPLS}")
     jnp.dtype(self.dtype)  # raises on an unknown dtype name
+    if self.layer_sharing not in LAYER_SHARING:
+      raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r} is not one of "
+                       f"{LAYER_SHARING}")
+    if self.layer_sharing != "none" and self.scan_layers:
+      raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r} needs "
+                       "scan_layers=False (shared layers are not stacked)")
+    if self.embedding_size is not None and self.embedding_size <= 0:
+      raise ValueError(f"BertConfig: embedding_size={self.embedding_size} is not positive")
 
   @property
   def head_dim(self) -> int:
     return self.hidden_size // self.num_attention_heads
+
+  @property
+  def embedding_width(self) -> int:
+    """E: the width of the embedding tables and of the MLM decoder (H unless factorized)."""
+    return self.hidden_size if self.embedding_size is None else self.embedding_size
+
+  @property
+  def projects_embeddings(self) -> bool:
+    """Whether an E -> H projection follows the embeddings."""
+    if self.embedding_size is None:
+      return False
+    return self.embedding_size != self.hidden_size or FAMILIES[self.family].always_project
 
   @property
   def compute_dtype(self):
@@ -150,21 +228,44 @@ class BertConfig:
     if self.pre_layer_norm:
       raise ValueError("BertConfig: pre_layer_norm=True has no HF BERT equivalent (HF's "
                        "BertModel is post-LN); this model cannot be exported to HF")
-    hf_act = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu"}[self.hidden_act]
+    if self.layer_sharing != "none" or self.projects_embeddings:
+      raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r}, embedding_size="
+                       f"{self.embedding_size} (hidden_size {self.hidden_size}) have no HF "
+                       f"{self.family} equivalent; this model cannot be exported to HF")
+    if not (self.norm_bias and self.mlm_transform_bias):
+      raise ValueError("BertConfig: norm_bias=False or mlm_transform_bias=False has no HF BERT "
+                       "equivalent; this model cannot be exported to HF BERT")
     d = dataclasses.asdict(self)
-    for k in ("dtype", "scan_layers", "remat_policy", "pre_layer_norm", "family"):
+    ours_only = ("dtype", "scan_layers", "remat_policy", "pre_layer_norm", "family",
+                 "embedding_size", "layer_sharing", "attention_impl")
+    for k in ours_only + _BIAS_AND_ROPE:
       d.pop(k)
-    d.update(hidden_act=hf_act, model_type="bert", architectures=["BertForPreTraining"],
-             position_embedding_type="absolute")
+    d.update(hidden_act=HF_ACT_NAMES[self.hidden_act], model_type="bert",
+             architectures=["BertForPreTraining"], position_embedding_type="absolute")
     return d
 
 
 _ROBERTA = dict(family="roberta", vocab_size=50265, max_position_embeddings=514,
                 type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1)
 _DISTILBERT = dict(family="distilbert", type_vocab_size=0)
+# ALBERT v2 (HF AlbertConfig with albert-base-v2's sizes): E=128, one shared layer, tanh
+# GELU, no dropout, SentencePiece vocab of 30,000.
+_ALBERT = dict(family="albert", vocab_size=30000, embedding_size=128, layer_sharing="all",
+               hidden_act="gelu_tanh", hidden_dropout_prob=0.0,
+               attention_probs_dropout_prob=0.0)
+# ELECTRA (HF ElectraConfig's defaults are ELECTRA-Small's discriminator): E=128.
+_ELECTRA = dict(family="electra", embedding_size=128)
+# HF's ModernBertConfig defaults (= answerdotai/ModernBERT-base).
+_MODERNBERT = dict(family="modernbert", vocab_size=50368, max_position_embeddings=8192,
+                   type_vocab_size=0, layer_norm_eps=1e-5, pad_token_id=50283,
+                   hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, norm_bias=False,
+                   mlm_transform_bias=False, attention_bias=False, mlp_bias=False,
+                   global_rope_theta=160_000.0, local_rope_theta=10_000.0, local_attention=128,
+                   global_attn_every_n_layers=3)
 
 # The released sizes (Turc et al. 2019 for the small BERTs); intermediate = 4H. The
 # "-tiny" sizes of the other families are BERT-Tiny's shape with that family's fields.
+# A size that names intermediate_size keeps it (ModernBERT's GeGLU: I = 1.5H).
 SIZES = {
     "tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2),
     "mini": dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4),
@@ -179,15 +280,47 @@ SIZES = {
                                     num_attention_heads=12),
     "distilbert-tiny": dict(_DISTILBERT, num_hidden_layers=2, hidden_size=128,
                             num_attention_heads=2),
+    "albert-base-v2": dict(_ALBERT, num_hidden_layers=12, hidden_size=768,
+                           num_attention_heads=12),
+    "albert-tiny": dict(_ALBERT, num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
+                        embedding_size=64),
+    "electra-small": dict(_ELECTRA, num_hidden_layers=12, hidden_size=256,
+                          num_attention_heads=4),
+    # The paper's ELECTRA-Small generator: 1/4 of the discriminator's H, I and heads
+    # (Clark et al. 2020, Table 6; the released electra-small-generator checkpoint
+    # happens to be discriminator-sized). `generator_config` derives one from any size.
+    "electra-small-generator": dict(_ELECTRA, num_hidden_layers=12, hidden_size=64,
+                                    num_attention_heads=1),
+    "electra-tiny": dict(_ELECTRA, num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
+                         embedding_size=64),
+    "electra-tiny-generator": dict(_ELECTRA, num_hidden_layers=2, hidden_size=32,
+                                   num_attention_heads=1, embedding_size=64),
+    "modernbert-base": dict(_MODERNBERT, num_hidden_layers=22, hidden_size=768,
+                            num_attention_heads=12, intermediate_size=1152),
+    # Layer 0 global, layers 1-2 local with a 64-token window.
+    "modernbert-tiny": dict(_MODERNBERT, num_hidden_layers=3, hidden_size=128,
+                            num_attention_heads=2, intermediate_size=192, local_attention=64),
 }
 
 
 def config_for_size(size: str, **overrides) -> BertConfig:
-  """BertConfig of a named size ("tiny" ... "large", "roberta-base", "distilbert-tiny", ...);
+  """BertConfig of a named size ("tiny" ... "large", "roberta-base", "modernbert-tiny", ...);
   any field can be overridden."""
   if size not in SIZES:
     raise ValueError(f"Unknown model size {size!r}; known: {list(SIZES)}")
   fields = dict(SIZES[size])
-  fields["intermediate_size"] = 4 * fields["hidden_size"]
+  fields.setdefault("intermediate_size", 4 * fields["hidden_size"])
   fields.update(overrides)
   return BertConfig(**fields)
+
+
+def generator_config(discriminator: BertConfig, fraction: float = 0.25) -> BertConfig:
+  """ELECTRA's generator for a discriminator config: H, I and heads times `fraction`
+  (the paper's 1/4 for Small and Large, 1/3 for Base), the same embedding width E (the
+  two share their embedding tables), layers and vocabulary."""
+  heads = max(1, round(discriminator.num_attention_heads * fraction))
+  hidden = round(discriminator.hidden_size * fraction / heads) * heads
+  return discriminator.replace(
+      hidden_size=hidden, num_attention_heads=heads,
+      intermediate_size=round(discriminator.intermediate_size * fraction),
+      embedding_size=discriminator.embedding_width)

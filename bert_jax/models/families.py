@@ -52,7 +52,12 @@ class Family:
       sentence head reads it (HF's BertForPreTraining does; RobertaForMaskedLM and
       DistilBertForMaskedLM do not).
     mlm_activation: the MLM transform's activation; None: the config's hidden_act
-      (RoBERTa's LM head always uses exact GELU).
+      (RoBERTa's LM head and ELECTRA's generator head always use exact GELU).
+    always_project: a config with `embedding_size` set gets the E -> H projection even
+      when E == H (ALBERT's encoder always has one); otherwise only when E != H.
+    architecture: the modules that build the embeddings and the layer stack, a key of
+      `bert_jax.models.bert.ARCHITECTURES`: "bert" (bert.py: learned positions, post-LN
+      layers) or "modernbert" (modernbert.py: RoPE, pre-norm GeGLU layers, local attention).
   """
   description: str
   position_ids: Callable[[jax.Array, "BertConfig"], jax.Array]
@@ -61,6 +66,8 @@ class Family:
   sentence_heads: tuple[str, ...]
   pretraining_pooler: bool
   mlm_activation: Optional[str] = None
+  always_project: bool = False
+  architecture: str = "bert"
 
 
 FAMILIES = {
@@ -78,6 +85,21 @@ FAMILIES = {
                     "MLM only",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
         sentence_heads=(), pretraining_pooler=False),
+    "albert": Family(
+        description="ALBERT (Lan et al. 2019): factorized embeddings (E -> H), one layer "
+                    "shared by all L, pooler, MLM + SOP",
+        position_ids=absolute_positions, first_position=lambda c: 0, pooler=True,
+        sentence_heads=("sop",), pretraining_pooler=True, always_project=True),
+    "electra": Family(
+        description="ELECTRA (Clark et al. 2020): BERT's encoder with E -> H projection when "
+                    "E != H, no pooler; generator (MLM) + discriminator (replaced tokens)",
+        position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
+        sentence_heads=(), pretraining_pooler=False, mlm_activation="gelu"),
+    "modernbert": Family(
+        description="ModernBERT (Warner et al. 2024): RoPE, pre-norm GeGLU layers without "
+                    "biases, alternating global/local attention, no segments, MLM only",
+        position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
+        sentence_heads=(), pretraining_pooler=False, architecture="modernbert"),
 }
 
 

@@ -1,7 +1,7 @@
 """Heads that sit on top of `BertModel`: each is its own module, composed in task_models.py.
 
-Shape legend: B batch, T length, H hidden, V vocab, P masked positions per sequence,
-C classes (or choices).
+Shape legend: B batch, T length, H hidden, E embedding width (H unless factorized),
+V vocab, P masked positions per sequence, C classes (or choices).
 """
 import flax.linen as nn
 import jax.numpy as jnp
@@ -17,12 +17,16 @@ def gather_positions(sequence, positions):
 
 
 class MaskedLMHead(nn.Module):
-  """dense + act + LayerNorm transform, then a decoder tied to the word embeddings + bias.
+  """dense (H -> E) + act + LayerNorm transform, then a decoder tied to the [V, E] word
+  embeddings + bias.
 
   Logits come only at `masked_positions` ([B, P] -> [B, P, V]) when given, as the original
   BERT computes them; at every position ([B, T, V]) otherwise. Logits are float32.
   Every family's MLM head has this structure (HF: BERT's cls.predictions, RoBERTa's
-  lm_head, DistilBERT's vocab_*); the activation is the family's `mlm_activation`.
+  lm_head, DistilBERT's vocab_*, ALBERT's predictions, ELECTRA's generator_predictions +
+  generator_lm_head, ModernBERT's head + decoder); the activation is the family's
+  `mlm_activation`; the transform's and the norm's biases follow `mlm_transform_bias` and
+  `norm_bias`.
   """
   config: BertConfig
 
@@ -32,9 +36,10 @@ class MaskedLMHead(nn.Module):
     x = sequence_output
     if masked_positions is not None:
       x = gather_positions(x, masked_positions)
-    x = nn.Dense(cfg.hidden_size, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
+    x = nn.Dense(cfg.embedding_width, use_bias=cfg.mlm_transform_bias,
+                 dtype=cfg.compute_dtype, param_dtype=jnp.float32,
                  kernel_init=dense_init(cfg, ("embed", "mlp")), bias_init=zeros_init(("mlp",)),
-                 name="transform")(x)
+                 name="transform")(x)  # [B, P, E]
     x = activation(family_of(cfg).mlm_activation or cfg.hidden_act)(x)
     x = layer_norm(cfg, "transform_layer_norm")(x).astype(cfg.compute_dtype)
     logits = jnp.einsum("bph,vh->bpv", x, embedding_table.astype(cfg.compute_dtype),
@@ -87,6 +92,25 @@ class NextSentenceHead(nn.Module):
     return nn.Dense(2, dtype=jnp.float32, param_dtype=jnp.float32,
                     kernel_init=dense_init(self.config, ("embed", None)),
                     bias_init=zeros_init((None,)), name="dense")(pooled_output)
+
+
+class ReplacedTokenHead(nn.Module):
+  """ELECTRA's discriminator: [B, T, H] -> [B, T] float32 logits that each token was
+  replaced (dense H -> H, the config's activation, dense H -> 1; HF
+  discriminator_predictions)."""
+  config: BertConfig
+
+  @nn.compact
+  def __call__(self, sequence_output):
+    cfg = self.config
+    x = nn.Dense(cfg.hidden_size, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
+                 kernel_init=dense_init(cfg, ("embed", "mlp")), bias_init=zeros_init(("mlp",)),
+                 name="dense")(sequence_output)
+    x = activation(cfg.hidden_act)(x)
+    logits = nn.Dense(1, dtype=jnp.float32, param_dtype=jnp.float32,
+                      kernel_init=dense_init(cfg, ("mlp", None)), bias_init=zeros_init((None,)),
+                      name="prediction")(x)
+    return logits[..., 0]
 
 
 class LinearHead(nn.Module):

@@ -43,9 +43,10 @@ def zeros_init(axes: tuple[Optional[str], ...]):
 
 
 def layer_norm(config: BertConfig, name: str) -> nn.LayerNorm:
-  """LayerNorm in float32 (its output is cast back by the caller)."""
+  """LayerNorm in float32 (its output is cast back by the caller); bias if config.norm_bias."""
   return nn.LayerNorm(
-      epsilon=config.layer_norm_eps, dtype=jnp.float32, param_dtype=jnp.float32,
+      epsilon=config.layer_norm_eps, use_bias=config.norm_bias, dtype=jnp.float32,
+      param_dtype=jnp.float32,
       scale_init=nn.with_logical_partitioning(nn.initializers.ones_init(), ("embed",)),
       bias_init=zeros_init(("embed",)), name=name)
 
@@ -65,26 +66,162 @@ class HeadProjection(nn.Module):
 
   In to heads: "btH,HND->btND" (kernel [H, N, D]); heads out: "btND,NDH->btH".
   (nn.DenseGeneral initialises a flattened kernel, which defeats logical sharding.)
+  The bias has the kernel's last len(bias_axes) dimensions; none when not use_bias.
   """
   config: BertConfig
   kernel_shape: tuple[int, ...]
-  kernel_axes: tuple[str, ...]
-  bias_axes: tuple[str, ...]
+  kernel_axes: tuple[Optional[str], ...]
+  bias_axes: tuple[Optional[str], ...]
   equation: str
+  use_bias: bool = True
 
   @nn.compact
   def __call__(self, x):
     cfg = self.config
     kernel = self.param("kernel", dense_init(cfg, self.kernel_axes), self.kernel_shape,
                         jnp.float32)
+    y = jnp.einsum(self.equation, x.astype(cfg.compute_dtype), kernel.astype(cfg.compute_dtype))
+    if not self.use_bias:
+      return y
     bias_shape = self.kernel_shape[-len(self.bias_axes):]
     bias = self.param("bias", zeros_init(self.bias_axes), bias_shape, jnp.float32)
-    y = jnp.einsum(self.equation, x.astype(cfg.compute_dtype), kernel.astype(cfg.compute_dtype))
     return y + bias.astype(cfg.compute_dtype)
 
 
+def remat_layer(layer_cls, policy: str):
+  """The layer class rematerialised by `policy` ("none", "full", "dots"); the layer's
+  __call__ must take (hidden, mask_bias, deterministic), `deterministic` a Python bool."""
+  if policy == "none":
+    return layer_cls
+  checkpoint_policy = {"full": None, "dots": jax.checkpoint_policies.checkpoint_dots}[policy]
+  return nn.remat(layer_cls, policy=checkpoint_policy, static_argnums=(3,))  # 3: deterministic
+
+
+def _dropout(probs, rate: float, rng):
+  """Inverted dropout on the attention weights (as nn.Dropout: kept ones scaled by 1/(1-p))."""
+  if rate == 0.0 or rng is None:
+    return probs
+  keep = jax.random.bernoulli(rng, 1.0 - rate, probs.shape)
+  return jnp.where(keep, probs / (1.0 - rate), jnp.zeros_like(probs))
+
+
+def _einsum_attention(query, key, value, bias, dropout_rate, dropout_rng):
+  """Two einsums and a float32 softmax; the only path with probability dropout and probs."""
+  query = query / jnp.sqrt(query.shape[-1]).astype(query.dtype)
+  logits = jnp.einsum("bfnd,btnd->bnft", query, key,
+                      preferred_element_type=jnp.float32)  # [B, N, F, T]
+  probs = jax.nn.softmax(logits if bias is None else logits + bias, axis=-1)
+  weights = _dropout(probs, dropout_rate, dropout_rng)
+  context = jnp.einsum("bnft,btnd->bfnd", weights.astype(value.dtype), value)
+  return context, probs
+
+
+def _fused_only(impl: str, dropout_rate: float, dropout_rng) -> None:
+  if dropout_rate and dropout_rng is not None:
+    raise ValueError(f"attention_impl={impl!r} has no attention-probability dropout: set "
+                     "model.attention_probs_dropout_prob=0 or attention_impl='einsum'")
+
+
+def _xla_attention(query, key, value, bias, dropout_rate, dropout_rng):
+  """jax.nn.dot_product_attention, XLA's implementation (any backend)."""
+  _fused_only("xla", dropout_rate, dropout_rng)
+  return jax.nn.dot_product_attention(query, key, value, bias=bias, implementation="xla"), None
+
+
+def _cudnn_attention(query, key, value, bias, dropout_rate, dropout_rng):
+  """jax.nn.dot_product_attention's cuDNN flash kernel (NVIDIA GPU, float16/bfloat16)."""
+  _fused_only("cudnn", dropout_rate, dropout_rng)
+  platform = jax.devices()[0].platform
+  if platform != "gpu":
+    raise ValueError(f"attention_impl='cudnn' needs an NVIDIA GPU; this backend is "
+                     f"{platform}: use 'einsum' or 'xla'")
+  if bias is not None:  # cuDNN takes a [B, 1, F, T] bias, not one broadcast over F
+    b, _, _, t = bias.shape
+    bias = jnp.broadcast_to(bias, (b, 1, query.shape[1], t)).astype(query.dtype)
+  return jax.nn.dot_product_attention(query, key, value, bias=bias,
+                                      implementation="cudnn"), None
+
+
+def _splash_attention(query, key, value, bias, dropout_rate, dropout_rng):
+  """Pallas splash attention (TPU; elsewhere its interpreter, slow, for tests).
+
+  Takes a key-padding bias only ([B, 1, 1, T]), which becomes its segment ids: every
+  query is in segment 1, real keys in 1 and padding keys in 0.
+  """
+  from jax.experimental.pallas.ops.tpu.splash_attention import (
+      splash_attention_kernel as splash, splash_attention_mask as splash_mask)
+  _fused_only("splash", dropout_rate, dropout_rng)
+  b, f, n, d = query.shape
+  t = key.shape[1]
+  if bias is not None and bias.shape[2] != 1:
+    raise ValueError(f"attention_impl='splash' takes a key-padding mask [B, 1, 1, T]; got a "
+                     f"bias of shape {bias.shape}: use 'einsum' or 'xla'")
+  block = next((size for size in (512, 256, 128) if f % size == 0 and t % size == 0), None)
+  if block is None:
+    raise ValueError(f"attention_impl='splash' needs sequence lengths that are multiples of "
+                     f"128; got {f} x {t} (set data.pad_to_multiple_of=128)")
+  sizes = splash.BlockSizes(block_q=block, block_kv=block, block_kv_compute=block,
+                            block_q_dkv=block, block_kv_dkv=block, block_kv_dkv_compute=block,
+                            block_q_dq=block, block_kv_dq=block)
+  kernel = splash.make_splash_mha(
+      splash_mask.MultiHeadMask([splash_mask.FullMask((f, t))] * n), block_sizes=sizes,
+      head_shards=1, q_seq_shards=1, interpret=jax.devices()[0].platform != "tpu")
+  keys = (jnp.ones((b, t), jnp.int32) if bias is None
+          else (bias[:, 0, 0, :] == 0).astype(jnp.int32))
+  queries = jnp.ones((b, f), jnp.int32)
+  scaled = query / jnp.sqrt(d).astype(query.dtype)
+  heads_first = lambda x: jnp.swapaxes(x, 1, 2)  # noqa: E731  [B, T, N, D] -> [B, N, T, D]
+  context = jax.vmap(lambda q, k, v, qs, ks: kernel(q, k, v, segment_ids=splash.SegmentIds(
+      q=qs, kv=ks)))(heads_first(scaled), heads_first(key), heads_first(value), queries, keys)
+  return heads_first(context), None
+
+
+# config.attention_impl -> fn(query, key, value, bias, dropout_rate, dropout_rng)
+#   -> (context [B, F, N, D], probs [B, N, F, T] or None where the path has none).
+ATTENTION_IMPLS = {"einsum": _einsum_attention, "xla": _xla_attention,
+                   "cudnn": _cudnn_attention, "splash": _splash_attention}
+
+
+def dot_product_attention(query, key, value, bias=None, *, impl: str = "einsum",
+                          dropout_rate: float = 0.0, dropout_rng=None):
+  """Multi-head attention of projected queries/keys/values; the core every encoder uses.
+
+  query [B, F, N, D], key/value [B, T, N, D] (compute dtype); bias: additive float32,
+  broadcastable to [B, N, F, T] (0 to attend, a large negative number to mask; e.g.
+  `attention_mask_bias`), or None. Logits are scaled by 1/sqrt(D) and the softmax runs
+  in float32. dropout_rng (None: no dropout) drops attention weights at dropout_rate.
+  Returns (context [B, F, N, D], probs [B, N, F, T] before dropout, or None).
+
+  impl (a key of ATTENTION_IMPLS; all equal to 1e-5 in float32 where they run):
+    "einsum": two einsums; the only one with probability dropout and `probs`.
+    "xla":    jax.nn.dot_product_attention(implementation="xla"); any backend.
+    "cudnn":  its cuDNN flash-attention kernel; NVIDIA GPUs, float16/bfloat16 only.
+    "splash": Pallas splash attention; TPU (elsewhere its slow interpreter); key-padding
+              bias only; sequence lengths a multiple of 128.
+  The fused paths ("xla", "cudnn", "splash") refuse dropout_rate > 0 with an rng.
+  """
+  if impl not in ATTENTION_IMPLS:
+    raise ValueError(f"attention impl {impl!r}: expected one of {sorted(ATTENTION_IMPLS)}")
+  return ATTENTION_IMPLS[impl](query, key, value, bias, dropout_rate, dropout_rng)
+
+
+class _DropoutRng(nn.Module):
+  """The rng an `nn.Dropout` module at this place in the tree would draw: named as that
+  module was ("Dropout_0"), so attention dropout keeps the masks (and so the losses) it
+  had before the attention core moved into `dot_product_attention`."""
+
+  @nn.compact
+  def __call__(self):
+    return self.make_rng("dropout")
+
+
 class SelfAttention(nn.Module):
-  """Multi-head self-attention with the output projection (no residual, no norm)."""
+  """Multi-head self-attention with the output projection (no residual, no norm).
+
+  `config.attention_impl` picks the core (`dot_product_attention`). The einsum core sows
+  the attention probabilities (kept when applied with mutable=["intermediates"]; see
+  `attention_probs`); the fused ones have none to give and say so.
+  """
   config: BertConfig
 
   @nn.compact
@@ -97,14 +234,17 @@ class SelfAttention(nn.Module):
                             "bth,hnd->btnd", name=name)(hidden)  # [B, T, N, D]
 
     query, key, value = project("query"), project("key"), project("value")
-    query = query / jnp.sqrt(d).astype(cfg.compute_dtype)
-    logits = jnp.einsum("bfnd,btnd->bnft", query, key,
-                        preferred_element_type=jnp.float32)  # [B, N, F, T]
-    probs = jax.nn.softmax(logits + mask_bias, axis=-1)
-    # Kept only when applied with mutable=["intermediates"]; see `attention_probs`.
-    self.sow("intermediates", "attention_probs", probs)
-    probs = nn.Dropout(cfg.attention_probs_dropout_prob)(probs, deterministic=deterministic)
-    context = jnp.einsum("bnft,btnd->bfnd", probs.astype(cfg.compute_dtype), value)
+    rate = cfg.attention_probs_dropout_prob
+    dropout_rng = (None if deterministic or rate == 0.0
+                   else _DropoutRng(name="Dropout_0")())
+    context, probs = dot_product_attention(query, key, value, mask_bias,
+                                           impl=cfg.attention_impl, dropout_rate=rate,
+                                           dropout_rng=dropout_rng)  # [B, F, N, D]
+    if probs is not None:
+      self.sow("intermediates", "attention_probs", probs)
+    elif self.is_mutable_collection("intermediates"):
+      raise ValueError(f"attention_impl={cfg.attention_impl!r} does not give attention "
+                       "probabilities (attention_probs, attention guidance): use 'einsum'")
     context = nn.with_logical_constraint(context, ACT_BTND)
     return HeadProjection(cfg, (n, d, h), ("heads", "kv", "embed"), ("embed",),
                           "bfnd,ndh->bfh", name="out")(context)  # [B, F, H]
@@ -129,10 +269,22 @@ def attention_probs(intermediates, num_layers: int) -> list[jax.Array]:
   if "layers" in encoder:  # scanned: one [L, B, N, F, T] array
     stacked = encoder["layers"]["layer"]["attention"]["attention_probs"][0]
     return [stacked[i] for i in range(num_layers)]
+  if "attention" in encoder.get("shared_layer", {}):  # one module, sown at each of L calls
+    return list(encoder["shared_layer"]["attention"]["attention_probs"])
   return [encoder[f"layer_{i}"]["attention"]["attention_probs"][0] for i in range(num_layers)]
 
 
 def attention_mask_bias(attention_mask, dtype=jnp.float32):
   """[B, T] 1/0 mask -> [B, 1, 1, T] additive bias (0 keep, large negative drop)."""
   keep = attention_mask[:, None, None, :].astype(dtype)
+  return (1.0 - keep) * _MASK_BIAS
+
+
+def segment_mask_bias(attention_mask, segment_ids, dtype=jnp.float32):
+  """Packed rows: [B, T] 1/0 mask and int segment ids -> [B, 1, F, T] additive bias.
+
+  A query attends to the real keys of its own segment (example) only.
+  """
+  same = segment_ids[:, :, None] == segment_ids[:, None, :]  # [B, F, T]
+  keep = (same & (attention_mask[:, None, :] > 0))[:, None].astype(dtype)
   return (1.0 - keep) * _MASK_BIAS

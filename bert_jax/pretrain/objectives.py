@@ -15,6 +15,8 @@ import jax
 import jax.numpy as jnp
 
 from bert_jax.losses import xent_sums
+from bert_jax.pretrain import distillation
+from bert_jax.pretrain import rtd
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,7 +28,10 @@ class Objective:
   f"{name}_loss". sentence_head: the 2-way pooled head it reads from
   outputs.sentence_logits (None: none); label_fields: batch fields it reads that the
   example builder (or the masking, for the span fields) must make; span_head: it reads
-  outputs.span_logits (the model carries the span boundary head).
+  outputs.span_logits (the model carries the span boundary head); teacher: it reads
+  `outputs.teacher`, the frozen config.distillation.teacher run on the same batch
+  (distillation.py); task: the config.task whose model gives the outputs it reads (None:
+  any pretraining task).
   """
   name: str
   sums: Callable[..., dict]
@@ -35,6 +40,8 @@ class Objective:
   sentence_head: str | None = None
   label_fields: tuple[str, ...] = ()
   span_head: bool = False
+  teacher: bool = False
+  task: str | None = None
 
   def loss(self, sums, denominators) -> jax.Array:
     return self.metrics(sums, denominators)[f"{self.name}_loss"]
@@ -111,6 +118,17 @@ OBJECTIVES = {
     "sbo": Objective("sbo", _sbo_sums, _mlm_denominators, _sbo_metrics, span_head=True,
                      label_fields=("masked_lm_ids", "masked_lm_weights", "masked_lm_span_left",
                                    "masked_lm_span_right", "masked_lm_span_offset")),
+    # DistilBERT's soft targets and hidden-state cosine (distillation.py)
+    "distill": Objective("distill", distillation.distill_sums, distillation.distill_denominators,
+                         distillation.distill_metrics, label_fields=("masked_lm_positions",
+                                                                     "masked_lm_weights"),
+                         teacher=True),
+    "cosine": Objective("cosine", distillation.cosine_sums, distillation.cosine_denominators,
+                        distillation.cosine_metrics, teacher=True),
+    # ELECTRA's replaced-token detection by the discriminator (rtd.py; task electra.py)
+    "rtd": Objective("rtd", rtd.rtd_sums, rtd.rtd_denominators, rtd.rtd_metrics,
+                     label_fields=("masked_lm_positions", "masked_lm_ids",
+                                   "masked_lm_weights"), task="electra"),
 }
 
 

@@ -5,7 +5,9 @@ The model is BertForPreTraining with the heads its objectives read (the NSP head
 when "nsp" is on, the span boundary head only when "sbo" is; then the batches carry the
 span fields). The logged `loss` is the weighted sum of the objectives;
 attention guidance, when on, is added to what is differentiated and logged apart as
-`attention_guidance_loss`.
+`attention_guidance_loss`. Objectives that read a teacher (distill, cosine) make the
+task load config.distillation.teacher as frozen params (distillation.py) and run it on
+every batch beside the model.
 """
 from typing import Optional
 
@@ -20,6 +22,7 @@ from bert_jax.models.layers import attention_probs
 from bert_jax.models.task_models import PreTrainingOutput
 from bert_jax.pretrain import attention_guidance
 from bert_jax.pretrain import masking
+from bert_jax.pretrain import distillation
 from bert_jax.pretrain import objectives as objectives_lib
 from bert_jax.pretrain import pipeline
 from bert_jax.task import Evaluation, TaskInputs
@@ -41,6 +44,10 @@ class PretrainingTask:
   def __init__(self, config, model_config: BertConfig):
     self.config, self.model_config = config, model_config
     self.objectives = objectives_lib.parse(config.objectives)
+    for objective, _ in self.objectives:
+      if objective.task not in (None, self.name):
+        raise ValueError(f"config.objectives={config.objectives!r}: {objective.name} needs "
+                         f"config.task={objective.task!r} (this is {self.name!r})")
     pipeline.check_builder_makes(config.data, {field for objective, _ in self.objectives
                                                for field in objective.label_fields})
     self.metric_names = ("loss",) + tuple(
@@ -49,6 +56,8 @@ class PretrainingTask:
     self.guidance = attention_guidance.from_config(
         config, model_config.num_hidden_layers, model_config.num_attention_heads)
     self.span_head = any(objective.span_head for objective, _ in self.objectives)
+    self.teacher = distillation.teacher_for(config, model_config,
+                                            any(o.teacher for o, _ in self.objectives))
 
   def model_spec(self) -> dict:
     spec = {"task_model": "pretraining",
@@ -85,21 +94,29 @@ class PretrainingTask:
         batch[field] = jnp.zeros((batch_size, p), jnp.int32)
     return batch
 
-  def forward(self, model, params, batch, *, deterministic: bool,
-              rng=None) -> PretrainingForward:
+  def frozen_params(self):
+    return None if self.teacher is None else self.teacher.frozen_params()
+
+  def forward(self, model, params, batch, *, deterministic: bool, rng=None,
+              frozen=None) -> PretrainingForward:
     rngs = None if deterministic else {"dropout": rng}
     args = (batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
             batch["masked_lm_positions"])
     kwargs = {"masked_lm_spans": tuple(batch[f"masked_lm_span_{k}"]
                                        for k in ("left", "right", "offset"))
               } if self.span_head else {}
+    guidance_loss = None
     if self.guidance is None or deterministic:
-      return PretrainingForward(model.apply({"params": params}, *args,
-                                            deterministic=deterministic, rngs=rngs, **kwargs))
-    outputs, state = model.apply({"params": params}, *args, deterministic=False, rngs=rngs,
-                                 mutable=["intermediates"], **kwargs)
-    probs = attention_probs(state["intermediates"], self.model_config.num_hidden_layers)
-    return PretrainingForward(outputs, self.guidance.loss_sum(probs, batch["attention_mask"]))
+      outputs = model.apply({"params": params}, *args, deterministic=deterministic, rngs=rngs,
+                            **kwargs)
+    else:
+      outputs, state = model.apply({"params": params}, *args, deterministic=False, rngs=rngs,
+                                   mutable=["intermediates"], **kwargs)
+      probs = attention_probs(state["intermediates"], self.model_config.num_hidden_layers)
+      guidance_loss = self.guidance.loss_sum(probs, batch["attention_mask"])
+    if frozen is not None:  # the teacher's outputs on the same batch (distillation.py)
+      outputs = self.teacher.attach(outputs, frozen, batch)
+    return PretrainingForward(outputs, guidance_loss)
 
   def loss_sums(self, forward: PretrainingForward, batch) -> dict[str, jax.Array]:
     sums = {}

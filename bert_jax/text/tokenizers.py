@@ -99,6 +99,14 @@ def make_tokenizer(data_config, model_dir: str = "") -> SubwordTokenizer:
   return FOLDER_KINDS[kind][1](source)
 
 
+def model_tokenizer(model_path: str) -> SubwordTokenizer:
+  """The tokenizer saved with a model: in its folder (an HF folder of any family, a
+  bert_jax workdir or saved model) or beside its file (a TF checkpoint)."""
+  folder = model_path if os.path.isdir(model_path) else os.path.dirname(model_path)
+  kind, _ = folder_kind(folder)
+  return FOLDER_KINDS[kind][1](folder)
+
+
 def vocab_fingerprint(data_config) -> str:
   """sha256 of the vocabulary file(s) behind config.data.vocab_path (for caches)."""
   path = _vocab_source(data_config, model_dir="")

@@ -2,8 +2,10 @@
 
 A sweep file `experiments/sweeps/NAME.py` has
   a docstring    what the sweep measures, its prerequisites and the commands;
-  get_sweep()    {run name: {"config": "configs/x.py[:arg]", "overrides": {"a.b": value}}},
-                 in the order the runs go (and their rows are kept in);
+  get_sweep()    {run name: {"config": "configs/x.py[:arg]", "overrides": {"a.b": value},
+                 optionally "stages": {stage: {"config", "overrides", "metrics": keys}}}},
+                 in the order the runs go (and their rows are kept in); stages are
+                 fine-tunings run after the run, from its workdir (init_from);
   PREPARE        optional ((output path, command), ...): run first where the output is
                  missing (`experiments.run` does; `--print` asks for them instead);
   METRICS        {"eval_results.json": keys or None (all), "metrics.jsonl": keys}: what
@@ -12,8 +14,9 @@ A sweep file `experiments/sweeps/NAME.py` has
   COLUMNS        ((header, row -> cell text), ...): the markdown table of the results.
 
 A results row (experiments/results/NAME.jsonl, one per run): {"sweep", "run", "command",
-"git_revision", "wall_seconds", "finished_at", "metrics"}; rows imported from an older
-record also carry "imported_from".
+"git_revision", "wall_seconds", "finished_at", "metrics"}, with "stage_commands" for runs
+with stages and "report" (the run report's total: tokens, FLOPs, kWh, CO2e) for runs made
+since there is one; rows imported from an older record also carry "imported_from".
 """
 import importlib
 import json

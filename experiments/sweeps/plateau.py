@@ -17,13 +17,7 @@ read when the sweep is built.
 """
 import os
 
-VOCAB = "runs/corpus/vocab-8k.txt"
-PREPARE = (
-    ("runs/corpus/pretrain.txt",
-     "python -m bert_jax.text.prepare --output=runs/corpus/pretrain.txt"),
-    (VOCAB, "python -m bert_jax.text.learn_vocab --input=runs/corpus/pretrain.txt "
-            f"--vocab_size=8192 --output={VOCAB}"),
-)
+from experiments.sweeps._ablation import PREPARE, VOCAB  # the prepared corpus, 8k vocab
 
 _EVAL_KEYS = ("eval_mlm_accuracy", "eval_mlm_accuracy_corrupted", "eval_nsp_accuracy",
               "eval_mlm_loss", "eval_nsp_loss")

@@ -1,0 +1,169 @@
+"""ModernBERT (Warner et al. 2024): its embeddings and layer stack, for `BertModel`.
+
+What differs from BERT's encoder (bert.py), all equal to HF's `ModernBertModel`:
+  - embeddings: word embeddings + LayerNorm only (no position table, no segments);
+  - positions: rotary embeddings (RoPE) on queries and keys, base `global_rope_theta` in
+    global layers and `local_rope_theta` in local ones;
+  - pre-norm layers: x = x + Attn(LN(x)); x = x + MLP(LN(x)); layer 0 has no attention
+    LayerNorm (the embeddings are normalised already); one final LayerNorm;
+  - attention: a fused q/k/v projection; layer i is global when
+    i % global_attn_every_n_layers == 0, else local: token i sees token j only when
+    |i - j| <= local_attention // 2 (HF's bidirectional sliding window);
+  - feed-forward: GeGLU, Wi: H -> 2 x I, act(input) * gate, Wo: I -> H;
+  - biases of norms / attention / MLP as `norm_bias` / `attention_bias` / `mlp_bias` (all
+    false in the released models).
+The MLM head is heads.MaskedLMHead (dense + act + norm, decoder tied to the embeddings).
+
+Shape legend (layers.py): B batch, T length, H hidden, N heads, D head size, I intermediate.
+Param names: embeddings/{word_embeddings, layer_norm}; encoder/layer_i/{attention_layer_norm
+(not in layer 0), attention/{qkv [H, 3, N, D], out [N, D, H]}, mlp_layer_norm,
+mlp/{wi [H, 2, I], wo [I, H]}}; encoder/final_layer_norm.
+"""
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from bert_jax.models.config import BertConfig
+from bert_jax.models.layers import (ACT_BTH, ACT_BTI, ACT_BTND, HeadProjection, activation,
+                                    dense_init, layer_norm, remat_layer, zeros_init)
+
+# Added to the logits of keys outside a local layer's window (as layers' padding bias).
+_OUTSIDE_WINDOW = -1e9
+
+
+class Embeddings(nn.Module):
+  """LayerNorm(word embeddings), then dropout; token types are ignored."""
+  config: BertConfig
+
+  def setup(self):
+    cfg = self.config
+    self.word_embeddings = nn.Embed(
+        cfg.vocab_size, cfg.hidden_size, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
+        embedding_init=dense_init(cfg, ("vocab", "embed")), name="word_embeddings")
+    self.layer_norm = layer_norm(cfg, "layer_norm")
+    self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+
+  def __call__(self, input_ids, token_type_ids, deterministic: bool, positions=None):
+    del token_type_ids
+    if positions is not None:  # the rotary positions count from 0 along each row
+      raise ValueError("ModernBERT takes no packed rows (data.packing): its rotary positions "
+                       "do not restart per example; set data.packing=false")
+    x = self.layer_norm(self.word_embeddings(input_ids)).astype(self.config.compute_dtype)
+    x = nn.with_logical_constraint(x, ACT_BTH)  # [B, T, H]
+    return self.dropout(x, deterministic=deterministic)
+
+
+def rotary(x, theta: float):
+  """RoPE on [B, T, N, D] at positions 0..T-1, in float32: x * cos + rotate_half(x) * sin,
+  frequencies theta^(-2k/D) for k < D/2, each used by dimensions k and k + D/2."""
+  length, dim = x.shape[1], x.shape[-1]
+  inv_freq = 1.0 / (theta ** (jnp.arange(0, dim, 2, dtype=jnp.float32) / dim))  # [D/2]
+  angles = jnp.arange(length, dtype=jnp.float32)[:, None] * inv_freq[None, :]  # [T, D/2]
+  angles = jnp.concatenate([angles, angles], axis=-1)[None, :, None, :]  # [1, T, 1, D]
+  x32 = x.astype(jnp.float32)
+  first, second = jnp.split(x32, 2, axis=-1)
+  rotated = jnp.concatenate([-second, first], axis=-1)
+  return (x32 * jnp.cos(angles) + rotated * jnp.sin(angles)).astype(x.dtype)
+
+
+def window_bias(length: int, local_attention: int):
+  """[1, 1, T, T] additive bias: 0 where |i - j| <= local_attention // 2, else large negative."""
+  distance = jnp.abs(jnp.arange(length)[:, None] - jnp.arange(length)[None, :])
+  return jnp.where(distance <= local_attention // 2, 0.0, _OUTSIDE_WINDOW)[None, None]
+
+
+class Attention(nn.Module):
+  """Fused-QKV self-attention with RoPE, global or sliding-window, and its output projection."""
+  config: BertConfig
+  is_global: bool
+
+  @nn.compact
+  def __call__(self, hidden, mask_bias, deterministic: bool):
+    cfg = self.config
+    h, n, d = cfg.hidden_size, cfg.num_attention_heads, cfg.head_dim
+    qkv = HeadProjection(cfg, (h, 3, n, d), ("embed", None, "heads", "kv"),
+                         (None, "heads", "kv"), "bth,hcnd->btcnd", use_bias=cfg.attention_bias,
+                         name="qkv")(hidden)  # [B, T, 3, N, D]
+    query, key, value = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+    theta = cfg.global_rope_theta if self.is_global else cfg.local_rope_theta
+    query, key = rotary(query, theta), rotary(key, theta)
+    query = query / jnp.sqrt(d).astype(cfg.compute_dtype)
+    logits = jnp.einsum("bfnd,btnd->bnft", query, key,
+                        preferred_element_type=jnp.float32)  # [B, N, F, T]
+    if not self.is_global:
+      mask_bias = mask_bias + window_bias(hidden.shape[1], cfg.local_attention)
+    probs = jax.nn.softmax(logits + mask_bias, axis=-1)
+    self.sow("intermediates", "attention_probs", probs)  # see layers.attention_probs
+    dropout = nn.Dropout(cfg.attention_probs_dropout_prob)
+    probs = dropout(probs, deterministic=deterministic)
+    context = jnp.einsum("bnft,btnd->bfnd", probs.astype(cfg.compute_dtype), value)
+    context = nn.with_logical_constraint(context, ACT_BTND)
+    out = HeadProjection(cfg, (n, d, h), ("heads", "kv", "embed"), ("embed",),
+                         "bfnd,ndh->bfh", use_bias=cfg.attention_bias, name="out")(context)
+    return dropout(out, deterministic=deterministic)  # [B, F, H]
+
+
+class GeGLU(nn.Module):
+  """Wo(dropout(act(x Wi_input) * (x Wi_gate))): [B, T, H] -> [B, T, H]."""
+  config: BertConfig
+
+  @nn.compact
+  def __call__(self, hidden, deterministic: bool):
+    cfg = self.config
+    h, i = cfg.hidden_size, cfg.intermediate_size
+    both = HeadProjection(cfg, (h, 2, i), ("embed", None, "mlp"), (None, "mlp"),
+                          "bth,hgi->btgi", use_bias=cfg.mlp_bias, name="wi")(hidden)  # [B, T, 2, I]
+    gated = activation(cfg.hidden_act)(both[:, :, 0]) * both[:, :, 1]
+    gated = nn.with_logical_constraint(gated, ACT_BTI)
+    gated = nn.Dropout(cfg.hidden_dropout_prob)(gated, deterministic=deterministic)
+    return nn.Dense(h, use_bias=cfg.mlp_bias, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
+                    kernel_init=dense_init(cfg, ("mlp", "embed")),
+                    bias_init=zeros_init(("embed",)), name="wo")(gated)
+
+
+class Layer(nn.Module):
+  """One pre-norm layer; the first has no attention LayerNorm."""
+  config: BertConfig
+  is_global: bool
+  attention_norm: bool
+
+  @nn.compact
+  def __call__(self, hidden, mask_bias, deterministic: bool):
+    cfg = self.config
+    attention_in = hidden
+    if self.attention_norm:
+      attention_in = layer_norm(cfg, "attention_layer_norm")(hidden).astype(cfg.compute_dtype)
+    hidden = hidden + Attention(cfg, self.is_global, name="attention")(
+        attention_in, mask_bias, deterministic)
+    mlp_in = layer_norm(cfg, "mlp_layer_norm")(hidden).astype(cfg.compute_dtype)
+    hidden = hidden + GeGLU(cfg, name="mlp")(mlp_in, deterministic)
+    return nn.with_logical_constraint(hidden, ACT_BTH)
+
+
+def is_global_layer(config: BertConfig, index: int) -> bool:
+  return index % config.global_attn_every_n_layers == 0
+
+
+class Encoder(nn.Module):
+  """L layers (`layer_0` ...), then the final LayerNorm. Same call as bert.Encoder.
+
+  hidden_states (when asked): the embeddings, then each layer's output, the last one
+  after the final LayerNorm (as HF's).
+  """
+  config: BertConfig
+
+  @nn.compact
+  def __call__(self, hidden, mask_bias, deterministic: bool, output_hidden_states: bool):
+    cfg = self.config
+    if cfg.scan_layers:
+      raise ValueError("BertConfig: scan_layers=True is not supported by modernbert (its "
+                       "layers differ: global/local attention, no attention norm in layer 0)")
+    layer_cls = remat_layer(Layer, cfg.remat_policy)
+    all_states = [hidden]
+    for i in range(cfg.num_hidden_layers):
+      hidden = layer_cls(cfg, is_global_layer(cfg, i), attention_norm=i > 0,
+                         name=f"layer_{i}")(hidden, mask_bias, deterministic)
+      all_states.append(hidden)
+    hidden = layer_norm(cfg, "final_layer_norm")(hidden).astype(cfg.compute_dtype)
+    all_states[-1] = hidden
+    return hidden, (tuple(all_states) if output_hidden_states else None)

@@ -1,0 +1,41 @@
+r"""ALBERT-Tiny (L2/H128/A2, E64, one shared layer) pretraining on the prepared real corpus,
+on 2 CPU cores: sentence-order prediction, n-gram masking, a SentencePiece vocabulary
+learned here (Lan et al., 2019).
+
+  python -m bert_jax.text.prepare --output=runs/corpus/pretrain.txt              # once
+  python -m bert_jax.text.learn_vocab --kind=sentencepiece \
+      --input=runs/corpus/pretrain.txt --vocab_size=8192 --output=runs/corpus/spm-8k   # once
+  python -m bert_jax.train --config=configs/albert.py --workdir=runs/albert
+
+Arg (`configs/albert.py:corpus=PATH,vocab=FOLDER,vocab_size=N,sharing=all,runlocal=True`):
+the prepared file, the SentencePiece folder (spiece.model; text/tokenizers.py picks the
+tokenizer by it) and its piece count; `sharing` is the cross-layer sharing (all, as ALBERT;
+attention, ffn or none: the paper's Table 4 ablation); `runlocal` shrinks everything for a
+smoke test (seconds).
+
+What differs from configs/tiny.py (BERT): the albert family (factorized embeddings E=64 ->
+H=128, the layers sharing their params), two consecutive segments of one document swapped
+half of the time with the SOP head instead of NSP (example_builder=sop, objectives mlm,sop),
+whole-word n-grams of 1-3 words masked (masking=ngram, p(n) = 6/11, 3/11, 2/11), ALBERT's
+tanh GELU and no dropout, the SentencePiece vocabulary. Size, attention guidance and the
+schedule are tiny.py's.
+"""
+import os
+
+from bert_jax.models.config import config_for_size
+from configs import tiny
+from configs.common import parse_arg
+
+
+def get_config(arg=None):
+  arg = parse_arg(arg, corpus="runs/corpus/pretrain.txt", vocab="runs/corpus/spm-8k",
+                  vocab_size=8192, sharing="all", runlocal=False)
+  config = tiny.get_config(f"corpus={arg.corpus},runlocal={arg.runlocal}")
+  config.model.update(config_for_size(
+      "albert-tiny", vocab_size=arg.vocab_size, layer_sharing=arg.sharing,
+      max_position_embeddings=config.model.max_position_embeddings).to_json_dict())
+  config.data.vocab_path = os.path.abspath(arg.vocab)
+  config.data.example_builder = "sop"
+  config.data.masking = "ngram"
+  config.objectives = "mlm,sop"
+  return config

@@ -1,0 +1,85 @@
+"""The run report (bert_jax/run_report.py): what a run cost, summed over resumes and sweeps."""
+import json
+import os
+
+import pytest
+
+from bert_jax import flops, run_report, trainer
+from experiments import tables
+from tests.conftest import tiny_pretraining_config
+
+
+def test_pretraining_run_report_counts_steps_tokens_and_flops(corpus, tmp_path):
+  workdir = str(tmp_path / "run")
+  config = tiny_pretraining_config(corpus, num_train_steps=3, eval_every_steps=0,
+                                   eval_batches=1)
+  trainer.train_and_evaluate(config, workdir)
+  config.num_train_steps = 5  # the same run, continued: a second invocation
+  trainer.train_and_evaluate(config, workdir)
+
+  with open(os.path.join(workdir, run_report.FILENAME)) as f:
+    data = json.load(f)
+  first, second = data["invocations"]
+  assert (first["first_step"], first["last_step"]) == (0, 3)
+  assert (second["first_step"], second["last_step"]) == (3, 5)
+  batch, seq = config.data.batch_size, config.data.max_seq_length
+  model_config = trainer.resolve_model_config(config)
+  step_flops = flops.pretraining_step_flops(model_config, batch, seq,
+                                            config.data.max_predictions_per_seq)
+  for entry, steps in ((first, 3), (second, 2)):
+    assert entry["tokens"] == steps * batch * seq
+    assert entry["model_flops"] == pytest.approx(steps * step_flops)
+    assert entry["step_flops"] == pytest.approx(step_flops)
+    # XLA's count of the compiled step includes what the analytic count leaves out
+    # (softmax, LayerNorm, GELU, the optimizer), and nothing of it is far off.
+    assert 1.0 <= entry["step_flops_compiled"] / step_flops < 2.0
+    assert 0 < entry["mfu"] < 1
+    energy = entry["energy"]
+    assert energy["method"] == "power_table"  # no energy counters on this machine
+    assert energy["kwh"] == pytest.approx(energy["device_kwh"] * run_report.PUE)
+    assert energy["co2e_kg"] == pytest.approx(energy["kwh"] * run_report.GRID_GCO2E_PER_KWH
+                                              / 1000)
+  total = data["total"]
+  assert total["steps"] == 5 and total["tokens"] == 5 * batch * seq
+  assert total["co2e_kg"] == pytest.approx(first["energy"]["co2e_kg"]
+                                           + second["energy"]["co2e_kg"])
+
+
+def _write_rapl(root, package_uj, core_uj, wrap=1000):
+  for name, value in (("intel-rapl:0", package_uj), ("intel-rapl:0:0", core_uj)):
+    os.makedirs(root / name, exist_ok=True)
+    (root / name / "energy_uj").write_text(str(value))
+    (root / name / "max_energy_range_uj").write_text(str(wrap))
+
+
+def test_rapl_counters_are_read_per_package_across_a_wrap(tmp_path):
+  _write_rapl(tmp_path, package_uj=900, core_uj=500)
+  meter = run_report.EnergyMeter(rapl_root=str(tmp_path))
+  assert meter.method == "rapl"
+  _write_rapl(tmp_path, package_uj=100, core_uj=999)  # the package counter wrapped at 1000
+  assert meter.joules() == pytest.approx(200 / 1e6)  # the core sub-domain is not added
+
+
+def test_power_table_estimate_states_its_inputs():
+  config = run_report.default_config()
+  config.device_watts = 50.0
+  config.pue = 1.5
+  config.grid_gco2e_per_kwh = 400.0
+  energy = run_report.energy_and_co2(3600.0, None, None, config)
+  devices = len(__import__("jax").local_devices())
+  assert energy["device_kwh"] == pytest.approx(0.05 * devices)
+  assert energy["kwh"] == pytest.approx(0.075 * devices)
+  assert energy["co2e_kg"] == pytest.approx(0.075 * devices * 0.4)
+  assert "config.report.device_watts" in energy["source"]
+
+
+def test_sweep_total_sums_the_rows_reports():
+  rows = [{"run": "a", "report": {"tokens": 10, "model_flops": 1e9, "wall_seconds": 1800,
+                                  "kwh": 0.5, "co2e_kg": 0.2}},
+          {"run": "b", "report": {"tokens": 5, "model_flops": 2e9, "wall_seconds": 1800,
+                                  "kwh": 0.25, "co2e_kg": 0.1}},
+          {"run": "old"}]
+  line = tables.sweep_total(rows)
+  assert line == ("Sweep total (2 of 3 runs with a run report): 15 tokens, 3e+09 model FLOPs, "
+                  "1.00 h, 0.75 kWh, 0.3 kg CO2e (2 runs with an energy figure)")
+  assert tables.sweep_total([{"run": "old"}]) is None
