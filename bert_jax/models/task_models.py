@@ -211,7 +211,7 @@ class BertForReplacedTokenDetection(nn.Module):
 
   Its generator is `BertForPreTraining` of a smaller config of the same family
   (`config.generator_config`); the two share their embeddings in ELECTRA's pretraining
-  (`share_embeddings`), which the replaced-token-detection objective arranges.
+  model, `ElectraForPreTraining` below.
   """
   config: BertConfig
 
