@@ -283,3 +283,20 @@ def test_pretraining_payoff_learning_curve_section(tmp_path):
                              "15.00 [15.00, 15.00] | -5.00 | fewer than 3 seeds |")
   assert os.path.getsize(tmp_path / "pretraining_payoff.png") > 1000
   assert len(runner.sweeps.load("pretraining_payoff").get_sweep()) == 36
+
+
+def test_family_sst2_runs_fine_tune_every_family_from_its_random_folder(tmp_path, monkeypatch,
+                                                                        capsys, data_dir):
+  from bert_jax.weights import load_pretrained
+  from experiments import random_family_folders
+  folders = random_family_folders.write(str(tmp_path / "folders"), data_dir)
+  for folder in folders:  # each family's HF folder loads as that family
+    model, _ = load_pretrained(folder)
+    assert model.config.family == os.path.basename(folder)
+  monkeypatch.chdir(tmp_path)
+  os.makedirs("runs/family_random/modernbert")
+  open("runs/family_random/modernbert/config.json", "w").close()
+  runner.main(["family_sst2", "--print", f"--results={tmp_path / 'none.jsonl'}"])
+  lines = capsys.readouterr().out.splitlines()
+  assert [line.split("--config.init_from=runs/family_random/")[1].split()[0]
+          for line in lines] == list(random_family_folders.TINY)
