@@ -1,5 +1,5 @@
-"""Trains a tiny ALBERT (one shared layer, MLM H -> E + SOP) and ELECTRA discriminator a few
-SGD steps on the (data, fsdp, tensor) = (2,2,2) mesh of 8 simulated devices and on 1
+"""Trains a tiny ALBERT (one shared layer, MLM H -> E + SOP), ELECTRA discriminator, RoBERTa
+and DistilBERT (MLM) a few SGD steps on the (data, fsdp, tensor) = (2,2,2) mesh of 8 simulated devices and on 1
 device; prints {model: {mesh: [loss per step]}} as JSON.
 
   XLA_FLAGS=--xla_force_host_platform_device_count=8 python tests/family_mesh_worker.py
@@ -35,6 +35,11 @@ MODELS = {
         family="albert", layer_sharing="all", hidden_act="gelu_tanh", **_SMALL)),
     "electra_discriminator": BertForReplacedTokenDetection(BertConfig(family="electra",
                                                                       **_SMALL)),
+    "roberta_pretraining": BertForPreTraining(BertConfig(
+        family="roberta", type_vocab_size=1, pad_token_id=1, layer_norm_eps=1e-5,
+        **{**_SMALL, "embedding_size": None})),
+    "distilbert_pretraining": BertForPreTraining(BertConfig(
+        family="distilbert", type_vocab_size=0, **{**_SMALL, "embedding_size": None})),
 }
 
 

@@ -72,9 +72,9 @@ def test_every_albert_and_electra_param_has_logical_axes(size, sharing, model):
 
 
 @pytest.mark.slow
-def test_albert_and_electra_on_8_devices_give_the_one_device_losses():
+def test_albert_electra_roberta_distilbert_on_8_devices_give_the_one_device_losses():
   """tests/family_mesh_worker.py: 3 SGD steps (dropout on) of a tiny ALBERT (one shared
-  layer) and ELECTRA discriminator on the (2,2,2) mesh of 8 simulated devices (data, fsdp
+  layer), ELECTRA discriminator, RoBERTa and DistilBERT on the (2,2,2) mesh of 8 simulated devices (data, fsdp
   and tensor all split) equal the 1-device losses (1e-5)."""
   import json
   import os
@@ -87,6 +87,8 @@ def test_albert_and_electra_on_8_devices_give_the_one_device_losses():
                           capture_output=True, text=True, timeout=900)
   assert result.returncode == 0, result.stderr[-3000:]
   losses = json.loads(result.stdout.strip().splitlines()[-1])
+  assert set(losses) == {"albert_pretraining", "electra_discriminator", "roberta_pretraining",
+                         "distilbert_pretraining"}
   for name, by_mesh in losses.items():
     one = np.asarray(by_mesh.pop("1,1,1"))
     assert one[-1] < one[0], (name, one)  # it learns
