@@ -10,8 +10,6 @@ runs on 1 CPU, a simulated 8-device mesh and a pod slice.
 import dataclasses
 import json
 import os
-import signal
-import threading
 import time
 
 import flax.linen as nn
@@ -21,13 +19,13 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 import optax
-from jax.experimental import multihost_utils
 
 from bert_jax import checkpoint
 from bert_jax import flops as flops_lib
 from bert_jax import optim
 from bert_jax import run_report
 from bert_jax import sharding
+from bert_jax.stop_signals import StopSignals
 from bert_jax import weights
 from bert_jax import workdir as workdir_lib
 from bert_jax.finetune.conll import ConllTask
@@ -240,42 +238,6 @@ def validate_config(config: ml_collections.ConfigDict) -> None:
                        f"{config.get('num_train_epochs')}: set one of them > 0")
 
 
-class _StopSignals:
-  """SIGTERM / SIGINT ask the loop to stop after the current step (checkpoint first).
-
-  `requested` is the signal's name once one came. A second Ctrl-C interrupts at once.
-  Handlers are installed only in the main thread (signals go nowhere else).
-  """
-
-  def __init__(self):
-    self.requested = None
-    self._previous = {}
-
-  def _handle(self, signum, frame):
-    del frame
-    self.requested = signal.Signals(signum).name
-    signal.signal(signum, self._previous.get(signum, signal.SIG_DFL))  # a second one kills
-    print(f"{self.requested}: stopping after this step (a checkpoint is written first)",
-          flush=True)
-
-  def __enter__(self) -> "_StopSignals":
-    if threading.current_thread() is threading.main_thread():
-      for signum in (signal.SIGTERM, signal.SIGINT):
-        self._previous[signum] = signal.signal(signum, self._handle)
-    return self
-
-  def __exit__(self, *exc) -> None:
-    for signum, handler in self._previous.items():
-      signal.signal(signum, handler)
-
-  def agreed(self) -> bool:
-    """Whether to stop now: every process stops at the same step if any process was asked."""
-    asked = self.requested is not None
-    if jax.process_count() == 1:
-      return asked
-    return bool(multihost_utils.process_allgather(np.array([asked], np.int32)).max())
-
-
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   """Trains per `config`, resuming from WORKDIR/checkpoints; returns the final metrics.
 
@@ -285,11 +247,11 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   result then has "stopped_by" (the signal's name) and "step".
   """
   validate_config(config)
-  with workdir_lib.WorkdirLock(workdir), _StopSignals() as stop:
+  with workdir_lib.WorkdirLock(workdir), StopSignals() as stop:
     return _train(config, workdir, stop)
 
 
-def _train(config: ml_collections.ConfigDict, workdir: str, stop: _StopSignals) -> dict:
+def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -> dict:
   invocation, meter = run_report.Invocation(), run_report.EnergyMeter()
   # ------------------------------------------------------------------------------------
   # Task, tokenizer, data (a fine-tuning run's length is counted in epochs of its data).
