@@ -8,6 +8,7 @@ from bert_jax import run_report
 from bert_jax.optim import default_optim_config
 from bert_jax.pretrain import attention_guidance
 from bert_jax.pretrain.pipeline import default_data_config
+from bert_jax.text import tokenizers
 
 
 def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDict:
@@ -50,6 +51,15 @@ def use_prepared_corpus(config: ml_collections.ConfigDict, corpus: str) -> None:
   config.data.max_predictions_per_seq = 20
   config.data.batch_size = 32
   config.data.cache_dir = os.path.abspath("runs/cache")
+
+
+def use_vocab(config: ml_collections.ConfigDict, vocab: str) -> None:
+  """config.data reads `vocab` (a learned vocabulary: text/learn_vocab.py) and the model's
+  vocab_size is its size; "" keeps BERT's released 30,522-piece vocab.txt."""
+  if not vocab:
+    return
+  config.data.vocab_path = os.path.abspath(vocab)
+  config.model.vocab_size = tokenizers.make_tokenizer(config.data).vocab_size
 
 
 def shrink_pretraining_for_runlocal(config: ml_collections.ConfigDict) -> None:

@@ -6,8 +6,10 @@ Prepare the corpus once, then train (the README's main command does both):
       --source=nltk_corpora/gutenberg.zip --source=wikitext-2/valid.txt ...
   python -m bert_jax.train --config=configs/tiny.py --workdir=runs/tiny
 
-Arg (`configs/tiny.py:corpus=PATH,runlocal=True`): `corpus` is the prepared file;
-`runlocal` shrinks everything further for a smoke test (seconds).
+Arg (`configs/tiny.py:corpus=PATH,vocab=PATH,runlocal=True`): `corpus` is the prepared
+file; `vocab` a vocabulary learned from it (`python -m bert_jax.text.learn_vocab`; the
+model's vocab_size becomes its size), "" for BERT's released 30,522 pieces; `runlocal`
+shrinks everything further for a smoke test (seconds).
 
 Attention guidance is on (bert_jax/tasks/attention_guidance.py): in layer 0, head 0 is
 pulled to the previous token and head 1 to the next. Without it this model spends the
@@ -22,13 +24,14 @@ Layer 1 is left unguided: guiding both layers (both heads of each) gave the same
 accuracy but NSP stayed at chance, as [CLS] could no longer look past its neighbours.
 """
 from configs.common import (parse_arg, pretraining_config, shrink_pretraining_for_runlocal,
-                            use_prepared_corpus)
+                            use_prepared_corpus, use_vocab)
 
 
 def get_config(arg=None):
-  arg = parse_arg(arg, corpus="runs/corpus/pretrain.txt", runlocal=False)
+  arg = parse_arg(arg, corpus="runs/corpus/pretrain.txt", vocab="", runlocal=False)
   config = pretraining_config("tiny")
   use_prepared_corpus(config, arg.corpus)
+  use_vocab(config, arg.vocab)
   config.optim.learning_rate = 2e-3  # 2e-3 left the unigram plateau sooner than 1e-3
   config.optim.warmup_steps = 100
   config.num_train_steps = 1500

@@ -163,13 +163,17 @@ def ablation_sweeps() -> list[str]:
   return [name for name in sweeps.names() if hasattr(sweeps.load(name), "VARIANTS")]
 
 
-def _payoff_section(results_dir: str, plots_dir: str) -> str:
-  """The pretraining-payoff learning curve (experiments/sweeps/pretraining_payoff.py)."""
-  module = sweeps.load("pretraining_payoff")
-  rows = sweeps.read_results(os.path.join(results_dir, "pretraining_payoff.jsonl"))
-  lines = ["## pretraining_payoff: " + module.__doc__.strip().splitlines()[0], ""]
+# Sweeps with their own render(rows, plots_dir) (not ablations), in the page's order.
+OWN_SECTIONS = ("pretraining_payoff", "payoff_causes")
+
+
+def _own_section(name: str, results_dir: str, plots_dir: str) -> str:
+  """A section a sweep renders itself (e.g. pretraining_payoff's learning curve)."""
+  module = sweeps.load(name)
+  rows = sweeps.read_results(os.path.join(results_dir, f"{name}.jsonl"))
+  lines = [f"## {name}: " + module.__doc__.strip().splitlines()[0], ""]
   if not rows:
-    lines.append("Not run yet: `python -m experiments.run pretraining_payoff`.")
+    lines.append(f"Not run yet: `python -m experiments.run {name}`.")
   else:
     lines.append(module.render(rows, plots_dir))
     if (total := tables.sweep_total(rows)) is not None:
@@ -178,7 +182,7 @@ def _payoff_section(results_dir: str, plots_dir: str) -> str:
 
 
 def page(results_dir: str = sweeps.RESULTS_DIR, plots_dir: str = PLOTS) -> str:
-  sections = [_HEADER, _payoff_section(results_dir, plots_dir)]
+  sections = [_HEADER] + [_own_section(name, results_dir, plots_dir) for name in OWN_SECTIONS]
   for name in ablation_sweeps():
     rows = sweeps.read_results(os.path.join(results_dir, f"{name}.jsonl"))
     sections.append(render(name, sweeps.load(name), rows, plots_dir))

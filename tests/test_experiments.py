@@ -285,6 +285,19 @@ def test_pretraining_payoff_learning_curve_section(tmp_path):
   assert len(runner.sweeps.load("pretraining_payoff").get_sweep()) == 36
 
 
+def test_payoff_causes_compares_each_candidate_with_its_own_random_init():
+  module = sweeps.load("payoff_causes")
+  runs = module.get_sweep()
+  assert len(runs) == len(module.MODELS) * 2 * 3
+  assert runs["wp8k_random_s2"]["overrides"]["init_from"] == "runs/payoff/wp8k"
+  assert runs["wp8k_random_s2"]["overrides"]["random_init"] is True
+  rows = [_row(f"wp8k_{init}_s{seed}", {"eval_accuracy": acc}, sweep="payoff_causes")
+          for init, accs in (("pretrained", (0.80, 0.79, 0.81)), ("random", (0.75, 0.80, 0.76)))
+          for seed, acc in enumerate(accs)]
+  assert module.render(rows, "").splitlines()[2] == (
+      "| wp8k | 80.00 [79.00, 81.00] | 77.00 [75.00, 80.00] | +3.00 | ranges overlap |")
+
+
 def test_family_sst2_runs_fine_tune_every_family_from_its_random_folder(tmp_path, monkeypatch,
                                                                         capsys, data_dir):
   from bert_jax.weights import load_pretrained

@@ -1,0 +1,77 @@
+r"""Why the main job's pretraining did not pay off: one candidate cause changed at a time.
+
+Each candidate is a pretrained BERT-Tiny (configs/tiny.py, the main job's 1,500 steps on the
+prepared corpus) that differs from the session-6 main job in one choice; each is
+fine-tuned on 8,000 SST-2 sentences with the main job's recipe (seq 64, lr 5e-4, 3 epochs;
+the subset's seed is the run's seed) from its pretrained weights and, as its baseline, from
+random weights of the same shape and vocabulary (config.random_init). Seeds 0, 1, 2 give
+the spread; scored on SST-2 dev. Candidates (MODELS):
+
+  wp30k   the session-6 main job: BERT's released 30,522-piece WordPiece vocabulary, most
+          of whose rows the tiny model never sees in pretraining (and whose 30,522-way
+          MLM softmax is most of a tiny step's FLOPs);
+  wp8k    the same run with a WordPiece vocabulary of 8,065 pieces learned from the
+          pretraining corpus (text/learn_vocab.py).
+
+  python -m experiments.run payoff_causes        # PREPARE pretrains each candidate first
+  python -m experiments.report                   # the table on experiments/README.md
+"""
+from experiments.sweeps import pretraining_payoff
+
+VOCAB = "runs/corpus/vocab-8k.txt"
+# Candidate -> (its pretraining workdir, the command that makes it).
+MODELS = {
+    "wp30k": ("runs/payoff/wp30k",
+              "python -m bert_jax.train --config=configs/tiny.py --workdir=runs/payoff/wp30k"),
+    "wp8k": ("runs/payoff/wp8k",
+             f"python -m bert_jax.train --config=configs/tiny.py:vocab={VOCAB} "
+             "--workdir=runs/payoff/wp8k"),
+}
+PREPARE = (
+    ("runs/corpus/pretrain.txt",
+     "python -m bert_jax.text.prepare --output=runs/corpus/pretrain.txt"),
+    (VOCAB, "python -m bert_jax.text.learn_vocab --input=runs/corpus/pretrain.txt "
+            f"--vocab_size=8192 --output={VOCAB}"),
+) + tuple((f"{workdir}/eval_results.json", cmd) for workdir, cmd in MODELS.values())
+METRICS = {"eval_results.json": ("step", "eval_accuracy", "train_examples_per_sec")}
+SEEDS = (0, 1, 2)
+INITS = ("pretrained", "random")
+
+
+def get_sweep():
+  return {f"{model}_{init}_s{seed}": {
+      "config": "configs/glue.py:task=sst2,train_examples=8000",
+      "overrides": {"init_from": workdir, "random_init": init == "random",
+                    "data.max_seq_length": 64, "optim.learning_rate": "5e-4",
+                    "seed": seed, "data.seed": seed}}
+      for model, (workdir, _) in MODELS.items() for init in INITS for seed in SEEDS}
+
+
+def summary(rows):
+  """{(model, init): (mean, min, max, seeds)} of SST-2 dev accuracy."""
+  groups = {}
+  for row in rows:
+    model, init, _ = row["run"].split("_")
+    groups.setdefault((model, init), []).append(row["metrics"]["eval_accuracy"])
+  return {key: (sum(v) / len(v), min(v), max(v), len(v)) for key, v in groups.items()}
+
+
+COLUMNS = (
+    ("run", lambda row: row["run"]),
+    ("SST-2 dev acc (%)", lambda row: f"{100 * row['metrics']['eval_accuracy']:.2f}"),
+)
+
+
+def render(rows, plots_dir) -> str:
+  """The results page's section: pretrained vs random init per candidate."""
+  del plots_dir  # a table only
+  stats = summary(rows)
+  lines = ["| candidate | pretrained here | random init | gap | gap vs seeds |",
+           "|---|---|---|---|---|"]
+  cell = lambda s: f"{100 * s[0]:.2f} [{100 * s[1]:.2f}, {100 * s[2]:.2f}]"  # noqa: E731
+  for model in MODELS:
+    pre, rnd = stats.get((model, "pretrained")), stats.get((model, "random"))
+    if pre and rnd:
+      lines.append(f"| {model} | {cell(pre)} | {cell(rnd)} | {100 * (pre[0] - rnd[0]):+.2f} | "
+                   f"{pretraining_payoff.gap_verdict(pre, rnd)} |")
+  return "\n".join(lines)
