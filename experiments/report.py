@@ -74,8 +74,13 @@ def verdict(module, rows) -> str:
   return f"not decided ({claim}? the seeds' ranges overlap)"
 
 
+def sweep_evaluations(module) -> tuple:
+  """The sweep's (column, metric path) pairs: _ablation's, or its own EVALUATIONS."""
+  return getattr(module, "EVALUATIONS", ablation.EVALUATIONS)
+
+
 def _plot_bars(name, module, rows, path):
-  evaluations = [(header, ablation.summary(rows, p)) for header, p in ablation.EVALUATIONS]
+  evaluations = [(header, ablation.summary(rows, p)) for header, p in sweep_evaluations(module)]
   evaluations = [(header, s) for header, s in evaluations if s]
   if not evaluations:
     return False
@@ -129,7 +134,7 @@ def render(name: str, module, rows: list[dict], plots_dir: str) -> str:
   columns = [("variant", lambda v, s: module.VARIANTS[v][1]),
              ("seeds", lambda v, s: str(max((x[v][3] for x in s if v in x), default=0)))]
   summaries = []
-  for header, path in ablation.EVALUATIONS:
+  for header, path in sweep_evaluations(module):
     stats = ablation.summary(rows, path)
     summaries.append(stats)
     columns.append((header, lambda v, s, stats=stats: _cell(stats.get(v))))

@@ -105,13 +105,14 @@ def metric(row: dict, path: tuple[str, ...]):
   return value
 
 
-def columns(variants: dict):
-  """COLUMNS of an ablation sweep's per-run table: run, label, every evaluation."""
+def columns(variants: dict, evaluations=EVALUATIONS):
+  """COLUMNS of an ablation sweep's per-run table: run, label, every evaluation (a sweep
+  with a stage of its own passes EVALUATIONS plus its column)."""
   def cell(path):
     return lambda row: ("" if metric(row, path) is None else f"{100 * metric(row, path):.2f}")
   return ((("run", lambda row: row["run"]),
            ("variant", lambda row: variants[variant_of(row["run"])][1]))
-          + tuple((header, cell(path)) for header, path in EVALUATIONS))
+          + tuple((header, cell(path)) for header, path in evaluations))
 
 
 def summary(rows: list[dict], path: tuple[str, ...]) -> dict:
