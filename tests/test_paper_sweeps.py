@@ -146,8 +146,9 @@ def test_spanbert_results_page_has_the_squad_column_and_checks_the_order(tmp_pat
             "wall_seconds": 1.0, "finished_at": None,
             "metrics": {"eval_mlm_accuracy": 0.2, "squad": {"eval_f1": f1}}}
 
-  rows = [row("token_s0", 0.10), row("token_s1", 0.12), row("span_sbo_s0", 0.15),
-          row("span_sbo_s1", 0.16)]
+  # SQuAD F1 in % (the official script's scale), the MLM accuracy a fraction.
+  rows = [row("token_s0", 10.0), row("token_s1", 12.0), row("span_sbo_s0", 15.0),
+          row("span_sbo_s1", 16.0)]
   lines = report.render("spanbert_masking", module, rows, str(tmp_path)).splitlines()
   assert ("| variant | seeds | held-out MLM acc | SST-2 dev acc | MRPC held-out F1 | "
           "CoNLL dev F1 (fine-tuned) | CoNLL dev F1 (features) | SQuAD v1.1 held-out F1 |"
@@ -156,5 +157,5 @@ def test_spanbert_results_page_has_the_squad_column_and_checks_the_order(tmp_pat
       in lines
   assert ("**Direction here: held (span_sbo above token on squad eval_f1, every seed).**"
           in lines)
-  assert tables.markdown(module.COLUMNS, rows).splitlines()[0].endswith(
-      "| SQuAD v1.1 held-out F1 |")
+  table = tables.markdown(module.COLUMNS, rows).splitlines()
+  assert table[0].endswith("| SQuAD v1.1 held-out F1 |") and table[2].endswith("| 10.00 |")

@@ -12,8 +12,9 @@ with BERT's MLM alone (80/10/10, attention guidance at tiny.py's weight 1). ELEC
 _ablation.STEPS steps; the MLM run gets the steps that spend the same model FLOPs, from
 each task's `step_flops` (bert_jax.flops: what the run report counts). With the learned
 8,065-piece vocab: ELECTRA 6.761e9 FLOPs per step x 1,000 steps = 6.761e12, MLM 6.345e9 x
-1,066 = 6.764e12 (`python -m experiments.sweeps.electra_vs_mlm` prints them). The held-out MLM column is the generator's for ELECTRA,
-the model's own for MLM: compare the fine-tunings.
+1,066 = 6.764e12 (`python -m experiments.sweeps.electra_vs_mlm` prints them). The
+held-out MLM column is the generator's for ELECTRA, the model's own for MLM: compare the
+fine-tunings.
 
   python -m experiments.run electra_vs_mlm
   python -m experiments.report

@@ -31,7 +31,8 @@ STAGES = {
                             "data.doc_stride": 48, "data.max_query_length": 32},
               "metrics": ("eval_f1", "eval_exact_match")},
 }
-EVALUATIONS = ablation.EVALUATIONS + (("SQuAD v1.1 held-out F1", ("squad", "eval_f1")),)
+# SQuAD's EM/F1 are the official script's, in % already.
+EVALUATIONS = ablation.EVALUATIONS + (("SQuAD v1.1 held-out F1", ("squad", "eval_f1"), 1.0),)
 VARIANTS = {
     "token": ({"data.masking": "token", "objectives": "mlm"}, "subword tokens, MLM"),
     "token_sbo": ({"data.masking": "token", "objectives": "mlm,sbo"},
