@@ -42,11 +42,11 @@ same variant on its own metric. How "held" is decided: see experiments/report.py
 """
 
 
-def _cell(stats) -> str:
+def _cell(stats, scale: float) -> str:
   if stats is None:
     return ""
   mean, low, high, _ = stats
-  return f"{100 * mean:.2f} [{100 * low:.2f}, {100 * high:.2f}]"
+  return f"{scale * mean:.2f} [{scale * low:.2f}, {scale * high:.2f}]"
 
 
 def verdict(module, rows) -> str:
@@ -74,23 +74,29 @@ def verdict(module, rows) -> str:
   return f"not decided ({claim}? the seeds' ranges overlap)"
 
 
+def sweep_evaluations(module) -> tuple:
+  """The sweep's (column, metric path[, scale]) evaluations: _ablation's, or its own."""
+  return getattr(module, "EVALUATIONS", ablation.EVALUATIONS)
+
+
 def _plot_bars(name, module, rows, path):
-  evaluations = [(header, ablation.summary(rows, p)) for header, p in ablation.EVALUATIONS]
-  evaluations = [(header, s) for header, s in evaluations if s]
+  evaluations = [(e[0], ablation.summary(rows, e[1]), ablation.percent_scale(e))
+                 for e in sweep_evaluations(module)]
+  evaluations = [(header, s, scale) for header, s, scale in evaluations if s]
   if not evaluations:
     return False
   variants = list(module.VARIANTS)
   fig, axes = plt.subplots(1, len(evaluations), figsize=(3.3 * len(evaluations), 3.6),
                            squeeze=False)
-  for ax, (header, stats) in zip(axes[0], evaluations):
+  for ax, (header, stats, scale) in zip(axes[0], evaluations):
     shown = [v for v in variants if v in stats]
-    means = [100 * stats[v][0] for v in shown]
-    errors = [[100 * (stats[v][0] - stats[v][1]) for v in shown],
-              [100 * (stats[v][2] - stats[v][0]) for v in shown]]
+    means = [scale * stats[v][0] for v in shown]
+    errors = [[scale * (stats[v][0] - stats[v][1]) for v in shown],
+              [scale * (stats[v][2] - stats[v][0]) for v in shown]]
     ax.bar(range(len(shown)), means, yerr=errors, capsize=3, color="tab:blue")
     ax.set_xticks(range(len(shown)), shown, rotation=45, ha="right", fontsize=7)
     ax.set_title(header, fontsize=9)
-    low = min(100 * stats[v][1] for v in shown)
+    low = min(scale * stats[v][1] for v in shown)
     ax.set_ylim(max(0.0, low - 5), None)
   fig.suptitle(name, fontsize=10)
   fig.tight_layout()
@@ -129,10 +135,11 @@ def render(name: str, module, rows: list[dict], plots_dir: str) -> str:
   columns = [("variant", lambda v, s: module.VARIANTS[v][1]),
              ("seeds", lambda v, s: str(max((x[v][3] for x in s if v in x), default=0)))]
   summaries = []
-  for header, path in ablation.EVALUATIONS:
-    stats = ablation.summary(rows, path)
+  for evaluation in sweep_evaluations(module):
+    stats = ablation.summary(rows, evaluation[1])
     summaries.append(stats)
-    columns.append((header, lambda v, s, stats=stats: _cell(stats.get(v))))
+    columns.append((evaluation[0], lambda v, s, stats=stats, scale=ablation.percent_scale(
+        evaluation): _cell(stats.get(v), scale)))
   if paper.get("values"):
     columns.append((f"paper: {paper['metric']}",
                     lambda v, s: str(paper["values"].get(v, ""))))

@@ -1,8 +1,10 @@
 """notebooks/ run top to bottom (executed with nbclient, as a user would run them)."""
+import json
 import os
 import re
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -98,3 +100,31 @@ def test_masking_strategies_notebook_shows_each_selector(data_dir, monkeypatch, 
   assert 2.8 < stats["span"][2] < 4.8  # geometric(0.2) clipped at 10: 3.78
   assert outputs.count("--- ") == 4 and "[MASK:" in outputs
   assert os.path.isfile(tmp_path / "notebook_masking" / "masking_strategies.png")
+
+
+def test_the_family_notebook_compares_bert_and_albert(data_dir, monkeypatch, tmp_path):
+  monkeypatch.setenv("BERT_JAX_DATA_DIR", data_dir)
+  monkeypatch.setenv("BERT_JAX_NOTEBOOK_STEPS", "10")
+  monkeypatch.setenv("BERT_JAX_NOTEBOOK_RUNLOCAL", "1")
+  monkeypatch.setenv("BERT_JAX_NOTEBOOK_SOURCES", "nltk_corpora/inaugural.zip")
+  monkeypatch.setenv("BERT_JAX_NOTEBOOK_RUNS", str(tmp_path))
+  notebook = nbformat.read(os.path.join(REPO, "notebooks", "the_family.ipynb"), as_version=4)
+  outputs = run_notebook(notebook)
+  table = {}
+  for line in outputs.splitlines():  # the side-by-side table, in markdown
+    cells = line.strip("| ").split(" | ")
+    if line.startswith("| ") and cells[0] != "variant":
+      table[cells[0].split()[0]] = cells
+  assert set(table) == {"BERT", "ALBERT"}
+  params = {name: int(cells[1].replace(",", "")) for name, cells in table.items()}
+  # BERT-Tiny's encoder (30522 x 128 embeddings, 2 layers, pooler) is 4,385,920 parameters;
+  # ALBERT's: E=64 tables 1,986,432 + E->H 8,320 + one shared layer 198,272 + pooler 16,512.
+  assert params == {"BERT": 4_385_920, "ALBERT": 2_209_536}
+  for name, family in (("BERT", "bert"), ("ALBERT", "albert")):
+    # The table's FLOPs per step are the run report's (same bert_jax.flops formula).
+    with open(tmp_path / f"notebook_family_{family}_10" / "run_report.json") as f:
+      [invocation] = json.load(f)["invocations"]
+    assert float(table[name][3]) == pytest.approx(invocation["model_flops"] / 10, rel=1e-3)
+    assert 0.0 <= float(table[name][4]) <= 1.0  # eval_mlm_accuracy
+  assert outputs.count("held-out MLM accuracy by step") == 2
+  assert os.path.getsize(tmp_path / "notebook_family_10.png") > 1000

@@ -55,7 +55,8 @@ STAGES = {
                        "metrics": ("eval_f1",)},
 }
 
-# The numbers the results page shows per variant: (column, metric path in a row).
+# The numbers the results page shows per variant: (column, metric path in a row), values
+# in [0, 1] (a third element where they are not: percent_scale).
 EVALUATIONS = (
     ("held-out MLM acc", ("eval_mlm_accuracy",)),
     ("SST-2 dev acc", ("sst2", "eval_accuracy")),
@@ -105,13 +106,21 @@ def metric(row: dict, path: tuple[str, ...]):
   return value
 
 
-def columns(variants: dict):
-  """COLUMNS of an ablation sweep's per-run table: run, label, every evaluation."""
-  def cell(path):
-    return lambda row: ("" if metric(row, path) is None else f"{100 * metric(row, path):.2f}")
+def percent_scale(evaluation: tuple) -> float:
+  """What turns an evaluation's values into %: 100 for fractions, or the evaluation's third
+  element (SQuAD's official EM/F1 are already %: (header, path, 1.0))."""
+  return evaluation[2] if len(evaluation) > 2 else 100.0
+
+
+def columns(variants: dict, evaluations=EVALUATIONS):
+  """COLUMNS of an ablation sweep's per-run table: run, label, every evaluation (a sweep
+  with a stage of its own passes EVALUATIONS plus its column)."""
+  def cell(evaluation):
+    path, scale = evaluation[1], percent_scale(evaluation)
+    return lambda row: ("" if metric(row, path) is None else f"{scale * metric(row, path):.2f}")
   return ((("run", lambda row: row["run"]),
            ("variant", lambda row: variants[variant_of(row["run"])][1]))
-          + tuple((header, cell(path)) for header, path in EVALUATIONS))
+          + tuple((evaluation[0], cell(evaluation)) for evaluation in evaluations))
 
 
 def summary(rows: list[dict], path: tuple[str, ...]) -> dict:

@@ -1,0 +1,90 @@
+r"""ELECTRA against MLM at equal pretraining FLOPs, at CPU scale.
+
+Clark et al. (2020) compare replaced-token detection (a small generator's MLM samples
+replace 15% of the tokens; the discriminator tells which) with BERT's MLM on the same
+discriminator-sized model and equal pretraining compute, and find ELECTRA ahead downstream,
+most clearly for small models. None of the paper's numbers is on this page (the search tool
+did not reach its tables). Here configs/electra.py (ELECTRA-Tiny: L2/H128, E64, a
+quarter-width generator; rows of 64 tokens, 10 predictions, FULL-SENTENCES) on the ablation
+baseline (experiments/sweeps/_ablation.py: 8k WordPiece vocab, two seeds, the same
+fine-tunings, which start from the discriminator) against the same model and input trained
+with BERT's MLM alone (80/10/10, attention guidance at tiny.py's weight 1). ELECTRA runs
+_ablation.STEPS steps; the MLM run gets the steps that spend the same model FLOPs, from
+each task's `step_flops` (bert_jax.flops: what the run report counts). With the learned
+8,065-piece vocab: ELECTRA 6.761e9 FLOPs per step x 1,000 steps = 6.761e12, MLM 6.345e9 x
+1,066 = 6.764e12 (`python -m experiments.sweeps.electra_vs_mlm` prints them). The
+held-out MLM column is the generator's for ELECTRA, the model's own for MLM: compare the
+fine-tunings.
+
+  python -m experiments.run electra_vs_mlm
+  python -m experiments.report
+"""
+import numpy as np
+
+from experiments.sweeps import _ablation as ablation
+
+CONFIG = "configs/electra.py"
+PREPARE = ablation.PREPARE
+METRICS = ablation.METRICS
+VARIANTS = {
+    "mlm": ({"task": "pretraining", "objectives": "mlm", "data.mask_token_prob": 0.8,
+             "data.random_token_prob": 0.1, "attention_guidance.weight": 1.0},
+            "MLM (BERT), same model and FLOPs"),
+    "electra": ({}, "ELECTRA (generator MLM + RTD)"),
+}
+PAPER = {
+    "source": "Clark et al. 2020 (ELECTRA), equal-compute comparison with BERT's MLM; "
+              "numbers not retrieved here",
+    "metric": "GLUE dev score",
+    "ours": ("sst2", "eval_accuracy"),
+    "values": {},
+    "direction": "ELECTRA above MLM at equal pretraining compute",
+    "order": ("mlm", "electra"),  # expected worse, expected better
+}
+
+
+def step_flops(overrides: dict) -> float:
+  """Model FLOPs of one training step of CONFIG with these overrides (the task's count)."""
+  from bert_jax import trainer
+  from configs import electra
+  config = electra.get_config()
+  config.update_from_flattened_dict(overrides)
+  task = trainer.make_task(config, trainer.resolve_model_config(config))
+  data = config.data
+  return task.step_flops({
+      "input_ids": np.zeros((data.batch_size, data.max_seq_length), np.int32),
+      "masked_lm_positions": np.zeros((data.batch_size, data.max_predictions_per_seq),
+                                      np.int32)})
+
+
+def _variants() -> dict:
+  """VARIANTS with each run's step count: ELECTRA's STEPS, MLM's the same FLOPs."""
+  base = ablation.baseline_overrides(ablation.vocab_size())
+  per_step = {name: step_flops({**base, **changes}) for name, (changes, _) in VARIANTS.items()}
+  variants = {}
+  for name, (changes, label) in VARIANTS.items():
+    steps = round(ablation.STEPS * per_step["electra"] / per_step[name])
+    variants[name] = ({**changes, "num_train_steps": steps, "eval_every_steps": steps // 4,
+                       "checkpoint_every_steps": steps}, label)
+  return variants
+
+
+def flops_per_run() -> dict:
+  """{variant: (FLOPs per step, steps, FLOPs per run)}."""
+  base = ablation.baseline_overrides(ablation.vocab_size())
+  out = {}
+  for name, (changes, _) in _variants().items():
+    per_step = step_flops({**base, **changes})
+    out[name] = (per_step, changes["num_train_steps"], per_step * changes["num_train_steps"])
+  return out
+
+
+def get_sweep():
+  return ablation.sweep(_variants(), config=CONFIG)()
+
+
+COLUMNS = ablation.columns(VARIANTS)
+
+if __name__ == "__main__":
+  for name, (per_step, steps, total) in flops_per_run().items():
+    print(f"{name}: {per_step:.3e} FLOPs/step x {steps} steps = {total:.3e}")
