@@ -156,10 +156,13 @@ class BertForTokenClassification(nn.Module):
 
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
-               deterministic: bool = True, output_hidden_states: bool = False):
+               deterministic: bool = True, output_hidden_states: bool = False, packing=None):
+    """packing: a packed batch's arrays (see BertModel); logits stay [B, T, C], each
+    token's equal to its unpacked one."""
     enc = BertModel(self.config, add_pooling_layer=False, name="bert")(
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
-        output_hidden_states=output_hidden_states or bool(self.feature_layers))
+        output_hidden_states=output_hidden_states or bool(self.feature_layers),
+        packing=packing)
     if self.feature_layers:
       features = layer_features(enc, self.feature_layers, self.frozen_encoder)
     else:
