@@ -78,7 +78,8 @@ def _unpack(batch):
 def test_packed_mlm_loss_equals_unpacked(corpus, vocab_path):
   """The stream's packed rows through PretrainingTask (forward, loss sums, loss)."""
   config = tiny_pretraining_config(corpus, objectives="mlm", **{
-      "data.example_builder": "full_sentences", "data.packing": True})
+      "data.example_builder": "full_sentences", "data.packing": True,
+      "attention_guidance.weight": 0.0})
   train, _ = pipeline.make_inputs(config.data, WordPieceTokenizer(vocab_path))
   batch = next(train)
   assert {"segment_ids", "positions"} <= set(batch)
@@ -106,7 +107,10 @@ def test_packed_mlm_loss_equals_unpacked(corpus, vocab_path):
                              atol=1e-5)
 
 
-def test_pair_builders_refuse_packing(corpus, vocab_path):
+def test_pair_builders_and_attention_guidance_refuse_packing(corpus, vocab_path):
   config = tiny_pretraining_config(corpus, **{"data.packing": True})
   with pytest.raises(ValueError, match=r"config.data.packing=True: example_builder='nsp_pairs'"):
     pipeline.make_inputs(config.data, WordPieceTokenizer(vocab_path))
+  assert config.attention_guidance.weight > 0  # tiny.py guides layer 0
+  with pytest.raises(ValueError, match=r"packing=True: attention guidance's patterns"):
+    trainer.make_task(config, trainer.resolve_model_config(config))

@@ -57,6 +57,9 @@ class PretrainingTask:
         for kind in ("loss", "accuracy"))
     self.guidance = attention_guidance.from_config(
         config, model_config.num_hidden_layers, model_config.num_attention_heads)
+    if self.guidance is not None and config.data.get("packing"):
+      raise ValueError("config.data.packing=True: attention guidance's patterns are per row, "
+                       "not per packed example; set config.attention_guidance.weight=0")
     self.span_head = any(objective.span_head for objective, _ in self.objectives)
     self.teacher = distillation.teacher_for(config, model_config,
                                             any(o.teacher for o, _ in self.objectives))
