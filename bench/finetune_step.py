@@ -188,7 +188,8 @@ def main():
   parser.add_argument("--pad_to_multiple_of", type=int, default=None)
   parser.add_argument("--attention_impl", default="")
   parser.add_argument("--packing", type=int, default=0,
-                      help="ours packs up to this many examples per row (GLUE); HF unpacked")
+                      help="ours packs up to this many examples per row (GLUE, CoNLL; -1 = as many "
+                      "as fit); HF unpacked")
   args = parser.parse_args()
   import torch
   print(f"all-MiniLM-L6-v2 fine-tuning, batch 32, fp32, dropout on; {jax.device_count()} "

@@ -118,7 +118,8 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
       data_dir="", sources=dict(sources), train_split="train", eval_split="dev",
       max_seq_length=128, batch_size=32, eval_batch_size=64, vocab_path="",
       lower_case=True, seed=0, train_examples=0, pad_to_multiple_of=32,
-      # Examples packed per training row (GLUE; bert_jax/finetune/packing.py); 0 = off.
+      # Most examples per training row (GLUE, CoNLL; bert_jax/finetune/packing.py):
+      # -1 = as many as fit, 0 = off.
       packing=0))
   config.data.update(data_fields)
   config.optim = default_optim_config()

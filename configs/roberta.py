@@ -16,6 +16,9 @@ What differs from configs/tiny.py (BERT): the roberta family (positions from pad
 one segment row, no pooler), <s> sentences </s> rows packed across documents
 (example_builder=full_sentences), no NSP, masks redrawn every epoch (dupe_factor 0, as in
 every config here), the BPE vocabulary. Size, attention guidance and schedule are tiny.py's.
+`--config.data.packing=true --config.attention_guidance.weight=0` packs several sentence
+blocks per row as separate examples (fill 0.85 -> 0.98 at T=128; pretrain/sentence_blocks.py),
+each example's MLM loss as unpacked (guidance's per-row patterns do not pack).
 """
 import os
 

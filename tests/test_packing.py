@@ -1,5 +1,6 @@
-"""Sequence packing for classification: rows keep every token, and a packed model gives
-every example exactly its unpacked logits, loss and accuracy (1e-5, float32)."""
+"""Sequence packing for classification and tagging: rows keep every token, and a packed
+model gives every example exactly its unpacked logits, loss, accuracy and entity F1 (1e-5,
+float32)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,10 +14,10 @@ from bert_jax.models.task_models import BertForSequenceClassification
 TOL = 1e-5
 
 
-def _examples(n=13, seq=12, seed=0):
-  """Unpacked rows: [CLS]=2 ... [SEP]=3 of lengths 3..seq, pair segments, labels."""
+def _examples(n=13, seq=12, seed=0, longest=None):
+  """Unpacked rows: [CLS]=2 ... [SEP]=3 of lengths 3..longest (seq), pair segments, labels."""
   rng = np.random.default_rng(seed)
-  lengths = rng.integers(3, seq + 1, size=n)
+  lengths = rng.integers(3, (longest or seq) + 1, size=n)
   ids = np.zeros((n, seq), np.int32)
   types = np.zeros((n, seq), np.int32)
   for i, length in enumerate(lengths):
@@ -53,12 +54,27 @@ def test_pack_keeps_every_example_whole():
                  for a in range(len(used)) for b in range(a + 1, len(used)))
 
 
-def test_pack_refuses_token_labels_and_long_examples():
+def test_pack_as_many_as_fit():
+  """packing=-1: no cap, so no two rows could have been merged at all; the slots K are
+  the most examples a row got."""
+  features = _examples(n=40, seq=12, longest=5)
+  packed = packing.pack(features, max_per_row=-1)
+  used = packed["attention_mask"].sum(-1)
+  assert not any(used[a] + used[b] <= 12 for a in range(len(used))
+                 for b in range(a + 1, len(used)))
+  assert packed["example_mask"].shape[1] == (packed["example_mask"] > 0).sum(-1).max()
+  assert packing.fill_rate(packed) > packing.fill_rate(packing.pack(features, max_per_row=2))
+  assert sorted(packed["example_index"][packed["example_index"] >= 0]) == list(range(40))
+
+
+def test_pack_refuses_bad_features_caps_and_long_examples():
   features = _examples()
-  with pytest.raises(ValueError, match="packing supports sequence classification"):
-    packing.pack({**features, "labels": features["input_ids"]})
+  with pytest.raises(ValueError, match=r"neither per example \[N\] nor per token"):
+    packing.pack({**features, "span": np.zeros((13, 2), np.int32)})
   with pytest.raises(ValueError, match="more than the row length 4"):
     packing.assign_rows(np.array([3, 5]), 4, 2)
+  with pytest.raises(ValueError, match="config.data.packing=-2"):
+    packing.assign_rows(np.array([3, 5]), 8, -2)
 
 
 @pytest.mark.parametrize("family", ["bert", "roberta"])
@@ -115,9 +131,85 @@ def test_glue_task_loss_on_packed_rows_equals_unpacked(task_name):
   np.testing.assert_allclose(ours, ref, rtol=TOL)
   for key in ref_metrics:
     np.testing.assert_allclose(float(ours_metrics[key]), float(ref_metrics[key]), rtol=TOL)
-  with pytest.raises(ValueError, match="the conll task has no packed form"):
-    from bert_jax.finetune.conll import ConllTask
-    from configs import conll
-    conll_config = conll.get_config("runlocal=True")
-    conll_config.data.packing = 4
-    ConllTask(conll_config, model_config)
+  with pytest.raises(ValueError, match="config.data.packing=4: the squad task has no packed"):
+    from bert_jax.finetune.squad import SquadTask
+    from configs import squad
+    squad_config = squad.get_config("runlocal=True")
+    squad_config.data.packing = 4
+    SquadTask(squad_config, model_config)
+
+
+def _sentences(n=11, seq=12, seed=1):
+  """CoNLL-style unpacked rows: words of 1-2 pieces, a tag at each first piece."""
+  from bert_jax.finetune import conll_reader
+  rng = np.random.default_rng(seed)
+  ids = np.zeros((n, seq), np.int32)
+  labels = np.zeros((n, seq), np.int32)
+  weights = np.zeros((n, seq), np.float32)
+  word_index = np.full((n, seq), -1, np.int32)
+  sentences = []
+  for row in range(n):
+    pieces, words = [2], 0
+    for word in range(rng.integers(1, 6)):
+      if len(pieces) + 2 > seq - 1:
+        break
+      labels[row, len(pieces)] = rng.integers(0, len(conll_reader.LABELS))
+      weights[row, len(pieces)], word_index[row, len(pieces)] = 1.0, word
+      pieces += list(rng.integers(5, 40, size=rng.integers(1, 3)))
+      words += 1
+    pieces.append(3)
+    ids[row, :len(pieces)] = pieces
+    tags = tuple(conll_reader.LABELS[t] for t in labels[row][word_index[row] >= 0])
+    sentences.append(conll_reader.Sentence(tuple(f"w{i}" for i in range(words)), tags, ""))
+  features = {"input_ids": ids, "token_type_ids": np.zeros_like(ids),
+              "attention_mask": (ids > 0).astype(np.int32), "labels": labels,
+              "label_weights": weights}
+  return features, conll_reader.TaggingMetadata(sentences, word_index)
+
+
+def test_conll_packed_loss_and_entity_f1_equal_unpacked():
+  """Tagging: per-token labels and label weights ride in the packed rows; the trainer's
+  loss and accuracy, every token's logits and the entity F1 equal the unpacked ones."""
+  import dataclasses
+
+  from bert_jax.finetune import conll_reader
+  from bert_jax.finetune.conll import ConllTask
+  from configs import conll
+  config = conll.get_config("runlocal=True")
+  config.data.packing = -1
+  model_config = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2,
+                            num_attention_heads=2, intermediate_size=32,
+                            max_position_embeddings=20)
+  task = ConllTask(config, model_config)
+  model = task.build_model()
+  features, metadata = _sentences()
+  packed = packing.pack(features, config.data.packing)
+  assert len(packed["input_ids"]) < len(features["input_ids"])
+  np.testing.assert_array_equal(packing.unpack_tokens(packed, packed["labels"], 11),
+                                features["labels"])
+  params = model.init(jax.random.key(0), jnp.asarray(features["input_ids"]))["params"]
+
+  def run(batch):
+    batch = {k: jnp.asarray(v) for k, v in batch.items()}
+    outputs = task.forward(model, params, batch, deterministic=True)
+    sums, denominators = task.loss_sums(outputs, batch), task.denominators(batch)
+    return (np.asarray(outputs.logits), float(task.loss(sums, denominators)),
+            {k: float(v) for k, v in task.metrics(sums, denominators).items()})
+
+  logits, loss, metrics = run(packed)
+  ref_logits, ref_loss, ref_metrics = run(features)
+  logits = packing.unpack_tokens(packed, logits, 11)
+  real = features["attention_mask"] > 0
+  np.testing.assert_allclose(logits[real], ref_logits[real], atol=TOL)
+  np.testing.assert_allclose(loss, ref_loss, rtol=TOL)
+  assert metrics["accuracy"] == pytest.approx(ref_metrics["accuracy"], abs=TOL)
+  # Gold tags = the unpacked model's own tags on every other sentence: a non-trivial F1.
+  predicted, _ = conll_reader.word_tags(ref_logits.argmax(-1), metadata.word_index,
+                                        metadata.sentences)
+  metadata = conll_reader.TaggingMetadata(
+      [dataclasses.replace(s, tags=tuple(p)) if i % 2 else s
+       for i, (s, p) in enumerate(zip(metadata.sentences, predicted))], metadata.word_index)
+  scores, ref_scores = task.score({"logits": logits}, metadata), task.score(
+      {"logits": ref_logits}, metadata)
+  assert 0.0 < ref_scores["f1"] < 1.0
+  assert scores == ref_scores

@@ -17,7 +17,8 @@ def corpus():
 @pytest.mark.parametrize("seq", [32, 128])
 def test_blocks_hold_every_token_once_in_order(corpus, cross, seq):
   blocks = sentence_blocks.pack_sentence_blocks(corpus, seq - 2, cross)
-  rows, lengths = sentence_blocks.block_rows(blocks, corpus, seq, CLS, SEP, PAD)
+  laid_out = sentence_blocks.block_rows(blocks, corpus, seq, CLS, SEP, PAD)
+  rows, lengths = laid_out["input_ids"], laid_out["lengths"]
   assert (lengths <= seq).all() and (rows[:, 0] == CLS).all()
   body = [row[1:n - 1] for row, n in zip(rows, lengths)]
   assert all(row[n - 1] == SEP and (row[n:] == PAD).all() for row, n in zip(rows, lengths))
@@ -44,6 +45,6 @@ def test_full_sentences_fill_more_than_doc_sentences(corpus):
   fill = {}
   for cross in (True, False):
     blocks = sentence_blocks.pack_sentence_blocks(corpus, 126, cross)
-    _, lengths = sentence_blocks.block_rows(blocks, corpus, 128, CLS, SEP, PAD)
+    lengths = sentence_blocks.block_rows(blocks, corpus, 128, CLS, SEP, PAD)["lengths"]
     fill[cross] = lengths.sum() / (128 * len(lengths))
   assert fill[True] > fill[False]

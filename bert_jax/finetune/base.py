@@ -10,8 +10,9 @@ gathering eval outputs.
 config.data fields read here: data_dir, sources ({split: source}), train_split,
 eval_split, train_examples (0 = all; else a fixed random subset), max_seq_length,
 pad_to_multiple_of (training batches padded only to their longest row, rounded up to
-this; 0 = always max_seq_length), packing (up to this many examples per training row,
-for tasks with `packable`; batch_size then counts packed rows; 0 = off), batch_size, eval_batch_size, seed, plus each family's
+this; 0 = always max_seq_length), packing (training rows hold up to this many examples,
+-1 = as many as fit, 0 = off; tasks with `packable`: GLUE, CoNLL; batch_size then counts
+packed rows; bert_jax/finetune/packing.py), batch_size, eval_batch_size, seed, plus each family's
 own (GLUE: dataset, heldout_fraction, heldout_seed; SQuAD: doc_stride, max_query_length,
 version_2_with_negative, heldout_fraction, heldout_seed). The tokenizer is the run's one
 (bert_jax/text/tokenizers.py).
@@ -47,13 +48,13 @@ class FinetuningTask:
   reader = None  # the family's reader module (bert_jax.finetune.<family>_reader)
   label_keys: tuple[str, ...] = ()  # batch features the loss reads besides MODEL_INPUTS
   metric_names = ("loss", "accuracy")
-  packable = False  # one label per example: training rows can pack several (data.packing)
+  packable = False  # labels per example or per token: training rows can pack several
 
   def __init__(self, config, model_config: BertConfig):
     self.config, self.model_config = config, model_config
     if config.data.get("packing") and not self.packable:
       raise ValueError(f"config.data.packing={config.data.packing}: the {self.name} task has "
-                       "no packed form (GLUE sequence classification has); set it to 0")
+                       "no packed form (GLUE and CoNLL have); set it to 0")
 
   def build_model(self):
     return task_models.build(self.model_config, self.model_spec())

@@ -16,6 +16,7 @@ class ConllTask(FinetuningTask):
   name = "conll"
   reader = conll_reader
   label_keys = ("labels", "label_weights")
+  packable = True  # per-token labels ride along in packed rows (finetune/packing.py)
 
   def model_spec(self):
     return {"task_model": "token_classification", "num_labels": len(conll_reader.LABELS),

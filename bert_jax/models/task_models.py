@@ -78,13 +78,18 @@ class BertForPreTraining(nn.Module):
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None,
                masked_lm_positions=None, *, masked_lm_spans=None, deterministic: bool = True,
-               output_hidden_states: bool = False) -> PreTrainingOutput:
+               output_hidden_states: bool = False, packing=None) -> PreTrainingOutput:
+    """packing: packed rows' {"segment_ids", "positions"} int [B, T] (see BertModel):
+    several examples per row, each token's outputs equal to its example's unpacked ones."""
     family = family_of(self.config)
     heads = family.sentence_heads if self.sentence_heads is None else self.sentence_heads
+    if packing is not None and heads:
+      raise ValueError(f"packed rows (config.data.packing) have several [CLS]; the sentence "
+                       f"heads {tuple(heads)} read one per row")
     bert = BertModel(self.config, add_pooling_layer=bool(heads) or family.pretraining_pooler,
                      name="bert")
     enc = bert(input_ids, token_type_ids, attention_mask, deterministic=deterministic,
-               output_hidden_states=output_hidden_states)
+               output_hidden_states=output_hidden_states, packing=packing)
     mlm_logits = MaskedLMHead(self.config, name="mlm_head")(
         enc.sequence_output, bert.word_embedding_table(), masked_lm_positions)
     sentence_logits = {name: NextSentenceHead(self.config, name=f"{name}_head")(
@@ -156,10 +161,13 @@ class BertForTokenClassification(nn.Module):
 
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
-               deterministic: bool = True, output_hidden_states: bool = False):
+               deterministic: bool = True, output_hidden_states: bool = False, packing=None):
+    """packing: a packed batch's arrays (see BertModel); logits stay [B, T, C], each
+    token's equal to its unpacked one."""
     enc = BertModel(self.config, add_pooling_layer=False, name="bert")(
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
-        output_hidden_states=output_hidden_states or bool(self.feature_layers))
+        output_hidden_states=output_hidden_states or bool(self.feature_layers),
+        packing=packing)
     if self.feature_layers:
       features = layer_features(enc, self.feature_layers, self.frozen_encoder)
     else:

@@ -13,6 +13,10 @@ stream and the trainer do not change.
   full_sentences  RoBERTa's FULL-SENTENCES: [CLS] whole sentences [SEP], packed across
              documents ([SEP] between them); no labels, one segment
   doc_sentences   RoBERTa's DOC-SENTENCES: the same within one document
+
+config.data.packing (sentence blocks only): rows hold several blocks, each its own
+example (segment_ids and positions ride along into the batch; sentence_blocks.py says
+which blocks share a row). The pair builders refuse it.
 """
 import dataclasses
 import functools
@@ -34,6 +38,9 @@ class Rows:
   token_type_ids: np.ndarray  # int8 [n, T]
   lengths: np.ndarray         # int32 [n] real tokens per row
   labels: dict[str, np.ndarray]  # {batch field: int32 [n]}, one per label_fields
+  # Packed rows (config.data.packing): {"segment_ids", "positions": int16 [n, T]}, the
+  # model's packing= arrays; {} when each row is one example.
+  packing: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +66,9 @@ class ExampleBuilder:
 
 # ------------------------------------------------------------------------- NSP pairs
 def _pair_options(data_config) -> nsp_pairs.PairOptions:
+  if data_config.get("packing"):
+    raise ValueError(f"config.data.packing=True: example_builder="
+                     f"{data_config.example_builder!r} rows do not pack (sentence blocks do)")
   return nsp_pairs.PairOptions(max_seq_length=int(data_config.max_seq_length),
                                short_seq_prob=data_config.short_seq_prob,
                                random_next_prob=data_config.random_next_prob)
@@ -107,18 +117,27 @@ def _check_not_empty(corpus: TokenizedCorpus) -> None:
     raise corpus_lib.CorpusError(f"empty corpus: no sentence in {', '.join(corpus.sources[:4])}")
 
 
-def _block_rows(blocks, corpus, max_seq_length: int, special: SpecialIds) -> Rows:
-  input_ids, lengths = sentence_blocks.block_rows(blocks, corpus, max_seq_length,
-                                                  special.cls, special.sep, special.pad)
-  return Rows(input_ids, np.zeros(input_ids.shape, np.int8), lengths, {})
+@dataclasses.dataclass(frozen=True)
+class BlockOptions:
+  max_seq_length: int
+  packing: bool  # several blocks per row (sentence_blocks.py's fill_gaps)
+
+
+def _block_rows(blocks, corpus, options: BlockOptions, special: SpecialIds) -> Rows:
+  rows = sentence_blocks.block_rows(blocks, corpus, options.max_seq_length, special.cls,
+                                    special.sep, special.pad)
+  packing = ({k: rows[k] for k in ("segment_ids", "positions")} if options.packing else {})
+  return Rows(rows["input_ids"], np.zeros(rows["input_ids"].shape, np.int8), rows["lengths"],
+              {}, packing)
 
 
 def _sentence_blocks(cross_documents: bool) -> "ExampleBuilder":
   return ExampleBuilder(
-      options=lambda data_config: int(data_config.max_seq_length),
+      options=lambda data_config: BlockOptions(int(data_config.max_seq_length),
+                                               bool(data_config.get("packing", False))),
       check_corpus=_check_not_empty,
-      instances=lambda corpus, max_seq_length, rng: sentence_blocks.pack_sentence_blocks(
-          corpus, max_seq_length - 2, cross_documents),
+      instances=lambda corpus, options, rng: sentence_blocks.pack_sentence_blocks(
+          corpus, options.max_seq_length - 2, cross_documents, fill_gaps=options.packing),
       rows=_block_rows)
 
 

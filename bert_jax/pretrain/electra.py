@@ -83,6 +83,9 @@ class ElectraTask(PretrainingTask):
   def forward(self, model, params, batch, *, deterministic: bool, rng=None,
               frozen=None) -> PretrainingForward:
     del frozen  # ELECTRA reads no frozen params
+    if "segment_ids" in batch:
+      raise ValueError("config.data.packing: ELECTRA's generator and discriminator read "
+                       "unpacked rows; set it to False")
     variables = {"params": params}
     rngs = None if deterministic else {"dropout": rng}
     sampling = (jax.random.key(_EVAL_SAMPLING_KEY) if deterministic

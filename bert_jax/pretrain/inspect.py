@@ -17,6 +17,13 @@ the statistics. With --json it prints one JSON object, nothing else, with:
   sop_swapped_fraction share of swapped pairs (label 1);            ~0.5
                       (only with sentence_order_labels, i.e. example_builder=sop)
   pad_fraction        share of [PAD] positions
+  fill_rate           share of real-token positions (1 - pad_fraction)
+  examples_per_row    examples in a row: 1, more with packed rows (config.data.packing)
+  fill_<builder>      every example builder's fill over all of epoch 0's rows of the
+                      corpus at this max_seq_length (before batching; the configured one's
+                      equals fill_rate up to the dropped remainder), and
+  fill_<builder>_packed with config.data.packing=True, for the builders that pack
+                      (sentence blocks); a builder the corpus cannot feed is left out
   epoch_mask_overlap  the same pairs masked as epoch 0 and as epoch 1: shared positions /
                       positions; static masking gives 1.0, dynamic about masked_lm_prob
   split_word_fraction of the predictions inside words of several pieces, the share
@@ -40,12 +47,14 @@ A random replacement that happens to equal the original token counts as kept.
 import json
 import sys
 
+import ml_collections
 import numpy as np
 from absl import app
 from absl import flags
 from ml_collections import config_flags
 
 from bert_jax import cli
+from bert_jax.pretrain import builders
 from bert_jax.pretrain import masking
 from bert_jax.pretrain import pipeline
 from bert_jax.text.tokenizers import make_tokenizer
@@ -126,10 +135,10 @@ def batch_counts(batch: dict[str, np.ndarray], special_ids, mask_id: int,
   sentence_counts = {}
   if "next_sentence_labels" in batch:
     labels = batch["next_sentence_labels"]
-    sentence_counts = {"is_next": int((labels == 0).sum()), "examples": len(labels)}
+    sentence_counts = {"is_next": int((labels == 0).sum())}
   if "sentence_order_labels" in batch:
     labels = batch["sentence_order_labels"]
-    sentence_counts = {"swapped": int((labels == 1).sum()), "examples": len(labels)}
+    sentence_counts = {"swapped": int((labels == 1).sum())}
   return {
       **sentence_counts,
       **units,
@@ -142,6 +151,9 @@ def batch_counts(batch: dict[str, np.ndarray], special_ids, mask_id: int,
       "random": int((is_prediction & ~to_mask & ~kept).sum()),
       "pad": int((batch["attention_mask"] == 0).sum()),
       "positions": int(batch["attention_mask"].size),
+      "rows": len(batch["attention_mask"]),
+      "examples": int(batch["segment_ids"].max(-1).sum() if "segment_ids" in batch
+                      else len(batch["attention_mask"])),
   }
 
 
@@ -176,9 +188,9 @@ def statistics(train_input: pipeline.PretrainingInput, num_batches: int, special
   selected = max(totals["selected"], 1)
   sentence_stats = {}
   if "is_next" in totals:
-    sentence_stats["is_next_fraction"] = totals["is_next"] / totals["examples"]
+    sentence_stats["is_next_fraction"] = totals["is_next"] / totals["rows"]
   if "swapped" in totals:
-    sentence_stats["sop_swapped_fraction"] = totals["swapped"] / totals["examples"]
+    sentence_stats["sop_swapped_fraction"] = totals["swapped"] / totals["rows"]
   unit_stats = {}
   every, first = ({int(key.split("_")[-1]): count for key, count in totals.items()
                    if key.startswith(f"{kind}_units_of_")} for kind in ("every", "first"))
@@ -196,11 +208,36 @@ def statistics(train_input: pipeline.PretrainingInput, num_batches: int, special
       "kept_fraction": totals["kept"] / selected,
       **sentence_stats,
       "pad_fraction": totals["pad"] / totals["positions"],
+      "fill_rate": 1.0 - totals["pad"] / totals["positions"],
+      "examples_per_row": totals["examples"] / totals["rows"],
       "epoch_mask_overlap": shared / max(predicted, 1),
       "split_word_fraction": totals["split_words"] / max(totals["in_multi_piece_words"], 1),
       "partial_word_fraction": totals["split_words"] / selected,
       **unit_stats,
   }, batches
+
+
+def builder_fill_rates(corpora, data_config, special: builders.SpecialIds) -> dict[str, float]:
+  """{fill_<builder>[_packed]: real tokens / positions} of every builder's epoch-0 rows
+  over `corpora` (the shards' TokenizedCorpus), at data_config.max_seq_length."""
+  fills = {}
+  for name, builder in builders.BUILDERS.items():
+    for packing in (False, True):
+      data = ml_collections.ConfigDict(data_config.to_dict())
+      data.example_builder, data.packing = name, packing
+      try:
+        options = builder.options(data)
+        for corpus in corpora:
+          builder.check_corpus(corpus)
+      except ValueError:  # it cannot pack, or the corpus cannot feed it (CorpusError)
+        continue
+      real = positions = 0
+      for corpus in corpora:
+        instances = builder.instances(corpus, options, np.random.default_rng(data.seed))
+        rows = builder.rows(instances, corpus, options, special)
+        real, positions = real + int(rows.lengths.sum()), positions + rows.input_ids.size
+      fills[f"fill_{name}" + ("_packed" if packing else "")] = real / max(positions, 1)
+  return fills
 
 
 def render_example(batch: dict[str, np.ndarray], row: int, tokenizer) -> str:
@@ -238,6 +275,9 @@ def main(argv):
   continuation = masking.continuation_table_for(tokenizer)
   stats, batches = statistics(train_input, _BATCHES.value, special_ids, tokenizer.mask_id,
                               continuation)
+  stats.update(builder_fill_rates(
+      list(train_input.corpora.values()), data_config,
+      builders.SpecialIds(pad=tokenizer.pad_id, cls=tokenizer.cls_id, sep=tokenizer.sep_id)))
   if _JSON.value:
     print(json.dumps({key: round(value, 4) for key, value in stats.items()}))
     return

@@ -103,7 +103,8 @@ class ShardStream:
                "token_type_ids": rows.rows.token_type_ids[first:],
                "lengths": rows.rows.lengths[first:],
                "example_index": rows.example_index[first:],
-               "labels": {k: v[first:] for k, v in rows.rows.labels.items()}}
+               "labels": {k: v[first:] for k, v in rows.rows.labels.items()},
+               "packing": {k: v[first:] for k, v in rows.rows.packing.items()}}
     # Rows are finished _BATCHES_PER_MAP blocks at a time (fewer, bigger TF ops), then
     # cut into blocks; a row's content never depends on this grouping.
     dataset = (tf.data.Dataset.from_tensor_slices(columns)
@@ -115,7 +116,8 @@ class ShardStream:
     return dataset.as_numpy_iterator()
 
   def _finish_rows(self, epoch, block):
-    # block: input_ids, token_type_ids [R, T]; lengths, example_index [R]; labels {[R]}.
+    # block: input_ids, token_type_ids [R, T]; lengths, example_index [R]; labels {[R]};
+    # packing {[R, T]} (packed rows: segment_ids, positions).
     position = tf.range(self.max_seq_length)[None, :]
     attention_mask = position < block["lengths"][:, None]
     options = self._masking_options
@@ -131,6 +133,7 @@ class ShardStream:
         "masked_lm_weights": masked["masked_lm_weights"],
         **{field: masked[field] for field in masking.SPAN_FIELDS if field in masked},
         **block["labels"],
+        **{k: tf.cast(v, tf.int32) for k, v in block["packing"].items()},
     }
 
   def _data_epoch(self, epoch: int) -> int:

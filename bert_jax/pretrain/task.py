@@ -27,6 +27,8 @@ from bert_jax.pretrain import objectives as objectives_lib
 from bert_jax.pretrain import pipeline
 from bert_jax.task import Evaluation, TaskInputs
 
+PACKING_FIELDS = ("segment_ids", "positions")  # packed rows' batch fields (pipeline.py)
+
 
 @flax.struct.dataclass
 class PretrainingForward:
@@ -55,6 +57,9 @@ class PretrainingTask:
         for kind in ("loss", "accuracy"))
     self.guidance = attention_guidance.from_config(
         config, model_config.num_hidden_layers, model_config.num_attention_heads)
+    if self.guidance is not None and config.data.get("packing"):
+      raise ValueError("config.data.packing=True: attention guidance's patterns are per row, "
+                       "not per packed example; set config.attention_guidance.weight=0")
     self.span_head = any(objective.span_head for objective, _ in self.objectives)
     self.teacher = distillation.teacher_for(config, model_config,
                                             any(o.teacher for o, _ in self.objectives))
@@ -105,6 +110,10 @@ class PretrainingTask:
     kwargs = {"masked_lm_spans": tuple(batch[f"masked_lm_span_{k}"]
                                        for k in ("left", "right", "offset"))
               } if self.span_head else {}
+    if "segment_ids" in batch:  # packed rows (config.data.packing)
+      if frozen is not None:
+        raise ValueError("config.data.packing: distillation's teacher reads unpacked rows")
+      kwargs["packing"] = {k: batch[k] for k in PACKING_FIELDS}
     guidance_loss = None
     if self.guidance is None or deterministic:
       outputs = model.apply({"params": params}, *args, deterministic=deterministic, rngs=rngs,
