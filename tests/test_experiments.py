@@ -288,7 +288,9 @@ def test_pretraining_payoff_learning_curve_section(tmp_path):
 def test_payoff_causes_compares_each_candidate_with_its_own_random_init():
   module = sweeps.load("payoff_causes")
   runs = module.get_sweep()
-  assert len(runs) == len(module.MODELS) * 2 * 3
+  assert len(runs) == (len(module.PAIRS) * 2 - 1) * 3  # wp8k3k shares wp8k's random init
+  assert "wp8k3k_random_s0" not in runs and "wp8k3k_pretrained_s0" in runs
+  assert runs["wp8k-lr1e-4_pretrained_s0"]["overrides"]["optim.learning_rate"] == "1e-4"
   assert runs["wp8k_random_s2"]["overrides"]["init_from"] == "runs/payoff/wp8k"
   assert runs["wp8k_random_s2"]["overrides"]["random_init"] is True
   rows = [_row(f"wp8k_{init}_s{seed}", {"eval_accuracy": acc}, sweep="payoff_causes")

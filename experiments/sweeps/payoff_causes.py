@@ -14,6 +14,8 @@ the spread; scored on SST-2 dev. Candidates (MODELS):
           pretraining corpus (text/learn_vocab.py);
   wp8k3k  wp8k for 3,000 steps: its steps are ~2.3x cheaper than wp30k's (the 8,065-way
           MLM softmax), so this is about the same pretraining wall time as wp30k.
+Fine-tuning recipes (RECIPES) change the fine-tuning of a candidate, both inits alike:
+  NAME-lr1e-4    the main job's recipe at learning rate 1e-4 instead of 5e-4.
 
   python -m experiments.run payoff_causes        # PREPARE pretrains each candidate first
   python -m experiments.report                   # the table on experiments/README.md
@@ -38,18 +40,26 @@ PREPARE = (
     (VOCAB, "python -m bert_jax.text.learn_vocab --input=runs/corpus/pretrain.txt "
             f"--vocab_size=8192 --output={VOCAB}"),
 ) + tuple((f"{workdir}/eval_results.json", cmd) for workdir, cmd in MODELS.values())
+# Recipe suffix -> fine-tuning overrides on top of the main job's recipe.
+RECIPES = {"": {}, "-lr1e-4": {"optim.learning_rate": "1e-4"}}
+# The (candidate, recipe) pairs the sweep runs.
+PAIRS = (("wp30k", ""), ("wp8k", ""), ("wp8k3k", ""), ("wp8k", "-lr1e-4"))
+# A candidate whose random init is another's (same shape and vocabulary, same seeds: the
+# same weights) is compared with that one's random-init runs instead of repeating them.
+SAME_RANDOM = {"wp8k3k": "wp8k"}
 METRICS = {"eval_results.json": ("step", "eval_accuracy", "train_examples_per_sec")}
 SEEDS = (0, 1, 2)
 INITS = ("pretrained", "random")
 
 
 def get_sweep():
-  return {f"{model}_{init}_s{seed}": {
+  return {f"{model}{recipe}_{init}_s{seed}": {
       "config": "configs/glue.py:task=sst2,train_examples=8000",
-      "overrides": {"init_from": workdir, "random_init": init == "random",
+      "overrides": {"init_from": MODELS[model][0], "random_init": init == "random",
                     "data.max_seq_length": 64, "optim.learning_rate": "5e-4",
-                    "seed": seed, "data.seed": seed}}
-      for model, (workdir, _) in MODELS.items() for init in INITS for seed in SEEDS}
+                    "seed": seed, "data.seed": seed, **RECIPES[recipe]}}
+      for model, recipe in PAIRS for init in INITS for seed in SEEDS
+      if not (init == "random" and model in SAME_RANDOM)}
 
 
 def summary(rows):
@@ -74,9 +84,10 @@ def render(rows, plots_dir) -> str:
   lines = ["| candidate | pretrained here | random init | gap | gap vs seeds |",
            "|---|---|---|---|---|"]
   cell = lambda s: f"{100 * s[0]:.2f} [{100 * s[1]:.2f}, {100 * s[2]:.2f}]"  # noqa: E731
-  for model in MODELS:
-    pre, rnd = stats.get((model, "pretrained")), stats.get((model, "random"))
+  for model, recipe in PAIRS:
+    pre = stats.get((model + recipe, "pretrained"))
+    rnd = stats.get((SAME_RANDOM.get(model, model) + recipe, "random"))
     if pre and rnd:
-      lines.append(f"| {model} | {cell(pre)} | {cell(rnd)} | {100 * (pre[0] - rnd[0]):+.2f} | "
+      lines.append(f"| {model + recipe} | {cell(pre)} | {cell(rnd)} | {100 * (pre[0] - rnd[0]):+.2f} | "
                    f"{pretraining_payoff.gap_verdict(pre, rnd)} |")
   return "\n".join(lines)
