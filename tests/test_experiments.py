@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from experiments import report
@@ -315,3 +316,20 @@ def test_family_sst2_runs_fine_tune_every_family_from_its_random_folder(tmp_path
   lines = capsys.readouterr().out.splitlines()
   assert [line.split("--config.init_from=runs/family_random/")[1].split()[0]
           for line in lines] == list(random_family_folders.TINY)
+
+
+def test_payoff_diagnosis_probe_and_cls_attention_statistics():
+  from experiments import payoff_diagnosis as diagnosis
+  rng = np.random.default_rng(0)
+  x = rng.normal(size=(400, 5))
+  y = (x[:, 0] + 0.1 * rng.normal(size=400) > 0).astype(np.int32)  # feature 0 decides
+  assert diagnosis.logistic_probe(x[:300], y[:300], x[300:], y[300:]) > 0.9
+  assert diagnosis.logistic_probe(x[:300, 1:], y[:300], x[300:, 1:], y[300:]) < 0.7
+  ids = np.array([[2, 7, 8, 3, 0]])                      # [CLS] w w [SEP] [PAD]
+  mask = np.array([[1, 1, 1, 1, 0]], np.float32)
+  rows = np.array([[[0.5, 0.25, 0.25, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25, 0.0]]])  # [S, N, T]
+  stats = diagnosis.cls_attention_stats(rows, ids, mask, cls_id=2, sep_id=3)
+  assert stats["on_cls"] == pytest.approx(0.375) and stats["on_sep"] == pytest.approx(0.125)
+  assert stats["on_words"] == pytest.approx(0.5)
+  assert stats["entropy_vs_uniform"] == pytest.approx(
+      (1.5 * np.log(2) / np.log(4) + 1.0) / 2)
