@@ -74,7 +74,7 @@ class ElectraTask(PretrainingTask):
       raise ValueError(f"config.electra: generator_fraction={self.generator_fraction} must be "
                        f"in (0, 1] and temperature={self.temperature} > 0")
     self.metric_names = ("loss", "mlm_loss", "mlm_accuracy", "rtd_loss", "rtd_accuracy",
-                         "rtd_baseline_accuracy", "rtd_replaced_accuracy")
+                         "rtd_baseline_accuracy", "rtd_replaced_accuracy", "rtd_precision")
 
   def model_spec(self) -> dict:
     return {"task_model": "electra_pretraining",

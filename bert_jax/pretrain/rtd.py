@@ -13,8 +13,8 @@ Loss term `rtd` (objectives.OBJECTIVES; ELECTRA weighs it 50 against the generat
 config.objectives="mlm:1,rtd:50"): sigmoid cross-entropy of the discriminator's logits
 against the labels, averaged over real tokens (ELECTRA's disc_loss). Logged: rtd_loss,
 rtd_accuracy, rtd_baseline_accuracy (the share of real tokens not replaced: what
-predicting "original" everywhere scores) and rtd_replaced_accuracy (recall on the
-replaced tokens).
+predicting "original" everywhere scores), rtd_replaced_accuracy (recall on the
+replaced tokens) and rtd_precision (the share of the tokens it flags as replaced that were).
 
 Shape legend: B batch, T length, P masked positions, V vocab.
 """
@@ -62,7 +62,8 @@ def rtd_sums(outputs, batch):
   return {"rtd_loss": jnp.sum(losses * real), "rtd_correct": jnp.sum(hit),
           "rtd_original": jnp.sum((1.0 - labels) * real),
           "rtd_replaced": jnp.sum(labels * real),
-          "rtd_replaced_correct": jnp.sum(hit * labels)}
+          "rtd_replaced_correct": jnp.sum(hit * labels),
+          "rtd_flagged": jnp.sum(predicted * real)}
 
 
 def rtd_denominators(batch):
@@ -74,4 +75,6 @@ def rtd_metrics(sums, denominators):
           "rtd_accuracy": sums["rtd_correct"] / denominators["rtd"],
           "rtd_baseline_accuracy": sums["rtd_original"] / denominators["rtd"],
           "rtd_replaced_accuracy": (sums["rtd_replaced_correct"]
-                                    / jnp.maximum(sums["rtd_replaced"], 1.0))}
+                                    / jnp.maximum(sums["rtd_replaced"], 1.0)),
+          "rtd_precision": (sums["rtd_replaced_correct"]
+                            / jnp.maximum(sums["rtd_flagged"], 1.0))}
