@@ -1,17 +1,19 @@
 r"""Every family pretrains from scratch here and fine-tunes on SST-2 through the same CLI.
 
 Each family's tiny config (configs/tiny.py for BERT, roberta.py, albert.py, spanbert.py,
-electra.py, distilbert.py) pretrains on the prepared corpus for the same STEPS steps, its
-own recipe otherwise (vocabulary, example builder, masking, objectives, length), and is
-scored on its held-out documents by its own pretraining metric: MLM accuracy for all but
-ELECTRA (whose "mlm" is its generator's), SOP accuracy (ALBERT), SBO accuracy (SpanBERT),
-the discriminator's accuracy beside the all-original baseline (ELECTRA). DistilBERT's
+electra.py, distilbert.py) pretrains on the prepared corpus for the same STEPS steps of 32
+rows of 64 tokens, its own recipe otherwise (vocabulary, example builder, masking and its
+rate, objectives), and is scored on 20 held-out documents by its own pretraining metric:
+MLM accuracy for all but ELECTRA (whose "mlm" is its generator's), SOP accuracy (ALBERT),
+SBO accuracy (SpanBERT), the discriminator's accuracy beside the all-original baseline
+(ELECTRA). DistilBERT's
 teacher is this sweep's BERT run (it runs first). The `sst2` stage then fine-tunes the
 pretrained workdir on 4,000 SST-2 training sentences (3 epochs, seq 64, lr 5e-4: the
 ablation sweeps' sst2 stage, experiments/sweeps/_ablation.py) and scores SST-2 dev against
 the majority class (50.92%). There is no configs/modernbert.py, so ModernBERT is not here.
+Each run is several pretraining + fine-tuning minutes on 2 quiet cores, far more when shared.
 
-  python -m experiments.run family_pretraining      # PREPARE learns the BPE / SentencePiece vocabs
+  python -m experiments.run family_pretraining   # PREPARE learns the BPE / SentencePiece vocabs
   python -m experiments.tables family_pretraining
 """
 from experiments.sweeps import _ablation as ablation
@@ -46,7 +48,7 @@ STAGES = {"sst2": ablation.STAGES["sst2"]}
 
 
 def get_sweep():
-  overrides = {"num_train_steps": STEPS, "eval_every_steps": 0,
+  overrides = {"num_train_steps": STEPS, "data.max_seq_length": 64, "eval_every_steps": 0,
                "checkpoint_every_steps": STEPS, "data.eval_held_out_docs": 20,
                "eval_batches": 0}
   return {family: {"config": config, "overrides": overrides, "stages": STAGES}
