@@ -333,3 +333,29 @@ def test_payoff_diagnosis_probe_and_cls_attention_statistics():
   assert stats["on_words"] == pytest.approx(0.5)
   assert stats["entropy_vs_uniform"] == pytest.approx(
       (1.5 * np.log(2) / np.log(4) + 1.0) / 2)
+
+
+def test_family_pretraining_pretrains_each_family_then_fine_tunes_it_on_sst2(tmp_path,
+                                                                            monkeypatch, capsys):
+  module = sweeps.load("family_pretraining")
+  monkeypatch.chdir(tmp_path)
+  for output, _ in module.PREPARE:  # present: --print asks for nothing
+    os.makedirs(os.path.dirname(output), exist_ok=True)
+    open(output, "w").close()
+  runner.main(["family_pretraining", "--print", f"--results={tmp_path / 'none.jsonl'}"])
+  lines = capsys.readouterr().out.splitlines()
+  assert len(lines) == 2 * len(module.FAMILIES)
+  for family, pretrain, stage in zip(module.FAMILIES, lines[::2], lines[1::2]):
+    assert f"--config.num_train_steps={module.STEPS}" in pretrain
+    assert pretrain.endswith(f"--workdir=runs/family_pretraining/{family}")
+    assert "task=sst2,train_examples=4000" in stage
+    assert f"--config.init_from=runs/family_pretraining/{family} " in stage
+  # DistilBERT's teacher is the sweep's BERT run, which goes before it.
+  assert list(module.FAMILIES).index("bert") < list(module.FAMILIES).index("distilbert")
+  assert "teacher=runs/family_pretraining/bert" in lines[2 * list(module.FAMILIES).index(
+      "distilbert")]
+  row = _row("electra", {"step": 300, "eval_rtd_accuracy": 0.8, "eval_rtd_baseline_accuracy":
+                         0.75, "eval_mlm_accuracy": 0.05, "sst2": {"eval_accuracy": 0.6}},
+             sweep="family_pretraining")
+  assert tables.markdown(module.COLUMNS, [row]).splitlines()[-1] == (
+      "| electra | 300 | rtd_accuracy 80.00 (all-original 75.00) | 5.00 | 60.00 | yes |")

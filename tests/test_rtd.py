@@ -116,6 +116,12 @@ def test_rtd_metrics_against_hand_counts():
   assert float(got["rtd_accuracy"]) == pytest.approx(5 / 7)
   assert float(got["rtd_baseline_accuracy"]) == pytest.approx(4 / 7)  # 3 replaced of 7
   assert float(got["rtd_replaced_accuracy"]) == pytest.approx(2 / 3)
+  assert float(got["rtd_precision"]) == pytest.approx(2 / 3)  # flagged: 2.0, 3.0, 1.0
+  sig = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
+  assert float(got["rtd_replaced_prob"]) == pytest.approx(
+      (sig(2.0) + sig(-2.0) + sig(1.0)) / 3, rel=1e-6)
+  assert float(got["rtd_original_prob"]) == pytest.approx(
+      (sig(-1.0) + sig(3.0) + sig(-1.0) + sig(-3.0)) / 4, rel=1e-6)
   bce = lambda x, y: np.log1p(np.exp(-x)) if y else np.log1p(np.exp(x))  # noqa: E731
   expect = sum(bce(float(logits[r, t]), int(labels[r, t])) for r in range(2) for t in range(4)
                if mask[r, t]) / 7

@@ -13,8 +13,8 @@ config.electra (`default_config()`):
   temperature         the sampling temperature of the generator's softmax (ELECTRA: 1)
 
 Attention guidance (config.attention_guidance, pretrain/attention_guidance.py) applies to
-the discriminator, as to BERT. (The tiny configs/electra.py run stays at the all-original
-prior after 300 steps with or without it: README, Results.)
+the discriminator, as to BERT. (The tiny configs/electra.py run beats the all-original
+baseline only while its generator is worse than the unigram distribution: README, Results.)
 
 Sampling uses the step's key when training (a fold of it, so dropout's key is unchanged)
 and a fixed key in evaluation, so held-out numbers are repeatable.
@@ -74,7 +74,8 @@ class ElectraTask(PretrainingTask):
       raise ValueError(f"config.electra: generator_fraction={self.generator_fraction} must be "
                        f"in (0, 1] and temperature={self.temperature} > 0")
     self.metric_names = ("loss", "mlm_loss", "mlm_accuracy", "rtd_loss", "rtd_accuracy",
-                         "rtd_baseline_accuracy", "rtd_replaced_accuracy")
+                         "rtd_baseline_accuracy", "rtd_replaced_accuracy", "rtd_precision",
+                         "rtd_replaced_prob", "rtd_original_prob")
 
   def model_spec(self) -> dict:
     return {"task_model": "electra_pretraining",

@@ -13,8 +13,10 @@ Loss term `rtd` (objectives.OBJECTIVES; ELECTRA weighs it 50 against the generat
 config.objectives="mlm:1,rtd:50"): sigmoid cross-entropy of the discriminator's logits
 against the labels, averaged over real tokens (ELECTRA's disc_loss). Logged: rtd_loss,
 rtd_accuracy, rtd_baseline_accuracy (the share of real tokens not replaced: what
-predicting "original" everywhere scores) and rtd_replaced_accuracy (recall on the
-replaced tokens).
+predicting "original" everywhere scores), rtd_replaced_accuracy (recall on the
+replaced tokens), rtd_precision (the share of the tokens it flags as replaced that were),
+and rtd_replaced_prob / rtd_original_prob (the mean predicted probability of "replaced" on
+the replaced and on the original tokens: the two part before any token crosses 0.5).
 
 Shape legend: B batch, T length, P masked positions, V vocab.
 """
@@ -58,11 +60,15 @@ def rtd_sums(outputs, batch):
   logits = outputs.rtd_logits.astype(jnp.float32)
   losses = optax.sigmoid_binary_cross_entropy(logits, labels)
   predicted = (logits > 0).astype(jnp.float32)
+  prob = jax.nn.sigmoid(logits) * real
   hit = (predicted == labels).astype(jnp.float32) * real
   return {"rtd_loss": jnp.sum(losses * real), "rtd_correct": jnp.sum(hit),
           "rtd_original": jnp.sum((1.0 - labels) * real),
           "rtd_replaced": jnp.sum(labels * real),
-          "rtd_replaced_correct": jnp.sum(hit * labels)}
+          "rtd_replaced_correct": jnp.sum(hit * labels),
+          "rtd_flagged": jnp.sum(predicted * real),
+          "rtd_replaced_prob": jnp.sum(prob * labels),
+          "rtd_original_prob": jnp.sum(prob * (1.0 - labels))}
 
 
 def rtd_denominators(batch):
@@ -74,4 +80,10 @@ def rtd_metrics(sums, denominators):
           "rtd_accuracy": sums["rtd_correct"] / denominators["rtd"],
           "rtd_baseline_accuracy": sums["rtd_original"] / denominators["rtd"],
           "rtd_replaced_accuracy": (sums["rtd_replaced_correct"]
-                                    / jnp.maximum(sums["rtd_replaced"], 1.0))}
+                                    / jnp.maximum(sums["rtd_replaced"], 1.0)),
+          "rtd_precision": (sums["rtd_replaced_correct"]
+                            / jnp.maximum(sums["rtd_flagged"], 1.0)),
+          "rtd_replaced_prob": (sums["rtd_replaced_prob"]
+                                / jnp.maximum(sums["rtd_replaced"], 1.0)),
+          "rtd_original_prob": (sums["rtd_original_prob"]
+                                / jnp.maximum(sums["rtd_original"], 1.0))}

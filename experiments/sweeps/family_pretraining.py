@@ -1,0 +1,84 @@
+r"""Every family pretrains from scratch here and fine-tunes on SST-2 through the same CLI.
+
+Each family's tiny config (configs/tiny.py for BERT, roberta.py, albert.py, spanbert.py,
+electra.py, distilbert.py) pretrains on the prepared corpus for the same STEPS steps of 32
+rows of 64 tokens, its own recipe otherwise (vocabulary, example builder, masking and its
+rate, objectives), and is scored on 20 held-out documents by its own pretraining metric:
+MLM accuracy for all but ELECTRA (whose "mlm" is its generator's), SOP accuracy (ALBERT),
+SBO accuracy (SpanBERT), the discriminator's accuracy beside the all-original baseline
+(ELECTRA). DistilBERT's
+teacher is this sweep's BERT run (it runs first). The `sst2` stage then fine-tunes the
+pretrained workdir on 4,000 SST-2 training sentences (3 epochs, seq 64, lr 5e-4: the
+ablation sweeps' sst2 stage, experiments/sweeps/_ablation.py) and scores SST-2 dev against
+the majority class (50.92%). There is no configs/modernbert.py, so ModernBERT is not here.
+Each run is several pretraining + fine-tuning minutes on 2 quiet cores, far more when shared.
+
+  python -m experiments.run family_pretraining   # PREPARE learns the BPE / SentencePiece vocabs
+  python -m experiments.tables family_pretraining
+"""
+from experiments.sweeps import _ablation as ablation
+
+STEPS = 300
+MAJORITY = 444 / 872
+
+PREPARE = ablation.PREPARE[:1] + (
+    ("runs/corpus/bpe-8k/vocab.json",
+     "python -m bert_jax.text.learn_vocab --kind=bpe --input=runs/corpus/pretrain.txt "
+     "--vocab_size=8192 --output=runs/corpus/bpe-8k"),
+    ("runs/corpus/spm-8k",
+     "python -m bert_jax.text.learn_vocab --kind=sentencepiece "
+     "--input=runs/corpus/pretrain.txt --vocab_size=8192 --output=runs/corpus/spm-8k"),
+)
+
+# family -> (its pretraining config, the held-out metric that is its own objective's)
+FAMILIES = {
+    "bert": ("configs/tiny.py", "eval_mlm_accuracy"),
+    "distilbert": ("configs/distilbert.py:teacher=runs/family_pretraining/bert",
+                   "eval_mlm_accuracy"),
+    "roberta": ("configs/roberta.py", "eval_mlm_accuracy"),
+    "albert": ("configs/albert.py", "eval_sop_accuracy"),
+    "spanbert": ("configs/spanbert.py", "eval_sbo_accuracy"),
+    "electra": ("configs/electra.py", "eval_rtd_accuracy"),
+}
+METRICS = {"eval_results.json": (
+    "step", "eval_mlm_accuracy", "eval_mlm_loss", "eval_sop_accuracy", "eval_sbo_accuracy",
+    "eval_rtd_accuracy", "eval_rtd_baseline_accuracy", "eval_rtd_replaced_accuracy",
+    "eval_rtd_precision", "eval_distill_loss")}
+STAGES = {"sst2": ablation.STAGES["sst2"]}
+
+
+def get_sweep():
+  overrides = {"num_train_steps": STEPS, "data.max_seq_length": 64, "eval_every_steps": 0,
+               "checkpoint_every_steps": STEPS, "data.eval_held_out_docs": 20,
+               "eval_batches": 0}
+  return {family: {"config": config, "overrides": overrides, "stages": STAGES}
+          for family, (config, _) in FAMILIES.items()}
+
+
+def _percent(value) -> str:
+  return "" if value is None else f"{100 * value:.2f}"
+
+
+def _own_metric(row) -> str:
+  """The family's own held-out metric, named (ELECTRA's beside its all-original baseline)."""
+  metrics = row["metrics"]
+  key = FAMILIES[row["run"]][1]
+  text = f"{key.removeprefix('eval_')} {_percent(metrics.get(key))}"
+  if "eval_rtd_baseline_accuracy" in metrics:
+    text += f" (all-original {_percent(metrics['eval_rtd_baseline_accuracy'])})"
+  return text
+
+
+def _sst2(row):
+  return row["metrics"].get("sst2", {}).get("eval_accuracy")
+
+
+COLUMNS = (
+    ("family (tiny, pretrained from scratch)", lambda row: row["run"]),
+    ("pretraining steps", lambda row: str(row["metrics"].get("step", ""))),
+    ("own held-out metric (%)", _own_metric),
+    ("held-out MLM acc (%)", lambda row: _percent(row["metrics"].get("eval_mlm_accuracy"))),
+    ("SST-2 dev acc (%)", lambda row: _percent(_sst2(row))),
+    ("above the majority class (50.92%)",
+     lambda row: "" if _sst2(row) is None else ("yes" if _sst2(row) > MAJORITY else "no")),
+)
