@@ -26,8 +26,9 @@ from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
 from bert_jax.models.task_models import TASK_MODELS, BertForPreTraining  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402
 from tests.hf_reference import hf_state, random_hf_model  # noqa: E402
-from tests.test_family_parity import (TOL, _assert_parity, _batch, _hf_count,  # noqa: E402
-                                      _hf_forward, _max_diff, _our_count)
+from tests.test_family_sizes import _hf_count, _our_count  # noqa: E402
+from tests.test_family_parity import (TOL, _assert_parity, _batch,  # noqa: E402
+                                      _hf_forward, _max_diff)
 
 CONFIGS = {
     # The released models' structure (no biases): layers 0 and 2 global, layer 1 local with
