@@ -11,7 +11,13 @@ ours); the direction *held* if every seed of the better one beats every seed of 
 one on our metric, was *reversed* if every seed of the worse one beats every seed of the
 better one, and is *not decided* otherwise (the seeds' ranges overlap, or fewer than two
 seeds ran). Plots (PNG, experiments/results/plots/): bars per sweep (every evaluation,
-seed range as error bars) and the held-out MLM accuracy curve of every run.
+seed range as error bars) and the held-out MLM accuracy curve of every run. A sweep not run
+yet still shows the paper's numbers per variant, its source and its direction.
+
+PAPER (a sweep's data): "source", "metric", "ours" (the metric path of our runs the verdict
+reads), "values" {variant: number} (the paper's number on "metric"; the verdict's best and
+worst), "also" (further paper columns, each {"metric", "values"}), "direction" (words) and
+"order" (expected worse, expected better: the verdict's pair where "values" cannot give it).
 """
 import argparse
 import os
@@ -74,6 +80,20 @@ def verdict(module, rows) -> str:
   return f"not decided ({claim}? the seeds' ranges overlap)"
 
 
+def _paper_columns(paper) -> list:
+  """(header, variant -> cell) of the paper's number columns: "values", then each "also"."""
+  return [(f"paper: {column['metric']}",
+           lambda v, values=column["values"]: str(values.get(v, "")))
+          for column in (paper, *paper.get("also", ())) if column.get("values")]
+
+
+def _paper_lines(paper) -> list[str]:
+  lines = [f"Paper: {paper['source']}."]
+  if paper.get("direction"):
+    lines.append(f"The paper's direction: {paper['direction']}.")
+  return lines
+
+
 def sweep_evaluations(module) -> tuple:
   """The sweep's (column, metric path[, scale]) evaluations: _ablation's, or its own."""
   return getattr(module, "EVALUATIONS", ablation.EVALUATIONS)
@@ -129,9 +149,13 @@ def render(name: str, module, rows: list[dict], plots_dir: str) -> str:
   """The markdown section of one ablation sweep (writing its plots into plots_dir)."""
   title = (module.__doc__ or name).strip().splitlines()[0]
   lines = [f"## {name}: {title}", ""]
-  if not rows:
-    return "\n".join(lines + [f"Not run yet: `python -m experiments.run {name}`.", ""])
   paper = module.PAPER
+  if not rows:  # the paper's side of the table alone
+    if paper_columns := _paper_columns(paper):
+      lines += [tables.markdown([("variant", lambda v: module.VARIANTS[v][1]), *paper_columns],
+                                list(module.VARIANTS)), ""]
+    return "\n".join(lines + _paper_lines(paper) + [
+        "", f"Not run yet: `python -m experiments.run {name}`.", ""])
   columns = [("variant", lambda v, s: module.VARIANTS[v][1]),
              ("seeds", lambda v, s: str(max((x[v][3] for x in s if v in x), default=0)))]
   summaries = []
@@ -140,19 +164,11 @@ def render(name: str, module, rows: list[dict], plots_dir: str) -> str:
     summaries.append(stats)
     columns.append((evaluation[0], lambda v, s, stats=stats, scale=ablation.percent_scale(
         evaluation): _cell(stats.get(v), scale)))
-  if paper.get("values"):
-    columns.append((f"paper: {paper['metric']}",
-                    lambda v, s: str(paper["values"].get(v, ""))))
-  if paper.get("also", {}).get("values"):
-    also = paper["also"]
-    columns.append((f"paper: {also['metric']}", lambda v, s: str(also["values"].get(v, ""))))
+  columns += [(header, lambda v, s, cell=cell: cell(v)) for header, cell in _paper_columns(paper)]
   variants = [v for v in module.VARIANTS if any(v in s for s in summaries)]
   lines.append(tables.markdown(
       [(header, lambda v, cell=cell: cell(v, summaries)) for header, cell in columns], variants))
-  lines += ["", f"Paper: {paper['source']}."]
-  if paper.get("direction"):
-    lines.append(f"The paper's direction: {paper['direction']}.")
-  lines.append(f"**Direction here: {verdict(module, rows)}.**")
+  lines += ["", *_paper_lines(paper), f"**Direction here: {verdict(module, rows)}.**"]
   if (total := tables.sweep_total(rows)) is not None:
     lines += ["", total]
   os.makedirs(plots_dir, exist_ok=True)

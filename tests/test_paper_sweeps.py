@@ -147,15 +147,68 @@ def test_spanbert_results_page_has_the_squad_column_and_checks_the_order(tmp_pat
             "metrics": {"eval_mlm_accuracy": 0.2, "squad": {"eval_f1": f1}}}
 
   # SQuAD F1 in % (the official script's scale), the MLM accuracy a fraction.
-  rows = [row("token_s0", 10.0), row("token_s1", 12.0), row("span_sbo_s0", 15.0),
-          row("span_sbo_s1", 16.0)]
+  rows = [row("token_s0", 10.0), row("token_s1", 12.0), row("span_s0", 15.0),
+          row("span_s1", 16.0)]
   lines = report.render("spanbert_masking", module, rows, str(tmp_path)).splitlines()
   assert ("| variant | seeds | held-out MLM acc | SST-2 dev acc | MRPC held-out F1 | "
-          "CoNLL dev F1 (fine-tuned) | CoNLL dev F1 (features) | SQuAD v1.1 held-out F1 |"
-          in lines)
-  assert "| subword tokens, MLM | 2 | 20.00 [20.00, 20.00] |  |  |  |  | 11.00 [10.00, 12.00] |" \
-      in lines
-  assert ("**Direction here: held (span_sbo above token on squad eval_f1, every seed).**"
+          "CoNLL dev F1 (fine-tuned) | CoNLL dev F1 (features) | SQuAD v1.1 held-out F1 | "
+          "paper: SQuAD 2.0 dev F1, Table 6 (bi-sequence + NSP) | "
+          "paper: SQuAD 2.0 dev F1, Table 7 (single sequences) |" in lines)
+  assert ("| subword tokens, MLM | 2 | 20.00 [20.00, 20.00] |  |  |  |  | 11.00 [10.00, 12.00] "
+          "| 83.8 |  |") in lines
+  assert ("| random spans, MLM | 2 | 20.00 [20.00, 20.00] |  |  |  |  | 15.50 [15.00, 16.00] "
+          "| 85.4 | 86.7 |") in lines
+  # The paper's worst and best SQuAD 2.0 rows (Table 6: tokens 83.8, spans 85.4) are compared.
+  assert ("**Direction here: held (span above token on squad eval_f1, every seed).**"
           in lines)
   table = tables.markdown(module.COLUMNS, rows).splitlines()
   assert table[0].endswith("| SQuAD v1.1 held-out F1 |") and table[2].endswith("| 10.00 |")
+
+
+def _ablations():
+  return [name for name in sweeps.names() if hasattr(sweeps.load(name), "VARIANTS")]
+
+
+@pytest.mark.parametrize("sweep", _ablations())
+def test_paper_numbers_name_existing_variants_and_give_a_direction(sweep):
+  """PAPER's columns (values, then each "also") key existing variants with numbers, and
+  the verdict has a pair to compare: the best and worst of "values", or "order"."""
+  module = sweeps.load(sweep)
+  paper = module.PAPER
+  assert paper["source"] and paper["metric"] and paper["ours"]
+  for column in (paper, *paper.get("also", ())):
+    assert column["metric"] and set(column["values"]) <= set(module.VARIANTS), column
+    assert all(isinstance(x, float) for x in column["values"].values()), column
+  pair = paper.get("order") or (len(paper["values"]) >= 2 and tuple(paper["values"]))
+  assert pair and set(pair) <= set(module.VARIANTS)
+  assert "not retrieved" not in paper["source"]
+
+
+def test_bert_masking_split_variants_are_table_8_rows():
+  """Each name is Table 8's MASK / SAME / RND row (in %), and its overrides give that split."""
+  module = sweeps.load("bert_masking_split")
+  rows = set()
+  for name, (overrides, _) in module.VARIANTS.items():
+    mask, same, rnd = (int(x) for x in name.split("_")[1:])
+    assert mask + same + rnd == 100
+    assert overrides == {"data.mask_token_prob": mask / 100, "data.random_token_prob": rnd / 100}
+    rows.add((mask, same, rnd))
+  assert rows == {(80, 10, 10), (100, 0, 0), (80, 0, 20), (80, 20, 0), (0, 20, 80), (0, 0, 100)}
+  # The paper's worst feature-based NER row is all-[MASK] (94.0), its best BERT's (94.9).
+  values = module.PAPER["values"]
+  assert (min(values, key=values.get), max(values, key=values.get)) == (
+      "mask_100_0_0", "mask_80_10_10")
+
+
+def test_results_page_shows_the_papers_numbers_before_a_sweep_runs(tmp_path):
+  lines = report.render("albert_sop", sweeps.load("albert_sop"), [], str(tmp_path)).splitlines()
+  assert lines[2] == ("| variant | paper: SST-2 dev accuracy | paper: downstream Avg | "
+                      "paper: intrinsic accuracy of its own head (NSP on NSP, SOP on SOP) |")
+  assert "| MLM only (single segments) | 89.9 | 79.0 |  |" in lines
+  assert "| MLM + SOP (ALBERT) | 90.3 | 80.1 | 86.5 |" in lines
+  assert any(line.startswith("Paper: Lan et al. 2019 (ALBERT") for line in lines)
+  assert lines[-1] == "Not run yet: `python -m experiments.run albert_sop`."
+  assert not os.listdir(tmp_path)  # no plots without runs
+  # Sizes not the paper's: no table, the direction in words.
+  text = report.render("bert_model_size", sweeps.load("bert_model_size"), [], str(tmp_path))
+  assert "| variant |" not in text and "24/1024/16 3.23 93.7" in text

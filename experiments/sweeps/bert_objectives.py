@@ -16,11 +16,14 @@ VARIANTS = {
     "mlm_only": ({"objectives": "mlm"}, "MLM only (no NSP)"),
 }
 PAPER = {
-    "source": "Devlin et al. 2019, Table 5 (BERT-Base)",
+    "source": "Devlin et al. 2019, Table 5 (BERT-Base), SST-2 and MRPC dev accuracy "
+              "(BERT-Base against No NSP)",
     "metric": "SST-2 dev accuracy",
     "ours": ("sst2", "eval_accuracy"),
     "values": {"mlm_nsp": 92.7, "mlm_only": 92.6},
-    "also": {"metric": "MRPC dev F1", "values": {"mlm_nsp": 86.7, "mlm_only": 86.5}},
+    "also": ({"metric": "MRPC dev accuracy", "values": {"mlm_nsp": 86.7, "mlm_only": 86.5}},),
+    "direction": "removing NSP costs every task a little (MNLI 84.4 -> 83.9, QNLI 88.4 -> "
+                 "84.9, MRPC 86.7 -> 86.5, SST-2 92.7 -> 92.6, SQuAD F1 88.5 -> 87.9)",
 }
 get_sweep = ablation.sweep(VARIANTS)
 COLUMNS = ablation.columns(VARIANTS)

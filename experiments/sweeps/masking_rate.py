@@ -25,12 +25,19 @@ VARIANTS = {f"rate_{round(100 * r)}": (_rate(r), f"{round(100 * r)}%" + (" (BERT
                                                                             else ""))
             for r in (0.10, 0.15, 0.20, 0.30, 0.40)}
 PAPER = {
-    "source": "Wettig et al. 2023, Should You Mask 15% in Masked Language Modeling? (BERT-Large)",
+    "source": "Wettig et al. 2023 (arXiv 2202.08005), dev results of the paper's BERT-large-"
+              "sized models (efficient recipe) as listed by the authors' repository "
+              "(github.com/princeton-nlp/DinkyTrain, README, Model List), SST-2, MNLI and QNLI "
+              "dev; the paper's own tables were not reached; no 10% model there",
     "metric": "SST-2 dev accuracy",
     "ours": ("sst2", "eval_accuracy"),
-    "values": {},
-    "direction": "40% is better than 15% for large models on downstream tasks",
-    "order": ("rate_15", "rate_40"),
+    "values": {"rate_15": 93.3, "rate_20": 92.7, "rate_30": 93.0, "rate_40": 92.8},
+    "also": ({"metric": "MNLI dev accuracy",
+              "values": {"rate_15": 84.2, "rate_20": 84.1, "rate_30": 84.2, "rate_40": 84.5}},
+             {"metric": "QNLI dev accuracy",
+              "values": {"rate_15": 90.9, "rate_20": 91.3, "rate_30": 91.6, "rate_40": 91.6}}),
+    "direction": "40% better than 15% for large models on GLUE and SQuAD (MNLI 84.5 vs 84.2, "
+                 "QNLI 91.6 vs 90.9), though not on SST-2 alone (92.8 vs 93.3)",
 }
 get_sweep = ablation.sweep(VARIANTS)
 COLUMNS = ablation.columns(VARIANTS)

@@ -21,13 +21,18 @@ VARIANTS = {
                       "DOC-SENTENCES, MLM only"),
 }
 PAPER = {
-    "source": "Liu et al. 2019 (RoBERTa), Table 2 (BERT-Base)",
+    "source": "Liu et al. 2019 (RoBERTa), Table 2 (BERT-Base architecture, 1M steps of 256 "
+              "sequences), SST-2 and MNLI-m dev accuracy (SEGMENT-PAIR with NSP, "
+              "FULL-SENTENCES and DOC-SENTENCES without)",
     "metric": "SST-2 dev accuracy",
     "ours": ("sst2", "eval_accuracy"),
     "values": {"segment_pair_nsp": 92.9, "full_sentences": 92.5, "doc_sentences": 92.7},
-    "also": {"metric": "MNLI-m dev accuracy",
-             "values": {"segment_pair_nsp": 84.0, "full_sentences": 84.7,
-                        "doc_sentences": 84.7}},
+    "also": ({"metric": "MNLI-m dev accuracy",
+              "values": {"segment_pair_nsp": 84.0, "full_sentences": 84.7,
+                         "doc_sentences": 84.7}},),
+    "direction": "without NSP, packed sentences match or beat SEGMENT-PAIR + NSP (MNLI-m "
+                 "84.0 -> 84.7; SQuAD 2.0 F1 78.7 -> 79.1, 79.7), DOC-SENTENCES slightly ahead "
+                 "of FULL-SENTENCES; SST-2 is the one column where SEGMENT-PAIR leads",
 }
 get_sweep = ablation.sweep(VARIANTS)
 COLUMNS = ablation.columns(VARIANTS)

@@ -26,12 +26,16 @@ VARIANTS = {
     "dynamic": ({**_SMALL, "data.dupe_factor": 0}, "dynamic (a new mask every epoch)"),
 }
 PAPER = {
-    "source": "Liu et al. 2019 (RoBERTa), Table 1 (BERT-Base)",
+    "source": "Liu et al. 2019 (RoBERTa), Table 1 (BERT-Base, their reimplementation), SST-2 "
+              "and MNLI-m dev accuracy, SQuAD 2.0 dev F1 (static = dupe factor 10)",
     "metric": "SST-2 dev accuracy",
     "ours": ("sst2", "eval_accuracy"),
     "values": {"static_dupe10": 92.5, "dynamic": 92.9},
-    "also": {"metric": "MNLI-m dev accuracy",
-             "values": {"static_dupe10": 84.3, "dynamic": 84.0}},
+    "also": ({"metric": "MNLI-m dev accuracy",
+              "values": {"static_dupe10": 84.3, "dynamic": 84.0}},
+             {"metric": "SQuAD 2.0 dev F1", "values": {"static_dupe10": 78.3, "dynamic": 78.7}}),
+    "direction": "dynamic masking comparable to or slightly better than static (SQuAD 2.0 "
+                 "78.7 vs 78.3, SST-2 92.9 vs 92.5, MNLI-m 84.0 vs 84.3)",
 }
 get_sweep = ablation.sweep(VARIANTS)
 COLUMNS = ablation.columns(VARIANTS)
