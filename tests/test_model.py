@@ -150,6 +150,26 @@ def test_classifier_heads(make, shape):
   assert model.apply(variables, IDS, None, MASK).logits.shape == shape
 
 
+def test_mean_pooling_classifier_reads_the_mean_of_the_real_tokens():
+  model = tasks.BertForSequenceClassification(SMALL, num_labels=2, pooling="mean")
+  variables = nn.unbox(model.init(jax.random.key(0), IDS, None, MASK))
+  assert "pooler" not in variables["params"]["bert"]  # nothing is built that is not read
+  logits = model.apply(variables, IDS, None, MASK).logits
+  tokens = BertModel(SMALL, add_pooling_layer=False).apply(
+      {"params": variables["params"]["bert"]}, IDS, None, MASK).sequence_output
+  head = variables["params"]["classifier"]["dense"]
+  for row, length in enumerate((4, 6)):
+    mean = np.asarray(tokens[row, :length]).mean(0)  # plain numpy over the real tokens
+    np.testing.assert_allclose(logits[row], mean @ head["kernel"] + head["bias"], atol=1e-5)
+  # More padding changes nothing: the first row again, padded to 9 positions.
+  longer = jnp.pad(IDS[:1], ((0, 0), (0, 3)))
+  np.testing.assert_allclose(model.apply(variables, longer, None, longer > 0).logits[0],
+                             logits[0], atol=1e-5)
+  with pytest.raises(ValueError, match="config.classifier_pooling='max'"):
+    tasks.BertForSequenceClassification(SMALL, num_labels=2, pooling="max").init(
+        jax.random.key(0), IDS, None, MASK)
+
+
 def test_question_answering_and_multiple_choice():
   qa = tasks.BertForQuestionAnswering(SMALL)
   out = qa.apply(qa.init(jax.random.key(0), IDS), IDS)

@@ -27,7 +27,8 @@ class GlueTask(FinetuningTask):
   def model_spec(self):
     return {"task_model": "sequence_classification", "num_labels": self.dataset.num_labels,
             "feature_layers": list(feature_layers(self.config)),
-            "frozen_encoder": bool(self.config.freeze_encoder)}
+            "frozen_encoder": bool(self.config.freeze_encoder),
+            "pooling": self.config.get("classifier_pooling", "pooler")}
 
   def loss_sums(self, outputs, batch):
     weights = batch.get("example_mask")  # packed rows: [B, K] logits, empty slots 0

@@ -116,36 +116,59 @@ def layer_features(enc, feature_layers: tuple[int, ...], frozen: bool):
   return jax.lax.stop_gradient(features) if frozen else features
 
 
+def mean_of_real_tokens(enc, attention_mask) -> jax.Array:
+  """[B, H]: the last layer averaged over each row's real tokens (attention_mask 1), as
+  HF ModernBERT's classifier_pooling="mean" and Sentence-BERT's mean pooling."""
+  if attention_mask is None:
+    return jnp.mean(enc.sequence_output, axis=1)
+  mask = attention_mask.astype(enc.sequence_output.dtype)[..., None]         # [B, T, 1]
+  return jnp.sum(enc.sequence_output * mask, axis=1) / jnp.maximum(jnp.sum(mask, axis=1), 1)
+
+
+# How a sequence classifier makes its sentence vector [B, H] from the encoder's output
+# (config.classifier_pooling): BERT's tanh(W h_[CLS]) pooler, or the mean of the tokens.
+POOLINGS = {
+    "pooler": lambda enc, attention_mask: enc.pooled_output,
+    "mean": mean_of_real_tokens,
+}
+
+
 class BertForSequenceClassification(nn.Module):
   """[CLS] -> C logits (single sentence or pair; C=1 is regression).
 
-  Fine-tuning reads the pooled output. With `feature_layers` (e.g. (-4, -3, -2, -1)) the
-  head reads those layers' [CLS] vectors concatenated instead; `frozen_encoder` stops
-  gradients into the encoder (the feature-based comparison of the BERT paper).
+  Fine-tuning reads the sentence vector `pooling` names (POOLINGS: BERT's pooled output,
+  or the mean of the last layer over the real tokens). With `feature_layers` (e.g.
+  (-4, -3, -2, -1)) the head reads those layers' [CLS] vectors concatenated instead;
+  `frozen_encoder` stops gradients into the encoder (the feature-based comparison of the
+  BERT paper).
   """
   config: BertConfig
   num_labels: int
   dropout_rate: float | None = None
   feature_layers: tuple[int, ...] = ()
   frozen_encoder: bool = False
+  pooling: str = "pooler"
 
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
                deterministic: bool = True, output_hidden_states: bool = False, packing=None):
     """packing: a packed batch's arrays (see BertModel); logits are then [B, K, C], one
     row per packed example."""
-    if packing is not None and self.feature_layers:
+    if self.pooling not in POOLINGS:
+      raise ValueError(f"config.classifier_pooling={self.pooling!r}: expected one of "
+                       f"{sorted(POOLINGS)}")
+    if packing is not None and (self.feature_layers or self.pooling != "pooler"):
       raise ValueError("packed rows (data.packing) read the pooled output: feature_layers "
-                       "is not supported with them")
-    enc = BertModel(self.config, add_pooling_layer=True, name="bert")(
+                       "and config.classifier_pooling=mean are not supported with them")
+    enc = BertModel(self.config, add_pooling_layer=self.pooling == "pooler", name="bert")(
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
         output_hidden_states=output_hidden_states or bool(self.feature_layers),
         packing=packing)
     if self.feature_layers:
       features = layer_features(enc, self.feature_layers, self.frozen_encoder)[:, 0]
     else:
-      features = (jax.lax.stop_gradient(enc.pooled_output) if self.frozen_encoder
-                  else enc.pooled_output)
+      features = POOLINGS[self.pooling](enc, attention_mask)
+      features = jax.lax.stop_gradient(features) if self.frozen_encoder else features
     logits = LinearHead(self.config, self.num_labels, self.dropout_rate, name="classifier")(
         features, deterministic)
     return ClassifierOutput(logits=logits, hidden_states=enc.hidden_states)
