@@ -289,8 +289,11 @@ def test_pretraining_payoff_learning_curve_section(tmp_path):
 def test_payoff_causes_compares_each_candidate_with_its_own_random_init():
   module = sweeps.load("payoff_causes")
   runs = module.get_sweep()
-  assert len(runs) == (len(module.PAIRS) * 2 - 1) * 3  # wp8k3k shares wp8k's random init
+  shared = sum(model in module.SAME_RANDOM for model, _ in module.PAIRS)
+  assert len(runs) == (len(module.PAIRS) * 2 - shared) * 3  # e.g. wp8k3k uses wp8k's random
   assert "wp8k3k_random_s0" not in runs and "wp8k3k_pretrained_s0" in runs
+  assert runs["mask30-mean_pretrained_s1"]["overrides"]["classifier_pooling"] == "mean"
+  assert runs["wp8k-mean_random_s1"]["overrides"]["classifier_pooling"] == "mean"
   assert runs["wp8k-lr1e-4_pretrained_s0"]["overrides"]["optim.learning_rate"] == "1e-4"
   assert runs["wp8k_random_s2"]["overrides"]["init_from"] == "runs/payoff/wp8k"
   assert runs["wp8k_random_s2"]["overrides"]["random_init"] is True

@@ -13,9 +13,16 @@ the spread; scored on SST-2 dev. Candidates (MODELS):
   wp8k    the same run with a WordPiece vocabulary of 8,065 pieces learned from the
           pretraining corpus (text/learn_vocab.py);
   wp8k3k  wp8k for 3,000 steps: its steps are ~2.3x cheaper than wp30k's (the 8,065-way
-          MLM softmax), so this is about the same pretraining wall time as wp30k.
+          MLM softmax), so this is about the same pretraining wall time as wp30k;
+  mask30  wp8k masking 30% of the tokens (40 predictions a row) instead of 15% (20);
+  mask45  wp8k masking 45% (58 predictions a row);
+  mlmonly30  mask30 without NSP: DOC-SENTENCES rows (one segment), MLM the only loss;
+  movies30   mask30 pretrained on the movie reviews only (the domain of SST-2; NLTK's
+          movie_reviews, 1.5 M words, ~3 passes in 1,500 steps).
 Fine-tuning recipes (RECIPES) change the fine-tuning of a candidate, both inits alike:
-  NAME-lr1e-4    the main job's recipe at learning rate 1e-4 instead of 5e-4.
+  NAME-lr1e-4    the main job's recipe at learning rate 1e-4 instead of 5e-4;
+  NAME-mean      the classifier reads the mean of the last layer over the real tokens
+                 (config.classifier_pooling=mean) instead of the pooled [CLS].
 
   python -m experiments.run payoff_causes        # PREPARE pretrains each candidate first
   python -m experiments.report                   # the table on experiments/README.md
@@ -23,6 +30,8 @@ Fine-tuning recipes (RECIPES) change the fine-tuning of a candidate, both inits 
 from experiments.sweeps import pretraining_payoff
 
 VOCAB = "runs/corpus/vocab-8k.txt"
+MOVIES = "runs/corpus/movies.txt"
+MASK30 = "--config.data.masked_lm_prob=0.3 --config.data.max_predictions_per_seq=40"
 # Candidate -> (its pretraining workdir, the command that makes it).
 MODELS = {
     "wp30k": ("runs/payoff/wp30k",
@@ -33,20 +42,39 @@ MODELS = {
     "wp8k3k": ("runs/payoff/wp8k3k",
                f"python -m bert_jax.train --config=configs/tiny.py:vocab={VOCAB} "
                "--config.num_train_steps=3000 --workdir=runs/payoff/wp8k3k"),
+    "mask30": ("runs/payoff/wp8k_mask30",
+               f"python -m bert_jax.train --config=configs/tiny.py:vocab={VOCAB} {MASK30} "
+               "--workdir=runs/payoff/wp8k_mask30"),
+    "mask45": ("runs/payoff/wp8k_mask45",
+               f"python -m bert_jax.train --config=configs/tiny.py:vocab={VOCAB} "
+               "--config.data.masked_lm_prob=0.45 --config.data.max_predictions_per_seq=58 "
+               "--workdir=runs/payoff/wp8k_mask45"),
+    "mlmonly30": ("runs/payoff/wp8k_mask30_nonsp",
+                  f"python -m bert_jax.train --config=configs/tiny.py:vocab={VOCAB} {MASK30} "
+                  "--config.data.example_builder=doc_sentences --config.objectives=mlm "
+                  "--workdir=runs/payoff/wp8k_mask30_nonsp"),
+    "movies30": ("runs/payoff/movies_mask30",
+                 f"python -m bert_jax.train --config=configs/tiny.py:corpus={MOVIES},"
+                 f"vocab={VOCAB} {MASK30} --workdir=runs/payoff/movies_mask30"),
 }
 PREPARE = (
     ("runs/corpus/pretrain.txt",
      "python -m bert_jax.text.prepare --output=runs/corpus/pretrain.txt"),
     (VOCAB, "python -m bert_jax.text.learn_vocab --input=runs/corpus/pretrain.txt "
             f"--vocab_size=8192 --output={VOCAB}"),
+    (MOVIES, "python -m bert_jax.text.prepare --source=nltk_corpora/movie_reviews.zip "
+             f"--output={MOVIES}"),
 ) + tuple((f"{workdir}/eval_results.json", cmd) for workdir, cmd in MODELS.values())
 # Recipe suffix -> fine-tuning overrides on top of the main job's recipe.
-RECIPES = {"": {}, "-lr1e-4": {"optim.learning_rate": "1e-4"}}
+RECIPES = {"": {}, "-lr1e-4": {"optim.learning_rate": "1e-4"},
+           "-mean": {"classifier_pooling": "mean"}}
 # The (candidate, recipe) pairs the sweep runs.
-PAIRS = (("wp30k", ""), ("wp8k", ""), ("wp8k3k", ""), ("wp8k", "-lr1e-4"))
+PAIRS = (("wp30k", ""), ("wp8k", ""), ("wp8k3k", ""), ("wp8k", "-lr1e-4"),
+         ("mask30", ""), ("mask45", ""), ("movies30", ""), ("wp8k", "-mean"),
+         ("mask30", "-mean"), ("mlmonly30", "-mean"))
 # A candidate whose random init is another's (same shape and vocabulary, same seeds: the
 # same weights) is compared with that one's random-init runs instead of repeating them.
-SAME_RANDOM = {"wp8k3k": "wp8k"}
+SAME_RANDOM = {name: "wp8k" for name in ("wp8k3k", "mask30", "mask45", "mlmonly30", "movies30")}
 METRICS = {"eval_results.json": ("step", "eval_accuracy", "train_examples_per_sec")}
 SEEDS = (0, 1, 2)
 INITS = ("pretrained", "random")
