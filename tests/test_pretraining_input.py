@@ -183,10 +183,12 @@ def global_batches(inputs, steps):
 def test_data_shards_give_one_global_stream_for_any_process_count(vocab_path, corpus_file,
                                                                   tokenizer):
   one = sharded_inputs(vocab_path, corpus_file, tokenizer, 1)
+  fresh = {}  # process count -> its inputs, not yet read from
   # Each process tokenizes only its shards' documents (ids % 4), and all of them together
   # are the corpus once.
   for process_count in (2, 4):
-    inputs = sharded_inputs(vocab_path, corpus_file, tokenizer, process_count)
+    inputs = fresh[process_count] = sharded_inputs(vocab_path, corpus_file, tokenizer,
+                                                   process_count)
     ids = [c.document_ids for i in inputs for c in i.corpora.values()]
     np.testing.assert_array_equal(np.sort(np.concatenate(ids)),
                                   np.sort(np.concatenate([c.document_ids for c in
@@ -199,8 +201,9 @@ def test_data_shards_give_one_global_stream_for_any_process_count(vocab_path, co
   steps = 2 * max(one[0]._streams[0].steps_in_epoch(0), 1) + 3  # every shard crosses epochs
   expected = global_batches(one, steps)
   for process_count in (2, 4, 8):  # 8 processes: two read each shard, a slice each
-    assert_batches_equal(global_batches(
-        sharded_inputs(vocab_path, corpus_file, tokenizer, process_count), steps), expected)
+    inputs = fresh.get(process_count) or sharded_inputs(vocab_path, corpus_file, tokenizer,
+                                                        process_count)
+    assert_batches_equal(global_batches(inputs, steps), expected)
 
 
 def test_resume_a_sharded_stream_on_another_process_count(vocab_path, corpus_file, tokenizer):
