@@ -46,9 +46,6 @@ class PairOptions:
   def __post_init__(self):
     if self.max_seq_length < _SPECIAL_TOKENS_PER_PAIR + 2:
       raise ValueError(f"max_seq_length must be >= 5, got {self.max_seq_length}")
-    if self.slots < 0:
-      raise ValueError(f"config.data.pairs_per_row={self.slots}: expected the most pairs a "
-                       "packed row holds (>= 1)")
     for name in ("short_seq_prob", "random_next_prob"):
       if not 0.0 <= getattr(self, name) <= 1.0:
         raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
