@@ -1,22 +1,17 @@
 """Sequence packing for fine-tuning: several short examples per row, nothing shared.
 
   packed = pack(features, max_per_row=-1)    # numpy in, numpy out (jax-free)
-  packed["input_ids"]       # [R, T] the examples' tokens side by side, then padding
-  packed["segment_ids"]     # [R, T] 1, 2, ... per example, 0 on padding
-  packed["positions"]       # [R, T] 0, 1, ... restarting at each example
-  packed["cls_positions"]   # [R, K] where each example's [CLS] is (0 in empty slots)
-  packed["example_index"]   # [R, K] the example's row in `features` (-1: empty slot)
-  packed["example_mask"]    # [R, K] 1.0 real example, 0.0 empty slot
-  packed["label"]           # [R, K] every per-example feature [N], slot by slot
-  packed["labels"]          # [R, T] every per-token feature [N, T] (tagging), like input_ids
 
-Each input row is one example ([CLS] ... [SEP], then padding; `attention_mask` marks its
-tokens). Rows are filled best-fit in decreasing length (each example goes to the row it
-fills most tightly, at most `max_per_row` per row; -1: as many as fit), which leaves little
-padding on short-sentence tasks. A model given a packed row attends only within each
-example and restarts positions there (`BertModel(..., packing=...)`), so every example's
-outputs equal its unpacked ones. Shape legend: N examples, R packed rows, T length,
-K the most examples any row got (<= max_per_row).
+The packed arrays (input_ids, segment_ids, positions, cls_positions, example_index,
+example_mask, per-example features [R, K], per-token features [R, T]) are the layout of
+bert_jax/packing.py, shared with pretraining's packed NSP/SOP pairs. Each input row is one
+example ([CLS] ... [SEP], then padding; `attention_mask` marks its tokens). Rows are filled
+best-fit in decreasing length (each example goes to the row it fills most tightly, at most
+`max_per_row` per row; -1: as many as fit), which leaves little padding on short-sentence
+tasks. A model given a packed row attends only within each example and restarts positions
+there (`BertModel(..., packing=...)`), so every example's outputs equal its unpacked ones.
+Shape legend: N examples, R packed rows, T length, K the most examples any row got
+(<= max_per_row).
 
 Fill (real tokens / positions) of SST-2 train, all-MiniLM-L6-v2's tokenizer, 67,349
 examples of 13.3 tokens on average (bench/packing_fill.py):
@@ -30,83 +25,22 @@ from collections.abc import Mapping
 
 import numpy as np
 
-TOKEN_KEYS = ("input_ids", "token_type_ids", "attention_mask")
-PACKING_KEYS = ("segment_ids", "positions", "cls_positions")  # what the model reads
+# Re-exported for the fine-tuning code that reads them (finetune/base.py, bench, tests).
+from bert_jax.packing import PACKING_KEYS, TOKEN_KEYS, assign_rows, fill_rate, lay_out
 
-
-def assign_rows(lengths: np.ndarray, seq_len: int, max_per_row: int) -> list[list[int]]:
-  """Example indices per row: best fit in decreasing length order, at most max_per_row
-  per row (-1: no cap)."""
-  if max_per_row == 0 or max_per_row < -1:
-    raise ValueError(f"config.data.packing={max_per_row}: expected the most examples per row "
-                     "(> 0), or -1 for as many as fit")
-  cap = max_per_row if max_per_row > 0 else seq_len
-  if lengths.size and lengths.max() > seq_len:
-    raise ValueError(f"packing: an example has {lengths.max()} tokens, more than the row "
-                     f"length {seq_len}")
-  rows: list[list[int]] = []
-  by_space: dict[int, list[int]] = {}  # free tokens -> rows with that much room
-  free: list[int] = []
-  for example in np.argsort(-lengths, kind="stable"):
-    n = int(lengths[example])
-    space = next((s for s in range(n, seq_len + 1) if by_space.get(s)), None)
-    if space is None:
-      rows.append([])
-      free.append(seq_len)
-      row = len(rows) - 1
-    else:
-      row = by_space[space].pop()
-    rows[row].append(int(example))
-    free[row] -= n
-    if len(rows[row]) < cap and free[row] > 0:
-      by_space.setdefault(free[row], []).append(row)
-  return rows
+__all__ = ["PACKING_KEYS", "TOKEN_KEYS", "assign_rows", "fill_rate", "pack", "unpack_tokens"]
 
 
 def pack(features: Mapping[str, np.ndarray], max_per_row: int = -1,
          pad_id: int = 0) -> dict[str, np.ndarray]:
-  """Unpacked rows -> packed rows (module docstring). Per-example features are those of
-  shape [N]; token features are TOKEN_KEYS ([N, T])."""
-  missing = [k for k in TOKEN_KEYS if k not in features]
-  if missing:
-    raise ValueError(f"packing: features lack {missing}")
+  """Unpacked rows -> packed rows (module docstring): best fit (assign_rows), K = the most
+  examples any row got. Per-example features are those of shape [N]; token features are
+  TOKEN_KEYS and any other [N, T]."""
+  if "attention_mask" not in features:
+    raise ValueError("packing: features lack ['attention_mask']")
   mask = np.asarray(features["attention_mask"])
-  n, seq_len = mask.shape
-  per_example = {k: np.asarray(v) for k, v in features.items()
-                 if k not in TOKEN_KEYS and np.ndim(v) == 1}
-  token_keys = TOKEN_KEYS + tuple(sorted(
-      k for k, v in features.items() if k not in TOKEN_KEYS and np.shape(v) == (n, seq_len)))
-  others = sorted(set(features) - set(token_keys) - set(per_example))
-  if others:
-    raise ValueError(f"packing: features {others} are neither per example [N] nor per "
-                     f"token [N, T={seq_len}]")
-  lengths = mask.sum(-1)
-  rows = assign_rows(lengths, seq_len, max_per_row)
-  r = len(rows)
-  max_per_row = max(map(len, rows), default=1)  # K: the slots some row uses
-  out = {k: np.zeros((r, seq_len), np.int32) for k in ("segment_ids", "positions")}
-  out.update({k: np.zeros((r, seq_len), np.asarray(features[k]).dtype) for k in token_keys})
-  out["input_ids"][:] = pad_id
-  out["cls_positions"] = np.zeros((r, max_per_row), np.int32)
-  out["example_index"] = np.full((r, max_per_row), -1, np.int32)
-  out["example_mask"] = np.zeros((r, max_per_row), np.float32)
-  for key, values in per_example.items():
-    out[key] = np.zeros((r, max_per_row), values.dtype)
-  for row, examples in enumerate(rows):
-    start = 0
-    for slot, example in enumerate(examples):
-      end = start + int(lengths[example])
-      for key in token_keys:
-        out[key][row, start:end] = features[key][example, :end - start]
-      out["segment_ids"][row, start:end] = slot + 1
-      out["positions"][row, start:end] = np.arange(end - start)
-      out["cls_positions"][row, slot] = start
-      out["example_index"][row, slot] = example
-      out["example_mask"][row, slot] = 1.0
-      for key, values in per_example.items():
-        out[key][row, slot] = values[example]
-      start = end
-  return out
+  rows = assign_rows(mask.sum(-1), mask.shape[1], max_per_row)
+  return lay_out(features, rows, max(map(len, rows), default=1), pad_id)
 
 
 def unpack_tokens(packed: Mapping[str, np.ndarray], values: np.ndarray,
@@ -121,8 +55,3 @@ def unpack_tokens(packed: Mapping[str, np.ndarray], values: np.ndarray,
     out[packed["example_index"][row, slot], :length] = values[row, start:start + length]
   return out
 
-
-def fill_rate(features: Mapping[str, np.ndarray]) -> float:
-  """Share of token positions that hold real tokens (packed or not)."""
-  mask = np.asarray(features["attention_mask"])
-  return float(mask.sum() / mask.size)

@@ -248,7 +248,7 @@ class BertModel(nn.Module):
     """input_ids, token_type_ids, attention_mask: int [B, T]; the last two default to 0s/1s.
 
     packing: None, or a packed batch's {"segment_ids", "positions"} int [B, T] and
-    "cls_positions" int [B, K] (bert_jax.finetune.packing): attention stays within each
+    "cls_positions" int [B, K] (bert_jax/packing.py): attention stays within each
     example, positions restart per example, and the pooled output is [B, K, H], one per
     example's [CLS].
     """

@@ -34,7 +34,8 @@ from bert_jax.models.heads import (LinearHead, MaskedLMHead, NextSentenceHead,
 class PreTrainingOutput:
   """mlm_logits: [B, P, V] at the masked positions, or [B, T, V] when none were given.
 
-  sentence_logits: {head name: [B, 2]} for each sentence-level head (e.g. "nsp").
+  sentence_logits: {head name: [B, 2]} for each sentence-level head (e.g. "nsp"); packed
+    rows: [B, K, 2], one per example's [CLS].
   pooled_output: [B, H], or None when the encoder has no pooler (RoBERTa, DistilBERT).
   span_logits: [B, P, V] from the span boundary head (SpanBERT's SBO), when it is on.
   """
@@ -80,12 +81,14 @@ class BertForPreTraining(nn.Module):
                masked_lm_positions=None, *, masked_lm_spans=None, deterministic: bool = True,
                output_hidden_states: bool = False, packing=None) -> PreTrainingOutput:
     """packing: packed rows' {"segment_ids", "positions"} int [B, T] (see BertModel):
-    several examples per row, each token's outputs equal to its example's unpacked ones."""
+    several examples per row, each token's outputs equal to its example's unpacked ones;
+    with "cls_positions" int [B, K] (packed pairs) the sentence heads read each example's
+    [CLS]: sentence_logits [B, K, 2]."""
     family = family_of(self.config)
     heads = family.sentence_heads if self.sentence_heads is None else self.sentence_heads
-    if packing is not None and heads:
+    if packing is not None and heads and "cls_positions" not in packing:
       raise ValueError(f"packed rows (config.data.packing) have several [CLS]; the sentence "
-                       f"heads {tuple(heads)} read one per row")
+                       f"heads {tuple(heads)} need their cls_positions")
     bert = BertModel(self.config, add_pooling_layer=bool(heads) or family.pretraining_pooler,
                      name="bert")
     enc = bert(input_ids, token_type_ids, attention_mask, deterministic=deterministic,

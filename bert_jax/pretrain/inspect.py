@@ -19,11 +19,15 @@ the statistics. With --json it prints one JSON object, nothing else, with:
   pad_fraction        share of [PAD] positions
   fill_rate           share of real-token positions (1 - pad_fraction)
   examples_per_row    examples in a row: 1, more with packed rows (config.data.packing)
+  slots_per_row       packed pair rows only: K, the slots for pairs in a row
+                      (config.data.pairs_per_row)
+  slot_fill           packed pair rows only: the share of slots holding a pair
+                      (examples_per_row / slots_per_row)
   fill_<builder>      every example builder's fill over all of epoch 0's rows of the
                       corpus at this max_seq_length (before batching; the configured one's
                       equals fill_rate up to the dropped remainder), and
-  fill_<builder>_packed with config.data.packing=True, for the builders that pack
-                      (sentence blocks); a builder the corpus cannot feed is left out
+  fill_<builder>_packed with config.data.packing=True (pairs: at config.data.pairs_per_row);
+                      a builder the corpus cannot feed is left out
   epoch_mask_overlap  the same pairs masked as epoch 0 and as epoch 1: shared positions /
                       positions; static masking gives 1.0, dynamic about masked_lm_prob
   split_word_fraction of the predictions inside words of several pieces, the share
@@ -133,12 +137,16 @@ def batch_counts(batch: dict[str, np.ndarray], special_ids, mask_id: int,
                                                                   ("first", first))
              for n, c in enumerate(np.bincount(lengths)) if n > 0}
   sentence_counts = {}
+  real = batch.get("example_mask")  # packed pairs: [B, K], the slots that hold a pair
+  real = np.ones(len(batch["input_ids"])) if real is None else real
   if "next_sentence_labels" in batch:
     labels = batch["next_sentence_labels"]
-    sentence_counts = {"is_next": int((labels == 0).sum())}
+    sentence_counts = {"is_next": int(((labels == 0) * real).sum())}
   if "sentence_order_labels" in batch:
     labels = batch["sentence_order_labels"]
-    sentence_counts = {"swapped": int((labels == 1).sum())}
+    sentence_counts = {"swapped": int(((labels == 1) * real).sum())}
+  if "example_mask" in batch:
+    sentence_counts["slots"] = int(batch["example_mask"].size)
   return {
       **sentence_counts,
       **units,
@@ -188,9 +196,12 @@ def statistics(train_input: pipeline.PretrainingInput, num_batches: int, special
   selected = max(totals["selected"], 1)
   sentence_stats = {}
   if "is_next" in totals:
-    sentence_stats["is_next_fraction"] = totals["is_next"] / totals["rows"]
+    sentence_stats["is_next_fraction"] = totals["is_next"] / totals["examples"]
   if "swapped" in totals:
-    sentence_stats["sop_swapped_fraction"] = totals["swapped"] / totals["rows"]
+    sentence_stats["sop_swapped_fraction"] = totals["swapped"] / totals["examples"]
+  if "slots" in totals:  # packed pairs: K slots per row, the share holding a pair
+    sentence_stats["slots_per_row"] = totals["slots"] / totals["rows"]
+    sentence_stats["slot_fill"] = totals["examples"] / totals["slots"]
   unit_stats = {}
   every, first = ({int(key.split("_")[-1]): count for key, count in totals.items()
                    if key.startswith(f"{kind}_units_of_")} for kind in ("every", "first"))
@@ -256,11 +267,14 @@ def render_example(batch: dict[str, np.ndarray], row: int, tokenizer) -> str:
         notes[position] = f"[{vocab[now[position]]}~{vocab[original]}]"
   length = int(batch["attention_mask"][row].sum())
   words = [notes.get(i, vocab[now[i]]) for i in range(length)]
+  names = {"next_sentence_labels": ("IsNext", "NotNext"),
+           "sentence_order_labels": ("in order", "swapped")}
   label = ""
-  if "next_sentence_labels" in batch:
-    label = "IsNext, " if batch["next_sentence_labels"][row] == 0 else "NotNext, "
-  if "sentence_order_labels" in batch:
-    label = "in order, " if batch["sentence_order_labels"][row] == 0 else "swapped, "
+  for field, (zero, one) in names.items():
+    if field in batch:  # one label per row, or per slot of a packed pair row
+      slots = np.atleast_1d(batch[field][row])
+      real = np.atleast_1d(batch["example_mask"][row] > 0 if "example_mask" in batch else True)
+      label = " + ".join(zero if value == 0 else one for value in slots[real]) + ", "
   return f"({label}{length} tokens + {len(now) - length} pad) " + " ".join(words)
 
 

@@ -39,6 +39,9 @@ class PairOptions:
   max_seq_length: int = 128
   short_seq_prob: float = 0.1
   random_next_prob: float = 0.5
+  # Packed rows (config.data.packing; builders.py lays them out): the most pairs a row
+  # holds, its K slots; 0 = one pair per row.
+  slots: int = 0
 
   def __post_init__(self):
     if self.max_seq_length < _SPECIAL_TOKENS_PER_PAIR + 2:

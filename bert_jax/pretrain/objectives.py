@@ -91,14 +91,23 @@ def _sbo_metrics(sums, denominators):
 
 # ------------------------------------------------------------ sentence-level heads
 def sentence_objective(name: str, label_field: str) -> Objective:
-  """A 2-way classification of each row from the pooled output (NSP; SOP alike)."""
+  """A 2-way classification of each example from its pooled [CLS] (NSP; SOP alike).
+
+  Packed rows (config.data.packing) hold K pairs each: logits [B, K, 2], labels [B, K] and
+  example_mask [B, K] weigh the slots (0 = empty), so the loss and accuracy are the mean
+  over the real pairs, as unpacked ([B, 2], [B])."""
+  def weights(batch):
+    if "example_mask" in batch:
+      return batch["example_mask"].astype(jnp.float32)
+    return jnp.ones(batch[label_field].shape, jnp.float32)
+
   def sums(outputs, batch):
-    weights = jnp.ones(batch[label_field].shape, jnp.float32)
-    loss, correct = xent_sums(outputs.sentence_logits[name], batch[label_field], weights)
+    loss, correct = xent_sums(outputs.sentence_logits[name], batch[label_field],
+                              weights(batch))
     return {f"{name}_loss": loss, f"{name}_correct": correct}
 
   def denominators(batch):
-    return {name: jnp.float32(batch[label_field].shape[0])}
+    return {name: jnp.maximum(jnp.sum(weights(batch)), 1.0)}
 
   def metrics(sums_, denominators_):
     return {f"{name}_loss": sums_[f"{name}_loss"] / denominators_[name],

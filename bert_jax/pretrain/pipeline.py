@@ -24,9 +24,12 @@ P = max_predictions_per_seq):
   masked_lm_weights    float32 [B, P]  1.0 real prediction, 0.0 unused slot
   + the builder's label fields, int32 [B] each (nsp_pairs: next_sentence_labels,
     0 IsNext (B is the true continuation), 1 NotNext)
-  + with config.data.packing (sentence-block builders: several examples per row):
+  + with config.data.packing (several examples per row):
     segment_ids, positions int32 [B, T] (1, 2, ... per example, 0 on padding; 0, 1, ...
-    restarting per example), the model's packing= arrays
+    restarting per example), the model's packing= arrays; the pair builders (nsp_pairs,
+    sop) add cls_positions int32 [B, K] (each pair's [CLS]; K = pairs_per_row) and
+    example_mask float32 [B, K] (1.0 a real pair, 0.0 an empty slot), and their label
+    field is then int32 [B, K], one per slot (0 in empty slots)
   + with span_fields=True (make_inputs; the span boundary objective asks for them):
     masked_lm_span_left, masked_lm_span_right, masked_lm_span_offset, masked_lm_unit_start
                        int32 [B, P] (masking.py's module docstring)
@@ -60,8 +63,10 @@ Fields read from config.data (`default_data_config()` gives them with defaults):
   vocab_path, lower_case                  the tokenizer (text/tokenizers.py: by the file)
   max_seq_length, max_predictions_per_seq T and P
   example_builder      a name in builders.BUILDERS ("nsp_pairs")
-  packing              False; True: rows hold several examples (sentence-block builders,
-                       sentence_blocks.py's fill_gaps)
+  packing              False; True: rows hold several examples (sentence-block builders:
+                       sentence_blocks.py's fill_gaps; pair builders: builders.py's
+                       PackedPairs, up to pairs_per_row pairs in a row)
+  pairs_per_row        K, the slots of a packed pair row (4)
   masking              a name in masking.SELECTORS: "token", "whole_word" (pieces go with
                        their word), "ngram" (ALBERT), "span" (SpanBERT)
   masked_lm_prob, mask_token_prob, random_token_prob   15% selected; 80/10/10 of those
@@ -109,6 +114,7 @@ def default_data_config() -> ml_collections.ConfigDict:
       "max_predictions_per_seq": 20,
       "example_builder": "nsp_pairs",
       "packing": False,
+      "pairs_per_row": 4,
       "masking": "token",
       "dupe_factor": 0,
       "masked_lm_prob": 0.15,

@@ -39,6 +39,7 @@ import dataclasses
 
 import numpy as np
 
+from bert_jax import packing
 from bert_jax.text.corpus import TokenizedCorpus
 
 _SPECIAL = 2  # [CLS] and [SEP] around every block
@@ -57,12 +58,9 @@ class SentenceBlocks:
 
   def take(self, indices: np.ndarray) -> "SentenceBlocks":
     """The blocks of rows `indices`, those rows renumbered 0 .. len(indices) - 1."""
-    splits = np.searchsorted(self.rows, np.arange(len(self) + 1))
-    counts = (splits[1:] - splits[:-1])[indices]
-    first = np.repeat(splits[:-1][indices] - np.cumsum(counts) + counts, counts)
-    chosen = first + np.arange(counts.sum())
+    chosen, rows = packing.take_rows(self.rows, indices)
     return SentenceBlocks(self.starts[chosen], self.lengths[chosen], self.separators[chosen],
-                          np.repeat(np.arange(len(indices)), counts))
+                          rows)
 
 
 def pack_sentence_blocks(corpus: TokenizedCorpus, max_tokens: int, cross_documents: bool,

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from bert_jax import flops
+from bert_jax import packing
 from bert_jax.models import task_models
 from bert_jax.models.config import BertConfig
 from bert_jax.models.layers import attention_probs
@@ -26,9 +27,6 @@ from bert_jax.pretrain import distillation
 from bert_jax.pretrain import objectives as objectives_lib
 from bert_jax.pretrain import pipeline
 from bert_jax.task import Evaluation, TaskInputs
-
-PACKING_FIELDS = ("segment_ids", "positions")  # packed rows' batch fields (pipeline.py)
-
 
 @flax.struct.dataclass
 class PretrainingForward:
@@ -113,7 +111,7 @@ class PretrainingTask:
     if "segment_ids" in batch:  # packed rows (config.data.packing)
       if frozen is not None:
         raise ValueError("config.data.packing: distillation's teacher reads unpacked rows")
-      kwargs["packing"] = {k: batch[k] for k in PACKING_FIELDS}
+      kwargs["packing"] = {k: batch[k] for k in packing.PACKING_KEYS if k in batch}
     guidance_loss = None
     if self.guidance is None or deterministic:
       outputs = model.apply({"params": params}, *args, deterministic=deterministic, rngs=rngs,
