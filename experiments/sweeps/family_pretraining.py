@@ -17,7 +17,9 @@ Each run is several pretraining + fine-tuning minutes on 2 quiet cores, far more
 
   python -m experiments.run family_pretraining   # PREPARE learns the BPE / SentencePiece vocabs
   python -m experiments.tables family_pretraining
+  python -m experiments.report                    # its section of experiments/README.md
 """
+from experiments import tables
 from experiments.sweeps import _ablation as ablation
 
 STEPS = 300
@@ -85,3 +87,9 @@ COLUMNS = (
     ("above the majority class (50.92%)",
      lambda row: "" if _sst2(row) is None else ("yes" if _sst2(row) > MAJORITY else "no")),
 )
+
+
+def render(rows, plots_dir) -> str:
+  """The results page's section: COLUMNS' table of the rows."""
+  del plots_dir  # a table only
+  return tables.markdown(COLUMNS, rows)
