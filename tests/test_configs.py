@@ -6,13 +6,13 @@ import sys
 import pytest
 
 from bert_jax.models.config import BertConfig
-from configs import base, large, roberta, spanbert, tiny
+from configs import base, large, modernbert, roberta, spanbert, tiny
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.mark.parametrize("module,layers", [(tiny, 2), (base, 12), (large, 24), (roberta, 2),
-                                          (spanbert, 2)])
+                                          (spanbert, 2), (modernbert, 3)])
 @pytest.mark.parametrize("runlocal", [False, True])
 def test_configs_build(module, layers, runlocal):
   config = module.get_config(f"runlocal={runlocal}")

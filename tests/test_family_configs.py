@@ -1,6 +1,7 @@
 """The family's pretraining configs run end to end from the command line, each with the
 vocabulary kind its family uses (learned here from the test corpus), and the pretrained
-workdir fine-tunes on SST-2 through the same CLI with the tokenizer it saved."""
+workdir fine-tunes on SST-2 through the same CLI with the tokenizer it saved (ModernBERT's
+also exports to HF with equal logits)."""
 import json
 import os
 import subprocess
@@ -17,12 +18,26 @@ def _cli(*args):
   return out.stdout
 
 
-@pytest.fixture(scope="module")
-def sentencepiece_vocab(corpus, tmp_path_factory):
-  folder = tmp_path_factory.mktemp("spm") / "spm-1k"
-  _cli("-m", "bert_jax.text.learn_vocab", "--kind=sentencepiece", f"--input={corpus}",
+def _learn_vocab(kind, corpus, tmp_path_factory):
+  """A 1,000-entry vocabulary of `kind` learned from the corpus: its folder."""
+  folder = tmp_path_factory.mktemp(kind) / "vocab-1k"
+  _cli("-m", "bert_jax.text.learn_vocab", f"--kind={kind}", f"--input={corpus}",
        "--vocab_size=1000", f"--output={folder}")
   return str(folder)
+
+
+def _fine_tunes_on_sst2(workdir, data_dir, finetuned):
+  """configs/glue.py's runlocal SST-2 run from the pretrained workdir scores its dev set."""
+  _cli("-m", "bert_jax.train", "--config=configs/glue.py:task=sst2,runlocal=True",
+       f"--config.init_from={workdir}", f"--config.data.data_dir={data_dir}",
+       f"--workdir={finetuned}")
+  with open(os.path.join(finetuned, "eval_results.json")) as f:
+    assert 0.0 <= json.load(f)["eval_accuracy"] <= 1.0
+
+
+@pytest.fixture(scope="module")
+def sentencepiece_vocab(corpus, tmp_path_factory):
+  return _learn_vocab("sentencepiece", corpus, tmp_path_factory)
 
 
 def test_albert_config_pretrains_and_its_workdir_fine_tunes(corpus, sentencepiece_vocab,
@@ -41,9 +56,52 @@ def test_albert_config_pretrains_and_its_workdir_fine_tunes(corpus, sentencepiec
                                                                                 64)
   assert os.path.isfile(os.path.join(workdir, "spiece.model"))  # the tokenizer travels along
 
-  finetuned = str(tmp_path / "albert_sst2")
-  _cli("-m", "bert_jax.train", "--config=configs/glue.py:task=sst2,runlocal=True",
-       f"--config.init_from={workdir}", f"--config.data.data_dir={data_dir}",
-       f"--workdir={finetuned}")
-  with open(os.path.join(finetuned, "eval_results.json")) as f:
-    assert 0.0 <= json.load(f)["eval_accuracy"] <= 1.0
+  _fine_tunes_on_sst2(workdir, data_dir, str(tmp_path / "albert_sst2"))
+
+
+@pytest.fixture(scope="module")
+def bpe_vocab(corpus, tmp_path_factory):
+  return _learn_vocab("bpe", corpus, tmp_path_factory)
+
+
+def test_modernbert_config_pretrains_exports_to_hf_and_fine_tunes(corpus, bpe_vocab, data_dir,
+                                                                   tmp_path):
+  """configs/modernbert.py: its loss falls in 12 steps at 30% masking; the workdir converts
+  to an HF folder that ModernBertForMaskedLM loads with our logits; it fine-tunes on SST-2."""
+  torch = pytest.importorskip("torch")
+  transformers = pytest.importorskip("transformers")
+  import numpy as np
+  from bert_jax.weights import load_pretrained
+
+  workdir = str(tmp_path / "modernbert")
+  _cli("-m", "bert_jax.train",
+       f"--config=configs/modernbert.py:corpus={corpus},vocab={bpe_vocab},vocab_size=1000,"
+       "runlocal=True", f"--workdir={workdir}", "--config.num_train_steps=12",
+       "--config.log_every_steps=1", "--config.eval_every_steps=0", "--config.data.cache_dir=")
+  with open(os.path.join(workdir, "metrics.jsonl")) as f:
+    losses = [row["mlm_loss"] for row in map(json.loads, f) if "mlm_loss" in row]
+  assert len(losses) == 12 and np.mean(losses[-3:]) < np.mean(losses[:3]) - 0.3, losses
+  with open(os.path.join(workdir, "eval_results.json")) as f:
+    assert 0.0 <= json.load(f)["eval_mlm_accuracy"] <= 1.0
+  with open(os.path.join(workdir, "model_config.json")) as f:
+    model = json.load(f)
+  assert (model["family"], model["num_hidden_layers"], model["global_attn_every_n_layers"],
+          model["pad_token_id"], model["attention_bias"]) == ("modernbert", 3, 3, 1, False)
+  assert os.path.isfile(os.path.join(workdir, "merges.txt"))  # the tokenizer travels along
+
+  folder = str(tmp_path / "modernbert_hf")
+  _cli("-m", "bert_jax.convert", f"--input={workdir}", f"--output={folder}", "--to=hf")
+  hf_model = transformers.ModernBertForMaskedLM.from_pretrained(
+      folder, attn_implementation="eager").eval()
+  ids = np.random.default_rng(0).integers(4, 1000, size=(2, 40)).astype(np.int32)
+  mask = np.ones_like(ids)
+  mask[1, 25:] = 0
+  model_ours, variables = load_pretrained(workdir)
+  ours = np.asarray(model_ours.apply(variables, ids, np.zeros_like(ids), mask).mlm_logits)
+  with torch.no_grad():
+    theirs = hf_model(input_ids=torch.tensor(ids, dtype=torch.long),
+                      attention_mask=torch.tensor(mask)).logits.numpy()
+  real = mask.astype(bool)
+  np.testing.assert_allclose(ours[real], theirs[real], atol=1e-4, rtol=0)
+
+  _fine_tunes_on_sst2(workdir, data_dir, str(tmp_path / "modernbert_sst2"))

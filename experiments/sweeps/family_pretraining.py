@@ -1,7 +1,7 @@
 r"""Every family pretrains from scratch here and fine-tunes on SST-2 through the same CLI.
 
 Each family's tiny config (configs/tiny.py for BERT, roberta.py, albert.py, spanbert.py,
-electra.py, distilbert.py) pretrains on the prepared corpus for the same STEPS steps of 32
+electra.py, distilbert.py, modernbert.py) pretrains on the prepared corpus for the same STEPS steps of 32
 rows of 64 tokens, its own recipe otherwise (vocabulary, example builder, masking and its
 rate, objectives), and is scored on 20 held-out documents by its own pretraining metric:
 MLM accuracy for all but ELECTRA (whose "mlm" is its generator's), SOP accuracy (ALBERT),
@@ -10,12 +10,16 @@ SBO accuracy (SpanBERT), the discriminator's accuracy beside the all-original ba
 teacher is this sweep's BERT run (it runs first). The `sst2` stage then fine-tunes the
 pretrained workdir on 4,000 SST-2 training sentences (3 epochs, seq 64, lr 5e-4: the
 ablation sweeps' sst2 stage, experiments/sweeps/_ablation.py) and scores SST-2 dev against
-the majority class (50.92%). There is no configs/modernbert.py, so ModernBERT is not here.
+the majority class (50.92%). ModernBERT's row is its recipe (configs/modernbert.py: MLM at
+30%, full rows, RoPE + GeGLU + local/global layers, a byte-level BPE), so its MLM accuracy
+is over twice as many (and so harder: less context) masked positions as the others'.
 Each run is several pretraining + fine-tuning minutes on 2 quiet cores, far more when shared.
 
   python -m experiments.run family_pretraining   # PREPARE learns the BPE / SentencePiece vocabs
   python -m experiments.tables family_pretraining
+  python -m experiments.report                    # its section of experiments/README.md
 """
+from experiments import tables
 from experiments.sweeps import _ablation as ablation
 
 STEPS = 300
@@ -39,6 +43,7 @@ FAMILIES = {
     "albert": ("configs/albert.py", "eval_sop_accuracy"),
     "spanbert": ("configs/spanbert.py", "eval_sbo_accuracy"),
     "electra": ("configs/electra.py", "eval_rtd_accuracy"),
+    "modernbert": ("configs/modernbert.py", "eval_mlm_accuracy"),
 }
 METRICS = {"eval_results.json": (
     "step", "eval_mlm_accuracy", "eval_mlm_loss", "eval_sop_accuracy", "eval_sbo_accuracy",
@@ -82,3 +87,9 @@ COLUMNS = (
     ("above the majority class (50.92%)",
      lambda row: "" if _sst2(row) is None else ("yes" if _sst2(row) > MAJORITY else "no")),
 )
+
+
+def render(rows, plots_dir) -> str:
+  """The results page's section: COLUMNS' table of the rows."""
+  del plots_dir  # a table only
+  return tables.markdown(COLUMNS, rows)
