@@ -109,6 +109,8 @@ def render(rows, plots_dir) -> str:
                                       [100 * p[2] - m for m, p in zip(means, points)]],
                   marker="o", capsize=3, color=color, label=f"{init} (seed range)")
     ax.set_xscale("log")
+    ax.set_xticks(sizes, [str(s) for s in sizes])
+    ax.minorticks_off()
     ax.set_xlabel("SST-2 training sentences")
     ax.set_ylabel("SST-2 dev accuracy (%)")
     ax.set_title("pretrained here vs random init (BERT-Tiny)", fontsize=10)
