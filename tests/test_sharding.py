@@ -81,7 +81,10 @@ def test_albert_electra_roberta_distilbert_on_8_devices_give_the_one_device_loss
   import subprocess
   import sys
   repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-  env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
+  # LLVM optimisation off for both meshes: compiling is most of the worker's time (as in
+  # tests/test_modernbert.py's mesh test).
+  env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8 "
+                                    "--xla_backend_optimization_level=0",
          "JAX_PLATFORMS": "cpu"}
   result = subprocess.run([sys.executable, "tests/family_mesh_worker.py"], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=900)
