@@ -55,9 +55,17 @@ def test_grad_accumulation_equals_big_batch(corpus, tmp_path):
     assert abs(big[step] - accum[step]) <= 1e-5 * abs(big[step]), (step, big, accum)
 
 
-def test_init_from_pretrained_workdir(corpus, tmp_path):
-  first = str(tmp_path / "first")
-  trainer.train_and_evaluate(small_config(corpus, num_train_steps=4, eval_every_steps=0), first)
+@pytest.fixture(scope="module")
+def pretrained(corpus, tmp_path_factory):
+  """A 4-step pretraining workdir, read (never written) by the tests that start from it."""
+  workdir = str(tmp_path_factory.mktemp("pretrained"))
+  trainer.train_and_evaluate(small_config(corpus, num_train_steps=4, eval_every_steps=0),
+                             workdir)
+  return workdir
+
+
+def test_init_from_pretrained_workdir(corpus, pretrained, tmp_path):
+  first = pretrained
   second = small_config(corpus, num_train_steps=1, init_from=first, eval_every_steps=0)
   trainer.train_and_evaluate(second, str(tmp_path / "second"))
   assert train_losses(str(tmp_path / "second"))[1] < train_losses(first)[1]
@@ -67,11 +75,8 @@ def test_init_from_pretrained_workdir(corpus, tmp_path):
     trainer.train_and_evaluate(wrong, str(tmp_path / "third"))
 
 
-def test_pretraining_workdir_fine_tunes(corpus, tmp_path):
+def test_pretraining_workdir_fine_tunes(pretrained, tmp_path):
   """The main job's second half: SST-2 from a pretraining workdir (its vocab.txt included)."""
-  pretrained = str(tmp_path / "pretrained")
-  trainer.train_and_evaluate(small_config(corpus, num_train_steps=2, eval_every_steps=0),
-                             pretrained)
   config = glue.get_config("task=sst2,runlocal=True")
   config.init_from = pretrained
   config.data.max_seq_length = 32
