@@ -121,11 +121,19 @@ def test_nan_stops_before_a_nan_checkpoint_and_keeps_the_good_one(corpus, refere
 
 
 # ------------------------------------------------------------------ damaged checkpoints
-@pytest.mark.parametrize("damage", ["truncate", "delete"])
-def test_a_damaged_newest_checkpoint_falls_back_to_the_previous(corpus, reference, tmp_path,
-                                                                damage):
-  workdir = str(tmp_path / "run")
+@pytest.fixture(scope="module")
+def stopped_at_8(corpus, tmp_path_factory):
+  """A run stopped after 8 of the 12 steps (checkpoints 4 and 8); each test damages a copy."""
+  workdir = str(tmp_path_factory.mktemp("stopped_at_8"))
   trainer.train_and_evaluate(small_config(corpus, num_train_steps=8), workdir)
+  return workdir
+
+
+@pytest.mark.parametrize("damage", ["truncate", "delete"])
+def test_a_damaged_newest_checkpoint_falls_back_to_the_previous(corpus, reference, stopped_at_8,
+                                                                tmp_path, damage):
+  workdir = str(tmp_path / "run")
+  shutil.copytree(stopped_at_8, workdir)
   state_dir = os.path.join(workdir, "checkpoints", "8", "state")
   files = [os.path.join(r, f) for r, _, fs in os.walk(state_dir) for f in fs]
   biggest = max(files, key=os.path.getsize)
