@@ -349,7 +349,8 @@ def test_family_pretraining_pretrains_each_family_then_fine_tunes_it_on_sst2(tmp
   lines = capsys.readouterr().out.splitlines()
   assert len(lines) == 2 * len(module.FAMILIES)
   for family, pretrain, stage in zip(module.FAMILIES, lines[::2], lines[1::2]):
-    assert f"--config.num_train_steps={module.STEPS}" in pretrain
+    steps = module.STEPS_OF.get(family, module.STEPS)
+    assert f"--config.num_train_steps={steps} " in pretrain
     assert pretrain.endswith(f"--workdir=runs/family_pretraining/{family}")
     assert "task=sst2,train_examples=4000" in stage
     assert f"--config.init_from=runs/family_pretraining/{family} " in stage
