@@ -15,12 +15,17 @@ metrics[STAGE]. A finished run adds one JSON row to experiments/results/SWEEP.js
 (or --results): the command, git revision ("-dirty" if the tree has changes outside
 experiments/results/), wall time, finish time (UTC), the metrics the sweep's METRICS
 names and the run report's total (tokens, FLOPs, kWh, CO2e: bert_jax/run_report.py); the file keeps one row per run, in the sweep's order. Runs that already have a row
-are skipped (--force re-runs them and replaces their row); a failed run writes no row,
+are skipped (--force re-runs them and replaces their row). A run whose fingerprint (the
+resolved config of its train command and of each stage's, workdirs aside, and the metrics
+recorded) equals a row's in another results file beside this one is not run again: that
+row is copied with `same_as` naming it (the ablation sweeps share their baseline run this
+way); --force runs it anyway. A failed run writes no row,
 and the runner goes on and exits non-zero at the end. --print prints the commands of the
 runs it would do, one per line, and runs nothing.
 """
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import shlex
@@ -28,6 +33,9 @@ import shutil
 import subprocess
 import sys
 import time
+
+from absl import flags
+from ml_collections import config_flags
 
 from bert_jax import run_report
 from experiments import sweeps
@@ -57,6 +65,44 @@ def _train_command(spec: dict, workdir: str) -> list[str]:
   return (["python", "-m", "bert_jax.train", f"--config={spec['config']}"] +
           [f"--config.{key}={value(v)}" for key, v in spec["overrides"].items()] +
           [f"--workdir={workdir}"])
+
+
+def _resolved_config(cmd: list[str]) -> dict:
+  """The config a train command trains with, as train.py parses it (--workdir aside); the
+  config file is read from the repository root."""
+  argv = [cmd[0]] + [arg for arg in cmd[3:] if not arg.startswith("--workdir=")]
+  for i, arg in enumerate(argv):
+    if arg.startswith("--config="):
+      file, sep, config_arg = arg.removeprefix("--config=").partition(":")
+      argv[i] = f"--config={os.path.join(_REPO, file)}{sep}{config_arg}"
+  flag_values = flags.FlagValues()
+  config_flags.DEFINE_config_file("config", None, "", flag_values=flag_values, sys_argv=argv)
+  flag_values(argv)
+  return flag_values.config.to_dict()
+
+
+def fingerprint(sweep: str, run: str, spec: dict, metrics_spec: dict) -> str:
+  """What makes two runs one: the resolved configs of the run's train command and of its
+  stages' (init_from aside) and the metrics kept. Training is a pure function of its config
+  (the stream, masking and init are drawn from its seeds), so runs with one fingerprint
+  give one row."""
+  parts = [_resolved_config(command(sweep, run, spec)), metrics_spec]
+  for stage, cmd in stage_commands(sweep, run, spec):
+    config = _resolved_config(cmd)
+    config.pop("init_from", None)
+    parts.append([stage, config, spec["stages"][stage].get("metrics")])
+  text = json.dumps(parts, sort_keys=True, default=str)
+  return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _same_run(results_dir: str, fingerprint_: str) -> dict | None:
+  """A row of a results file in results_dir with this fingerprint (the first found)."""
+  for name in sorted(os.listdir(results_dir)) if os.path.isdir(results_dir) else ():
+    if name.endswith(".jsonl"):
+      for row in sweeps.read_results(os.path.join(results_dir, name)):
+        if row.get("fingerprint") == fingerprint_:
+          return row
+  return None
 
 
 def git_revision() -> str:
@@ -141,7 +187,8 @@ def _report_total(workdirs: list[str]) -> dict | None:
   return run_report.total(invocations) if invocations else None
 
 
-def _run(sweep: str, run: str, spec: dict, metrics_spec: dict) -> dict | None:
+def _run(sweep: str, run: str, spec: dict, metrics_spec: dict,
+         fingerprint_: str) -> dict | None:
   """Runs one run (its train command, then its stages); its results row, or None if a
   command failed."""
   workdir = f"runs/{sweep}/{run}"
@@ -167,7 +214,7 @@ def _run(sweep: str, run: str, spec: dict, metrics_spec: dict) -> dict | None:
          "git_revision": revision, "wall_seconds": round(seconds, 1),
          "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
              timespec="seconds"),
-         "metrics": metrics}
+         "metrics": metrics, "fingerprint": fingerprint_}
   if len(commands) > 1:
     row["stage_commands"] = {stage: shlex.join(cmd) for stage, cmd in commands[1:]}
   # The run's compute, energy and CO2e, summed over its stages and resumes.
@@ -218,8 +265,17 @@ def main(argv=None):
       for _, cmd in stage_commands(args.sweep, run, specs[run]):
         print(shlex.join(cmd))
       continue
-    row = _run(args.sweep, run, specs[run],
-               getattr(module, "METRICS", {"eval_results.json": None}))
+    metrics_spec = getattr(module, "METRICS", {"eval_results.json": None})
+    fingerprint_ = fingerprint(args.sweep, run, specs[run], metrics_spec)
+    same = None if args.force else _same_run(os.path.dirname(os.path.abspath(path)),
+                                             fingerprint_)
+    if same is not None:
+      origin = same.get("same_as", f"{same['sweep']}/{same['run']}")
+      print(f"== {run}: the same run as {origin} (fingerprint {fingerprint_}): its row is "
+            f"reused (--force runs it)", flush=True)
+      row = {**same, "sweep": args.sweep, "run": run, "same_as": origin}
+    else:
+      row = _run(args.sweep, run, specs[run], metrics_spec, fingerprint_)
     if row is None:
       failed.append(run)
     else:

@@ -38,6 +38,9 @@ def sweep_total(rows: list[dict]) -> str | None:
           f"{tokens:,} tokens, {flops:.3g} model FLOPs, {seconds / 3600:.2f} h")
   if with_energy:
     line += f", {kwh:.3g} kWh, {co2:.3g} kg CO2e ({with_energy} runs with an energy figure)"
+  if shared := sum("same_as" in row for row in rows):
+    line += (f"; {shared} of the runs are another sweep's run (same_as), counted here but "
+             "spent once")
   return line
 
 

@@ -268,6 +268,48 @@ def test_a_run_with_stages_writes_one_row_with_every_stage(tmp_path, monkeypatch
   assert row["report"]["invocations"] == 5 and row["report"]["tokens"] == 150
 
 
+def test_a_run_another_sweep_already_ran_reuses_its_row(tmp_path, monkeypatch, capsys):
+  """BERT Table 8's 80/10/10 run is bert_objectives' MLM+NSP run (one resolved config);
+  the train commands are replaced and counted."""
+  os.makedirs(tmp_path / "runs/corpus")
+  (tmp_path / "runs/corpus/pretrain.txt").write_text("")
+  (tmp_path / "runs/corpus/vocab-8k.txt").write_text("a\nb\n")
+  os.makedirs(tmp_path / "results")
+  monkeypatch.chdir(tmp_path)
+  executed = []
+
+  def fake_execute(cmd, log_path):
+    workdir = cmd[-1].split("=", 1)[1]
+    executed.append(workdir)
+    os.makedirs(workdir)
+    with open(os.path.join(workdir, "eval_results.json"), "w") as f:
+      json.dump({"step": 3, "eval_mlm_accuracy": len(executed) / 100}, f)
+    open(os.path.join(workdir, "metrics.jsonl"), "w").close()
+    return 0
+
+  monkeypatch.setattr(runner, "_execute", fake_execute)
+  runner.main(["bert_objectives", "mlm_nsp_s0", "--results=results/bert_objectives.jsonl"])
+  assert len(executed) == 5  # pretraining + 4 stages
+  [first] = sweeps.read_results("results/bert_objectives.jsonl")
+  split = "results/bert_masking_split.jsonl"
+  runner.main(["bert_masking_split", "mask_80_10_10_s0", "mask_100_0_0_s0",
+               f"--results={split}"])
+  assert len(executed) == 10  # only 100/0/0 ran
+  assert all("mask_100_0_0_s0" in workdir for workdir in executed[5:])
+  shared, other = sweeps.read_results(split)
+  assert shared["run"] == "mask_80_10_10_s0" and shared["sweep"] == "bert_masking_split"
+  assert shared["same_as"] == "bert_objectives/mlm_nsp_s0"
+  assert shared["metrics"] == first["metrics"] and shared["command"] == first["command"]
+  assert other["fingerprint"] != first["fingerprint"] and "same_as" not in other
+  assert ("mask_80_10_10_s0: the same run as bert_objectives/mlm_nsp_s0"
+          in capsys.readouterr().out)
+  # A different seed is a different run; --force runs a shared one anyway.
+  runner.main(["bert_masking_split", "mask_80_10_10_s1", f"--results={split}"])
+  assert len(executed) == 15
+  runner.main(["bert_masking_split", "mask_80_10_10_s0", "--force", f"--results={split}"])
+  assert len(executed) == 20 and "same_as" not in sweeps.read_results(split)[0]
+
+
 def test_pretraining_payoff_learning_curve_section(tmp_path):
   module = sweeps.load("pretraining_payoff")
   rows = [_row(f"sst2_n500_{init}_s{seed}", {"step": 47, "eval_accuracy": acc},

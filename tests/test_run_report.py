@@ -83,3 +83,6 @@ def test_sweep_total_sums_the_rows_reports():
   assert line == ("Sweep total (2 of 3 runs with a run report): 15 tokens, 3e+09 model FLOPs, "
                   "1.00 h, 0.75 kWh, 0.3 kg CO2e (2 runs with an energy figure)")
   assert tables.sweep_total([{"run": "old"}]) is None
+  rows[1]["same_as"] = "other_sweep/b"  # another sweep's run, its row reused
+  assert tables.sweep_total(rows).endswith(
+      "; 1 of the runs are another sweep's run (same_as), counted here but spent once")
