@@ -9,7 +9,10 @@ of one baseline and keeps everything else. Its file holds data only:
   get_sweep = ablation.sweep(VARIANTS)   (plus the module-level names below).
 
 The baseline: configs/tiny.py (BERT-Tiny, L2/H128, the main job's recipe) on the prepared
-corpus with a WordPiece vocab of 8,192 pieces learned from it, STEPS steps, seeds SEEDS.
+corpus with a WordPiece vocab of 8,192 pieces learned from it, STEPS steps of 32 rows of
+SEQ_LENGTH tokens (the family sweep's rows; half the main job's 128, so a run costs about
+half as much), PREDICTIONS masked-LM slots a row (15% of SEQ_LENGTH: a sweep changing the
+rate sets its own), seeds SEEDS.
 Each run is evaluated the same way (the runner's stages, each fine-tuning from the
 pretrained workdir):
   held-out MLM accuracy and loss   the pretraining's own eval (eval_results.json);
@@ -33,6 +36,8 @@ PREPARE = (
 )
 STEPS = 1000
 SEEDS = (0, 1)
+SEQ_LENGTH = 64
+PREDICTIONS = 10  # ceil(0.15 * SEQ_LENGTH): what BERT's 15% selects, at most
 
 _PRETRAINING_KEYS = ("step", "eval_mlm_accuracy", "eval_mlm_loss", "eval_nsp_accuracy",
                      "eval_sop_accuracy", "eval_sbo_accuracy")
@@ -68,6 +73,7 @@ EVALUATIONS = (
 
 def baseline_overrides(vocab_size: int) -> dict:
   return {"data.vocab_path": os.path.abspath(VOCAB), "model.vocab_size": vocab_size,
+          "data.max_seq_length": SEQ_LENGTH, "data.max_predictions_per_seq": PREDICTIONS,
           "num_train_steps": STEPS, "eval_every_steps": STEPS // 4,
           "checkpoint_every_steps": STEPS, "data.eval_held_out_docs": 20, "eval_batches": 10}
 
