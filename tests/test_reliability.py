@@ -160,8 +160,9 @@ def _cmd(corpus, workdir, steps):
 def test_sigterm_saves_a_checkpoint_and_the_rerun_resumes_exactly(corpus, tmp_path):
   steps = 60
   reference_dir, workdir = str(tmp_path / "reference"), str(tmp_path / "run")
-  subprocess.run(_cmd(corpus, reference_dir, steps), check=True, cwd=REPO,
-                 capture_output=True)
+  # The uninterrupted reference runs in this process, on the config `_cmd` gives the CLI.
+  trainer.train_and_evaluate(small_config(corpus, num_train_steps=steps,
+                                          checkpoint_every_steps=1000), reference_dir)
   proc = subprocess.Popen(_cmd(corpus, workdir, steps), cwd=REPO, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
   deadline = time.time() + 300

@@ -9,13 +9,15 @@ import sys
 import flax.linen as nn
 import jax
 import numpy as np
+import pytest
 
 from bert_jax import trainer
 from bert_jax.models.config import config_for_size
 from bert_jax.models.heads import SpanBoundaryHead
 from bert_jax.pretrain import masking
 from bert_jax.pretrain.task import PretrainingTask
-from tests.conftest import TINY_PRETRAINING, sigkill_when, tiny_pretraining_config
+from configs import spanbert
+from tests.conftest import TINY_PRETRAINING, set_fields, sigkill_when, tiny_pretraining_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPAN_RUN = {"objectives": "mlm,sbo", "data.masking": "span",
@@ -72,30 +74,39 @@ def test_the_sbo_head_and_span_fields_come_only_with_sbo(corpus):
   assert not set(masking.SPAN_FIELDS) & set(without.example_batch(2))
 
 
-def test_tiny_span_sbo_run_logs_sbo(corpus, tmp_path):
-  config = tiny_pretraining_config(corpus, **SPAN_RUN, num_train_steps=8, eval_every_steps=8,
-                                   **{"optim.learning_rate": 3e-3})
-  final = trainer.train_and_evaluate(config, str(tmp_path))
-  train = [r for r in rows(str(tmp_path)) if "sbo_loss" in r]
-  assert len(train) == 8
+_KILL_RUN_STEPS = 40
+# configs/spanbert.py:runlocal=True at tiny shapes: the CLI run that is killed and, in this
+# process, the uninterrupted run (the SIGKILL test's reference, whose logs the SBO test reads).
+_SPAN_RUN_OVERRIDES = {**TINY_PRETRAINING, "num_train_steps": _KILL_RUN_STEPS,
+                       "eval_every_steps": 0}
+
+
+@pytest.fixture(scope="module")
+def span_run(corpus, tmp_path_factory):
+  """An uninterrupted 40-step `mlm,sbo` run on span masks: (workdir, its final metrics)."""
+  workdir = str(tmp_path_factory.mktemp("span_run"))
+  config = set_fields(spanbert.get_config(f"corpus={corpus},runlocal=True"), _SPAN_RUN_OVERRIDES)
+  return workdir, trainer.train_and_evaluate(config, workdir)
+
+
+def test_tiny_span_sbo_run_logs_sbo(span_run):
+  workdir, final = span_run
+  train = [r for r in rows(workdir) if "sbo_loss" in r]
+  assert len(train) == _KILL_RUN_STEPS
   assert all(np.isfinite([r["sbo_loss"], r["sbo_accuracy"], r["mlm_loss"]]).all()
              for r in train)
   assert abs(train[0]["sbo_loss"] - math.log(30522)) < 0.5  # starts at the uniform guess
   assert train[-1]["sbo_loss"] < train[0]["sbo_loss"] - 0.1
   assert np.isfinite(final["eval_sbo_accuracy"]) and "eval_sbo_loss" in final
-  model_config = json.load(open(os.path.join(str(tmp_path), "model_config.json")))
+  model_config = json.load(open(os.path.join(workdir, "model_config.json")))
   assert model_config["model"]["span_boundary_head"] is True
 
 
-_KILL_RUN_STEPS = 40
-
-
 def _train_cmd(corpus, workdir):
-  overrides = {**TINY_PRETRAINING, **SPAN_RUN, "num_train_steps": _KILL_RUN_STEPS,
-               "eval_every_steps": 0}
   return [sys.executable, "-m", "bert_jax.train",
           f"--config={REPO}/configs/spanbert.py:corpus={corpus},runlocal=True",
-          f"--workdir={workdir}", *[f"--config.{k}={v}" for k, v in overrides.items()]]
+          f"--workdir={workdir}",
+          *[f"--config.{k}={v}" for k, v in _SPAN_RUN_OVERRIDES.items()]]
 
 
 def _losses(workdir):
@@ -104,9 +115,10 @@ def _losses(workdir):
   return {r["step"]: (r["loss"], r["sbo_loss"]) for r in rows(workdir) if "loss" in r}
 
 
-def test_sigkill_and_resume_of_a_span_sbo_run_gives_identical_losses(corpus, tmp_path):
-  reference, resumed = str(tmp_path / "reference"), str(tmp_path / "resumed")
-  subprocess.run(_train_cmd(corpus, reference), check=True, cwd=REPO, capture_output=True)
+def test_sigkill_and_resume_of_a_span_sbo_run_gives_identical_losses(corpus, span_run,
+                                                                    tmp_path):
+  """The CLI run killed -9 and started again; span_run (the same config) is the reference."""
+  reference, resumed = span_run[0], str(tmp_path / "resumed")
   sigkill_when(_train_cmd(corpus, resumed),
                lambda: max(_losses(resumed), default=0) >= 10)  # past the checkpoint at 8
   killed_at = max(_losses(resumed))

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from bert_jax import trainer
-from configs import glue
-from tests.conftest import sigkill_when, tiny_pretraining_config
+from configs import glue, tiny
+from tests.conftest import set_fields, sigkill_when, tiny_pretraining_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -110,21 +110,27 @@ def _latest_checkpoint(workdir):
   return max(steps, default=0)
 
 
+# The killed run's overrides of configs/tiny.py:runlocal=True; the CLI and the in-process
+# reference both take them (one source, so the two configs are the same).
+_KILL_RUN = {"model.hidden_size": 32, "model.intermediate_size": 64,
+             "model.max_position_embeddings": 64, "data.max_seq_length": 32,
+             "data.max_predictions_per_seq": 5, "data.cache_dir": "",
+             "num_train_steps": _KILL_RUN_STEPS, "log_every_steps": 1,
+             "checkpoint_every_steps": 4, "eval_every_steps": 0}
+
+
 def _train_cmd(corpus, workdir):
-  overrides = ["--config.model.hidden_size=32", "--config.model.intermediate_size=64",
-               "--config.model.max_position_embeddings=64", "--config.data.max_seq_length=32",
-               "--config.data.max_predictions_per_seq=5", "--config.data.cache_dir=",
-               f"--config.num_train_steps={_KILL_RUN_STEPS}", "--config.log_every_steps=1",
-               "--config.checkpoint_every_steps=4", "--config.eval_every_steps=0"]
   return [sys.executable, "-m", "bert_jax.train",
           f"--config={REPO}/configs/tiny.py:corpus={corpus},runlocal=True",
-          f"--workdir={workdir}", *overrides]
+          f"--workdir={workdir}", *[f"--config.{k}={v}" for k, v in _KILL_RUN.items()]]
 
 
 def test_sigkill_and_resume_gives_identical_losses(corpus, tmp_path):
   """Kill -9 mid-run, start the same command again: the losses equal an uninterrupted run's."""
   reference, resumed = str(tmp_path / "reference"), str(tmp_path / "resumed")
-  subprocess.run(_train_cmd(corpus, reference), check=True, cwd=REPO, capture_output=True)
+  # The uninterrupted reference runs in this process (no second interpreter start-up).
+  trainer.train_and_evaluate(set_fields(tiny.get_config(f"corpus={corpus},runlocal=True"),
+                                        _KILL_RUN), reference)
   sigkill_when(_train_cmd(corpus, resumed), lambda: _latest_checkpoint(resumed) >= 8
                and max(train_losses(resumed), default=0) >= 10)
   killed_at = max(train_losses(resumed))
