@@ -38,6 +38,9 @@ def test_finetune_glue_notebook_runs_and_learns(minilm_dir, data_dir, monkeypatc
 def test_pretrain_tiny_notebook_runs_and_learns(data_dir, monkeypatch, tmp_path):
   monkeypatch.setenv("BERT_JAX_DATA_DIR", data_dir)
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_STEPS", "60")  # a minute; the default is 1,500
+  # 4 of ~25 held-out batches per evaluation (3 of them): the evaluations took as long as
+  # the 60 steps, and no assertion reads their values.
+  monkeypatch.setenv("BERT_JAX_NOTEBOOK_EVAL_BATCHES", "4")
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_SOURCES", "wikitext-2/valid.txt,"
                      "nltk_corpora/state_union.zip,nltk_corpora/inaugural.zip")
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_RUNS", str(tmp_path))
