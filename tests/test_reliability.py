@@ -160,7 +160,8 @@ def _cmd(corpus, workdir, steps):
 def test_sigterm_saves_a_checkpoint_and_the_rerun_resumes_exactly(corpus, tmp_path):
   steps = 60
   reference_dir, workdir = str(tmp_path / "reference"), str(tmp_path / "run")
-  # The uninterrupted reference runs in this process, on the config `_cmd` gives the CLI.
+  # The uninterrupted reference and the rerun train in this process, on the config `_cmd`
+  # gives the CLI.
   trainer.train_and_evaluate(small_config(corpus, num_train_steps=steps,
                                           checkpoint_every_steps=1000), reference_dir)
   proc = subprocess.Popen(_cmd(corpus, workdir, steps), cwd=REPO, stdout=subprocess.PIPE,
@@ -180,7 +181,8 @@ def test_sigterm_saves_a_checkpoint_and_the_rerun_resumes_exactly(corpus, tmp_pa
   assert 5 <= at < steps
   assert str(at) in os.listdir(os.path.join(workdir, "checkpoints"))
   assert not os.path.exists(os.path.join(workdir, workdir_lib.LOCK))
-  subprocess.run(_cmd(corpus, workdir, steps), check=True, cwd=REPO, capture_output=True)
+  trainer.train_and_evaluate(small_config(corpus, num_train_steps=steps,
+                                          checkpoint_every_steps=1000), workdir)
   reference_losses, got = losses(reference_dir), losses(workdir)
   assert sorted(got) == list(range(1, steps + 1))
   assert_same_losses(reference_losses, got, range(1, steps + 1))

@@ -3,7 +3,6 @@
 import json
 import math
 import os
-import subprocess
 import sys
 
 import flax.linen as nn
@@ -81,12 +80,15 @@ _SPAN_RUN_OVERRIDES = {**TINY_PRETRAINING, "num_train_steps": _KILL_RUN_STEPS,
                        "eval_every_steps": 0}
 
 
+def _span_config(corpus):
+  return set_fields(spanbert.get_config(f"corpus={corpus},runlocal=True"), _SPAN_RUN_OVERRIDES)
+
+
 @pytest.fixture(scope="module")
 def span_run(corpus, tmp_path_factory):
   """An uninterrupted 40-step `mlm,sbo` run on span masks: (workdir, its final metrics)."""
   workdir = str(tmp_path_factory.mktemp("span_run"))
-  config = set_fields(spanbert.get_config(f"corpus={corpus},runlocal=True"), _SPAN_RUN_OVERRIDES)
-  return workdir, trainer.train_and_evaluate(config, workdir)
+  return workdir, trainer.train_and_evaluate(_span_config(corpus), workdir)
 
 
 def test_tiny_span_sbo_run_logs_sbo(span_run):
@@ -116,16 +118,17 @@ def _losses(workdir):
 
 
 def test_sigkill_and_resume_of_a_span_sbo_run_gives_identical_losses(corpus, span_run,
-                                                                    tmp_path):
-  """The CLI run killed -9 and started again; span_run (the same config) is the reference."""
+                                                                    tmp_path, capsys):
+  """The CLI run killed -9 and started again (in this process, on the config the CLI
+  builds); span_run (the same config) is the reference."""
   reference, resumed = span_run[0], str(tmp_path / "resumed")
   sigkill_when(_train_cmd(corpus, resumed),
                lambda: max(_losses(resumed), default=0) >= 10)  # past the checkpoint at 8
   killed_at = max(_losses(resumed))
   assert 10 <= killed_at < _KILL_RUN_STEPS, killed_at
-  out = subprocess.run(_train_cmd(corpus, resumed), check=True, cwd=REPO, capture_output=True,
-                       text=True)
-  assert "Resumed" in out.stdout
+  capsys.readouterr()
+  trainer.train_and_evaluate(_span_config(corpus), resumed)
+  assert "Resumed" in capsys.readouterr().out
   ref, got = _losses(reference), _losses(resumed)
   assert sorted(got) == list(range(1, _KILL_RUN_STEPS + 1))
   for step in ref:

@@ -1,7 +1,6 @@
 """End-to-end training on a shrunken config: real steps on real text (lm1b train_test style)."""
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -125,19 +124,23 @@ def _train_cmd(corpus, workdir):
           f"--workdir={workdir}", *[f"--config.{k}={v}" for k, v in _KILL_RUN.items()]]
 
 
-def test_sigkill_and_resume_gives_identical_losses(corpus, tmp_path):
-  """Kill -9 mid-run, start the same command again: the losses equal an uninterrupted run's."""
+def _kill_config(corpus):
+  return set_fields(tiny.get_config(f"corpus={corpus},runlocal=True"), _KILL_RUN)
+
+
+def test_sigkill_and_resume_gives_identical_losses(corpus, tmp_path, capsys):
+  """Kill -9 mid-run, start the same run again: the losses equal an uninterrupted run's."""
   reference, resumed = str(tmp_path / "reference"), str(tmp_path / "resumed")
-  # The uninterrupted reference runs in this process (no second interpreter start-up).
-  trainer.train_and_evaluate(set_fields(tiny.get_config(f"corpus={corpus},runlocal=True"),
-                                        _KILL_RUN), reference)
+  # The uninterrupted reference and the rerun train in this process (no interpreter
+  # start-up), on the config the CLI builds from the same overrides.
+  trainer.train_and_evaluate(_kill_config(corpus), reference)
   sigkill_when(_train_cmd(corpus, resumed), lambda: _latest_checkpoint(resumed) >= 8
                and max(train_losses(resumed), default=0) >= 10)
   killed_at = max(train_losses(resumed))
   assert 10 <= killed_at < _KILL_RUN_STEPS, killed_at
-  out = subprocess.run(_train_cmd(corpus, resumed), check=True, cwd=REPO, capture_output=True,
-                       text=True)
-  assert "Resumed" in out.stdout
+  capsys.readouterr()
+  trainer.train_and_evaluate(_kill_config(corpus), resumed)
+  assert "Resumed" in capsys.readouterr().out
   ref, got = train_losses(reference), train_losses(resumed)
   assert sorted(got) == list(range(1, _KILL_RUN_STEPS + 1))
   for step in ref:
