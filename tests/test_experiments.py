@@ -169,7 +169,8 @@ def test_committed_results_print_one_row_per_run(sweep, capsys):
   assert len([line for line in out if line.startswith("|")]) == 2 + len(rows)
 
 
-@pytest.mark.parametrize("sweep", ["plateau", "finetune_minilm", "family_sst2"])
+@pytest.mark.parametrize("sweep", ["plateau", "finetune_minilm", "family_sst2",
+                                   "family_pretraining"])
 def test_readme_tables_are_the_printed_ones(sweep):
   """The README's tables are what `python -m experiments.tables SWEEP` prints."""
   module = sweeps.load(sweep)
