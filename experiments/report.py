@@ -187,7 +187,7 @@ def ablation_sweeps() -> list[str]:
 
 
 # Sweeps with their own render(rows, plots_dir) (not ablations), in the page's order.
-OWN_SECTIONS = ("pretraining_payoff", "payoff_causes", "family_pretraining")
+OWN_SECTIONS = ("pretraining_payoff", "payoff_causes", "family_pretraining", "sop_learnability")
 
 
 def _own_section(name: str, results_dir: str, plots_dir: str) -> str:
