@@ -90,23 +90,36 @@ def lay_out(features: Mapping[str, np.ndarray], rows: Sequence[Sequence[int]], s
   out["example_mask"] = np.zeros((r, slots), np.float32)
   for key, values in per_example.items():
     out[key] = np.zeros((r, slots), values.dtype)
-  for row, examples in enumerate(rows):
-    start = 0
-    for slot, example in enumerate(examples):
-      end = start + int(lengths[example])
-      if end > seq_len:
-        raise ValueError(f"packing: row {row}'s examples hold {end} tokens, more than the "
-                         f"row length {seq_len}")
-      for key in token_keys:
-        out[key][row, start:end] = features[key][example, :end - start]
-      out["segment_ids"][row, start:end] = slot + 1
-      out["positions"][row, start:end] = np.arange(end - start)
-      out["cls_positions"][row, slot] = start
-      out["example_index"][row, slot] = example
-      out["example_mask"][row, slot] = 1.0
-      for key, values in per_example.items():
-        out[key][row, slot] = values[example]
-      start = end
+  # Flat over the P placed examples, row by row in slot order (no Python loop: pretraining
+  # lays out every epoch's pairs this way).
+  counts = np.fromiter(map(len, rows), np.int64, r)
+  example = np.fromiter((e for row in rows for e in row), np.int64, int(counts.sum()))
+  row_of = np.repeat(np.arange(r), counts)                       # [P]
+  row_first = np.repeat(np.cumsum(counts) - counts, counts)      # [P] the row's first in P
+  slot = np.arange(len(example)) - row_first                     # [P]
+  length = lengths[example].astype(np.int64)                     # [P]
+  before = np.cumsum(length) - length                            # [P] tokens before, all rows
+  start = before - before[row_first]                             # [P] offset in its row
+  end = start + length
+  if (end > seq_len).any():
+    first = int(np.argmax(end > seq_len))
+    raise ValueError(f"packing: row {int(row_of[first])}'s examples hold {int(end[first])} "
+                     f"tokens, more than the row length {seq_len}")
+  # Every example's tokens are the first `length` of its row, and every packed row's are its
+  # first `used`: the tokens, taken in placement order, fill the packed rows in order.
+  taken = np.arange(seq_len)[None, :] < length[:, None]                      # [P, T]
+  used = np.zeros(r, np.int64)
+  np.add.at(used, row_of, length)
+  filled = np.arange(seq_len)[None, :] < used[:, None]                       # [R, T]
+  for key in token_keys:
+    out[key][filled] = np.asarray(features[key])[example][taken]
+  out["segment_ids"][filled] = np.repeat(slot + 1, length)
+  out["positions"][filled] = np.nonzero(taken)[1]
+  out["cls_positions"][row_of, slot] = start
+  out["example_index"][row_of, slot] = example
+  out["example_mask"][row_of, slot] = 1.0
+  for key, values in per_example.items():
+    out[key][row_of, slot] = values[example]
   return out
 
 

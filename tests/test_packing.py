@@ -67,6 +67,60 @@ def test_pack_as_many_as_fit():
   assert sorted(packed["example_index"][packed["example_index"] >= 0]) == list(range(40))
 
 
+def _lay_out_loop(features, rows, slots, pad_id):
+  """A plain-Python copy of the layout rule, example by example (the reference)."""
+  from bert_jax import packing as layout
+  lengths = features["attention_mask"].sum(-1)
+  seq_len = features["attention_mask"].shape[1]
+  token_keys = [k for k, v in features.items() if np.ndim(v) == 2]
+  out = {k: np.zeros((len(rows), seq_len), features[k].dtype) for k in token_keys}
+  out["input_ids"][:] = pad_id
+  out.update({k: np.zeros((len(rows), seq_len), np.int32) for k in ("segment_ids", "positions")})
+  out.update({k: np.zeros((len(rows), slots), v.dtype) for k, v in features.items()
+              if np.ndim(v) == 1})
+  out["cls_positions"] = np.zeros((len(rows), slots), np.int32)
+  out["example_index"] = np.full((len(rows), slots), -1, np.int32)
+  out["example_mask"] = np.zeros((len(rows), slots), np.float32)
+  for row, examples in enumerate(rows):
+    start = 0
+    for slot, example in enumerate(examples):
+      n = lengths[example]
+      for key in token_keys:
+        out[key][row, start:start + n] = features[key][example, :n]
+      out["segment_ids"][row, start:start + n] = slot + 1
+      out["positions"][row, start:start + n] = np.arange(n)
+      out["cls_positions"][row, slot] = start
+      out["example_index"][row, slot] = example
+      out["example_mask"][row, slot] = 1.0
+      for key, values in features.items():
+        if np.ndim(values) == 1:
+          out[key][row, slot] = values[example]
+      start += n
+  assert set(out) == set(layout.lay_out(features, rows, slots, pad_id))
+  return out
+
+
+@pytest.mark.parametrize("seed, max_per_row", [(0, 4), (1, -1), (2, 1), (3, 3)])
+def test_lay_out_equals_the_example_by_example_rule(seed, max_per_row):
+  from bert_jax import packing as layout
+  features = _examples(n=57, seq=16, seed=seed, longest=9)
+  features["tags"] = np.random.default_rng(seed).integers(-1, 9, (57, 16)).astype(np.int64)
+  features["score"] = np.random.default_rng(seed).random(57).astype(np.float32)
+  rows = layout.assign_rows(features["attention_mask"].sum(-1), 16, max_per_row)
+  slots = max(map(len, rows)) + 1  # one slot more than any row needs: left empty
+  got = layout.lay_out(features, rows, slots, pad_id=7)
+  want = _lay_out_loop(features, rows, slots, pad_id=7)
+  for key in want:
+    assert got[key].dtype == want[key].dtype, key
+    np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+  empty = layout.lay_out(features, [], 2, pad_id=7)
+  assert empty["input_ids"].shape == (0, 16) and empty["example_mask"].shape == (0, 2)
+  with pytest.raises(ValueError, match=r"row 1's examples hold 18 tokens, more than the row "
+                     r"length 16"):
+    layout.lay_out(features, [[0], [int(np.argmax(features["attention_mask"].sum(-1) == 9))] * 2],
+                   2)
+
+
 def test_pack_refuses_bad_features_caps_and_long_examples():
   features = _examples()
   with pytest.raises(ValueError, match=r"neither per example \[N\] nor per token"):
