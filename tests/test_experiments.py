@@ -406,3 +406,28 @@ def test_family_pretraining_pretrains_each_family_then_fine_tunes_it_on_sst2(tmp
              sweep="family_pretraining")
   assert tables.markdown(module.COLUMNS, [row]).splitlines()[-1] == (
       "| electra | 300 | rtd_accuracy 80.00 (all-original 75.00) | 5.00 | 60.00 | yes |")
+
+
+def test_sop_probe_reads_the_order_where_it_is_visible(tmp_path, vocab_path):
+  """experiments/sop_probe.py on experiments/ordered_corpus.py's text: the segments'
+  opening pieces (number words) tell the order, so the edges probe scores high on held-out
+  pairs, and nothing when the training labels are shuffled."""
+  from bert_jax.pretrain import pipeline
+  from bert_jax.text.wordpiece import WordPieceTokenizer
+  from experiments import ordered_corpus, sop_probe
+  from tests.conftest import tiny_pretraining_config
+  path = str(tmp_path / "ordered.txt")
+  ordered_corpus.main([f"--output={path}", "--documents=100"])
+  config = tiny_pretraining_config(path, **{
+      "data.example_builder": "sop", "data.packing": False, "data.max_seq_length": 48,
+      "data.max_predictions_per_seq": 8, "data.batch_size": 32, "data.eval_held_out_docs": 48})
+  tokenizer = WordPieceTokenizer(vocab_path)
+  train_input, eval_input = pipeline.make_inputs(config.data, tokenizer)
+  train = sop_probe.collect(train_input, 12)
+  held_out = sop_probe.collect(eval_input.epoch_batches(0), None)
+  assert len(train[2]) == 384 and len(held_out[2]) > 100
+  assert all(len(a) and len(b) for a, b in zip(train[0], train[1]))
+  scores = sop_probe.probe(train, held_out, tokenizer.vocab_size, c=1.0)
+  assert scores["edges"][1] > 0.85, scores
+  shuffled = (train[0], train[1], np.random.default_rng(0).permutation(train[2]))
+  assert sop_probe.probe(shuffled, held_out, tokenizer.vocab_size, c=1.0)["edges"][1] < 0.7
