@@ -408,10 +408,13 @@ def test_family_pretraining_pretrains_each_family_then_fine_tunes_it_on_sst2(tmp
       "| electra | 300 | rtd_accuracy 80.00 (all-original 75.00) | 5.00 | 60.00 | yes |")
 
 
-def test_sop_probe_reads_the_order_where_it_is_visible(tmp_path, vocab_path):
-  """experiments/sop_probe.py on experiments/ordered_corpus.py's text: the segments'
-  opening pieces (number words) tell the order, so the edges probe scores high on held-out
-  pairs, and nothing when the training labels are shuffled."""
+def test_sop_rows_carry_the_order_their_labels_claim_and_the_probe_reads_it(tmp_path,
+                                                                           vocab_path):
+  """On experiments/ordered_corpus.py's text (sentence i opens with the number word i):
+  every SOP row's label is 1 exactly when A's number words come after B's (through
+  truncation and masking: the rows the SOP head learns from are right), and
+  experiments/sop_probe.py's edges probe reads that order from held-out pairs (> 0.85),
+  and nothing once the training labels are shuffled (< 0.7)."""
   from bert_jax.pretrain import pipeline
   from bert_jax.text.wordpiece import WordPieceTokenizer
   from experiments import ordered_corpus, sop_probe
@@ -422,11 +425,22 @@ def test_sop_probe_reads_the_order_where_it_is_visible(tmp_path, vocab_path):
       "data.example_builder": "sop", "data.packing": False, "data.max_seq_length": 48,
       "data.max_predictions_per_seq": 8, "data.batch_size": 32, "data.eval_held_out_docs": 48})
   tokenizer = WordPieceTokenizer(vocab_path)
+  rank = {tokenizer.vocab.index(word): i for i, word in enumerate(ordered_corpus.NUMBERS)}
   train_input, eval_input = pipeline.make_inputs(config.data, tokenizer)
-  train = sop_probe.collect(train_input, 12)
+  batches = [{k: np.asarray(v) for k, v in next(train_input).items()} for _ in range(12)]
+  checked = 0
+  for batch in batches:
+    a, b, labels = sop_probe.segments(batch)
+    for segment_a, segment_b, swapped in zip(a, b, labels):
+      in_a = [rank[t] for t in segment_a if t in rank]
+      in_b = [rank[t] for t in segment_b if t in rank]
+      if in_a and in_b:
+        assert (min(in_a) > max(in_b)) if swapped else (max(in_a) < min(in_b))
+        checked += 1
+  assert checked > 250
+  train = sop_probe.collect(iter(batches), None)
   held_out = sop_probe.collect(eval_input.epoch_batches(0), None)
   assert len(train[2]) == 384 and len(held_out[2]) > 100
-  assert all(len(a) and len(b) for a, b in zip(train[0], train[1]))
   scores = sop_probe.probe(train, held_out, tokenizer.vocab_size, c=1.0)
   assert scores["edges"][1] > 0.85, scores
   shuffled = (train[0], train[1], np.random.default_rng(0).permutation(train[2]))
