@@ -141,3 +141,25 @@ def test_roberta_sentence_blocks_pretrain_mlm_only(corpus, tmp_path, vocab_path,
     assert batch["attention_mask"].mean() > 0.8
   trainer.train_and_evaluate(config, str(tmp_path))
   assert np.isfinite([r["mlm_loss"] for r in rows(str(tmp_path)) if "mlm_loss" in r]).all()
+
+
+def test_static_masking_that_never_repeats_an_epoch_says_so(capsys):
+  """data.dupe_factor N only differs from dynamic masking in runs of more than N epochs."""
+  import ml_collections
+  from bert_jax.pretrain import task as pretrain_task
+
+  class Input:
+    def steps_in_epoch(self, epoch):
+      return 117
+
+  def say(dupe_factor, steps):
+    config = ml_collections.ConfigDict({"data": {"dupe_factor": dupe_factor},
+                                        "num_train_steps": steps})
+    pretrain_task._say_if_static_masking_never_repeats(config, Input())
+    return capsys.readouterr().err
+
+  assert say(10, 1000) == (
+      "static masking: config.data.dupe_factor=10 but num_train_steps=1000 read 8.5 epochs "
+      "of 117 batches, so no epoch repeats and every mask is new, as with dynamic masking "
+      "(dupe_factor=0)\n")
+  assert say(2, 1000) == say(0, 1000) == ""

@@ -9,6 +9,7 @@ attention guidance, when on, is added to what is differentiated and logged apart
 task load config.distillation.teacher as frozen params (distillation.py) and run it on
 every batch beside the model.
 """
+import sys
 from typing import Optional
 
 import flax.struct
@@ -34,6 +35,22 @@ class PretrainingForward:
   guidance term when that is on (training steps only)."""
   outputs: PreTrainingOutput
   guidance_loss: Optional[jax.Array] = None
+
+
+def _say_if_static_masking_never_repeats(config, train) -> None:
+  """Static masking (data.dupe_factor N) differs from dynamic only once an epoch repeats,
+  i.e. in runs of more than N epochs: a shorter run says so (one line) instead of silently
+  measuring dynamic masking under a static name."""
+  copies = int(config.data.get("dupe_factor", 0))
+  if copies <= 0:
+    return
+  per_epoch = train.steps_in_epoch(0)
+  epochs = config.num_train_steps / max(per_epoch, 1)
+  if epochs <= copies:
+    print(f"static masking: config.data.dupe_factor={copies} but num_train_steps="
+          f"{config.num_train_steps} read {epochs:.1f} epochs of {per_epoch} batches, so no "
+          "epoch repeats and every mask is new, as with dynamic masking (dupe_factor=0)",
+          file=sys.stderr)
 
 
 class PretrainingTask:
@@ -76,6 +93,7 @@ class PretrainingTask:
     train, evaluation = pipeline.make_inputs(self.config.data, process_index=process_index,
                                              process_count=process_count, tokenizer=tokenizer,
                                              span_fields=self.span_head)
+    _say_if_static_masking_never_repeats(self.config, train)
     return TaskInputs(train=train, eval=evaluation)
 
   def example_batch(self, batch_size: int):
