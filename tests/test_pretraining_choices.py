@@ -129,7 +129,7 @@ def test_inspect_reports_the_sop_swapped_share(corpus, vocab_path):
   assert "is_next_fraction" not in stats
 
 
-@pytest.mark.parametrize("builder", ["full_sentences", "doc_sentences"])
+@pytest.mark.parametrize("builder", ["full_sentences", "doc_sentences", "token_stream"])
 def test_roberta_sentence_blocks_pretrain_mlm_only(corpus, tmp_path, vocab_path, builder):
   config = small_config(corpus, objectives="mlm", **{"data.example_builder": builder})
   train, _ = pipeline.make_inputs(config.data, WordPieceTokenizer(vocab_path))
@@ -139,8 +139,17 @@ def test_roberta_sentence_blocks_pretrain_mlm_only(corpus, tmp_path, vocab_path,
   assert (batch["token_type_ids"] == 0).all()
   if builder == "full_sentences":  # blocks end only where the next sentence does not fit
     assert batch["attention_mask"].mean() > 0.8
+  if builder == "token_stream":  # rows end only where they are full
+    assert batch["attention_mask"].mean() > 0.99
   trainer.train_and_evaluate(config, str(tmp_path))
   assert np.isfinite([r["mlm_loss"] for r in rows(str(tmp_path)) if "mlm_loss" in r]).all()
+
+
+def test_token_stream_refuses_packing(corpus, vocab_path):
+  config = small_config(corpus, objectives="mlm", **{"data.example_builder": "token_stream",
+                                                     "data.packing": True})
+  with pytest.raises(ValueError, match="token_stream.*already full"):
+    pipeline.make_inputs(config.data, WordPieceTokenizer(vocab_path))
 
 
 def test_static_masking_that_never_repeats_an_epoch_says_so(capsys):

@@ -377,12 +377,14 @@ def test_inspect_cli_on_real_text(data_dir, vocab_path, tmp_path):
                         "drawn_length_1", "fill_rate", "examples_per_row", "fill_nsp_pairs",
                         "fill_nsp_pairs_packed", "fill_sop", "fill_sop_packed",
                         "fill_full_sentences", "fill_full_sentences_packed",
-                        "fill_doc_sentences", "fill_doc_sentences_packed"}
+                        "fill_doc_sentences", "fill_doc_sentences_packed",
+                        "fill_token_stream"}
   assert stats["examples_per_row"] == 1.0
   assert abs(stats["fill_rate"] - stats["fill_nsp_pairs"]) < 0.02
   assert stats["fill_full_sentences_packed"] > max(0.95, stats["fill_full_sentences"])
   assert stats["fill_nsp_pairs_packed"] > max(0.95, stats["fill_nsp_pairs"])
   assert stats["fill_sop_packed"] > max(0.95, stats["fill_sop"])
+  assert stats["fill_token_stream"] > 0.99
   assert stats["unit_length_max"] == stats["drawn_length_1"] == 1.0  # token masking
   assert abs(stats["selected_fraction"] - 0.15) < 0.01
   assert abs(stats["mask_fraction"] - 0.8) < 0.02

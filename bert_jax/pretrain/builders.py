@@ -13,6 +13,9 @@ stream and the trainer do not change.
   full_sentences  RoBERTa's FULL-SENTENCES: [CLS] whole sentences [SEP], packed across
              documents ([SEP] between them); no labels, one segment
   doc_sentences   RoBERTa's DOC-SENTENCES: the same within one document
+  token_stream    the corpus cut every T - 2 tokens, mid-sentence where it falls ([SEP]
+             between documents): fairseq's break_mode="none", MosaicBERT's concatenated
+             text; every row full (sentence_blocks.py); no labels, one segment
 
 config.data.packing: rows hold several examples, each with its own [CLS] ... [SEP],
 positions from 0 and attention within it (segment_ids and positions ride along into the
@@ -204,6 +207,13 @@ def _sentence_blocks(cross_documents: bool) -> "ExampleBuilder":
       rows=_block_rows)
 
 
+def _token_stream_options(data_config) -> BlockOptions:
+  if data_config.get("packing"):
+    raise ValueError("config.data.packing with example_builder='token_stream': its rows are "
+                     "already full; packing adds nothing")
+  return BlockOptions(int(data_config.max_seq_length), False)
+
+
 BUILDERS = {
     "nsp_pairs": ExampleBuilder(
         options=_pair_options,
@@ -219,6 +229,12 @@ BUILDERS = {
         label_fields=("sentence_order_labels",)),
     "full_sentences": _sentence_blocks(cross_documents=True),
     "doc_sentences": _sentence_blocks(cross_documents=False),
+    "token_stream": ExampleBuilder(
+        options=_token_stream_options,
+        check_corpus=_check_not_empty,
+        instances=lambda corpus, options, rng: sentence_blocks.pack_token_stream(
+            corpus, options.max_seq_length - 2),
+        rows=_block_rows),
 }
 
 

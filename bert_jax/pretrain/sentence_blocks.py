@@ -1,4 +1,5 @@
-"""RoBERTa's FULL-SENTENCES and DOC-SENTENCES rows: whole sentences packed up to the length.
+"""RoBERTa's FULL-SENTENCES and DOC-SENTENCES rows: whole sentences packed up to the length;
+and the token stream: the corpus cut every max_seq_length - 2 tokens, sentences or not.
 
 `pack_sentence_blocks(corpus, max_tokens, cross_documents)` walks the corpus in order and
 fills each block with whole, contiguous sentences while they fit in `max_tokens`
@@ -26,6 +27,12 @@ fill_* lines; WordPiece, 235,561 sentences of 27.5 tokens):
          (median 497 -> 464). DOC-SENTENCES 0.875 -> 0.996.
 Without it, > 0.95 at T=128 is out of reach for whole sentences: the block ends where the
 next sentence does not fit, on average half a sentence early.
+
+`pack_token_stream(corpus, max_tokens)` is fairseq's break_mode="none" and MosaicBERT's
+concatenated text: the documents in order, one [SEP] between two documents, cut into blocks
+of exactly `max_tokens` positions whatever the sentence boundaries, so every row is full
+(but where a document's [SEP] would fall on a block's first or last position: that row is
+one token short) and the last. Rows then start and end mid-sentence.
 
 Blocks are spans of `corpus.token_ids` (B blocks, R rows), sorted by row:
   starts, lengths  int64 [B]  the corpus tokens of the block, in order
@@ -119,6 +126,28 @@ def pack_sentence_blocks(corpus: TokenizedCorpus, max_tokens: int, cross_documen
   return SentenceBlocks(*columns.T.copy())
 
 
+def pack_token_stream(corpus: TokenizedCorpus, max_tokens: int) -> SentenceBlocks:
+  """The module docstring's token-stream blocks, one per row, in corpus order."""
+  if max_tokens < 2:
+    raise ValueError(f"max_seq_length must be >= 4 for token-stream rows, got {max_tokens + 2}")
+  document = _document_of_token(corpus)
+  # Token i's place in the documents joined with one separator between two documents.
+  block = (np.arange(corpus.num_tokens) + document) // max_tokens
+  starts = np.flatnonzero(np.diff(block, prepend=-1))  # every block holds a token: >= 2 places
+  lengths = np.diff(np.append(starts, corpus.num_tokens))
+  new_document = np.diff(document, prepend=-1) != 0
+  new_document[starts] = False  # a block's first token: its separator is not in the block
+  separators = np.add.reduceat(new_document.astype(np.int64), starts) if len(starts) else starts
+  return SentenceBlocks(starts.astype(np.int64), lengths.astype(np.int64),
+                        separators.astype(np.int64), np.arange(len(starts), dtype=np.int64))
+
+
+def _document_of_token(corpus: TokenizedCorpus) -> np.ndarray:
+  """int64 [corpus tokens]: each token's document index."""
+  return np.searchsorted(corpus.sentence_starts[corpus.document_starts[1:-1]],
+                         np.arange(corpus.num_tokens), side="right")
+
+
 def block_rows(blocks: SentenceBlocks, corpus: TokenizedCorpus, max_seq_length: int,
                cls_id: int, sep_id: int, pad_id: int) -> dict[str, np.ndarray]:
   """The rows (R = len(blocks)), each block as [CLS] block [SEP] with a [SEP] at each
@@ -127,9 +156,7 @@ def block_rows(blocks: SentenceBlocks, corpus: TokenizedCorpus, max_seq_length: 
     lengths      int32 [R]     real tokens (all before the padding)
     segment_ids  int16 [R, T]  1, 2, ... per block in the row, 0 on padding
     positions    int16 [R, T]  0, 1, ... restarting at each block's [CLS]"""
-  document_of_token = np.searchsorted(
-      corpus.sentence_starts[corpus.document_starts[1:-1]], np.arange(corpus.num_tokens),
-      side="right")  # [corpus tokens] -> document index
+  document_of_token = _document_of_token(corpus)
   r = len(blocks)
   input_ids = np.full((r, max_seq_length), pad_id, np.int32)
   segment_ids = np.zeros((r, max_seq_length), np.int16)
