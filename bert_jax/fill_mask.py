@@ -4,7 +4,8 @@
 
 PATH is anything `load_pretrained` reads that carries the MLM head (a bert_jax pretraining
 workdir or checkpoint, an HF BertForPreTraining/BertForMaskedLM folder, a Google TF
-checkpoint), with its tokenizer files beside the weights. Each text may hold several [MASK]s;
+checkpoint), with its tokenizer files beside the weights. Each text may hold several [MASK]s
+(the tokenizer's mask token: `<mask>` for byte-level BPE, RoBERTa's and ModernBERT's here);
 each is scored on its own (the others stay [MASK]), as HF's fill-mask pipeline does.
 The probabilities are the softmax over the whole vocabulary.
 """
@@ -41,8 +42,8 @@ def fill_mask(model, variables, tokenizer, texts, top_k: int = 5,
   mask_positions = [np.flatnonzero(ids == tokenizer.mask_id) for ids in batch["input_ids"]]
   for row, (text, positions) in enumerate(zip(texts, mask_positions)):
     if not len(positions):
-      raise ValueError(f"text {row} has no [MASK] within its first {max_length} tokens: "
-                       f"{text!r}")
+      raise ValueError(f"text {row} has no {tokenizer.vocab[tokenizer.mask_id]} (this "
+                       f"model's mask token) within its first {max_length} tokens: {text!r}")
   # The MLM head runs on the [MASK] positions only: [B, P], padded with position 0.
   padded = np.zeros((len(texts), max(map(len, mask_positions))), np.int32)
   for row, positions in enumerate(mask_positions):

@@ -313,20 +313,31 @@ def test_a_run_another_sweep_already_ran_reuses_its_row(tmp_path, monkeypatch, c
 
 def test_pretraining_payoff_learning_curve_section(tmp_path):
   module = sweeps.load("pretraining_payoff")
-  rows = [_row(f"sst2_n500_{init}_s{seed}", {"step": 47, "eval_accuracy": acc},
+  rows = [_row(f"tiny_sst2_n500_{init}_s{seed}", {"step": 47, "eval_accuracy": acc},
                sweep="pretraining_payoff")
           for init, accs in (("pretrained", (0.60, 0.62, 0.61)), ("random", (0.50, 0.55, 0.52)))
           for seed, acc in enumerate(accs)]
-  rows += [_row(f"cola_nall_{init}_s{seed}", {"step": 801, "eval_matthews_corrcoef": 0.1 + d},
+  rows += [_row(f"tiny_cola_nall_{init}_s{seed}",
+                {"step": 801, "eval_matthews_corrcoef": 0.1 + d},
                 sweep="pretraining_payoff")
            for init, d in (("pretrained", 0.0), ("random", 0.05)) for seed in range(2)]
   lines = module.render(rows, str(tmp_path)).splitlines()
-  assert ("| sst2 (accuracy) | 500 | 61.00 [60.00, 62.00] | 52.33 [50.00, 55.00] | +8.67 | "
-          "pretrained better on every seed |") in lines
-  assert lines[3].startswith("| cola (matthews_corrcoef) | all | 10.00 [10.00, 10.00] | "
-                             "15.00 [15.00, 15.00] | -5.00 | fewer than 3 seeds |")
+  rows += [_row(f"modernbert_sst2_n500_{init}_s{seed}", {"step": 47, "eval_accuracy": acc},
+                sweep="pretraining_payoff")
+           for init, accs in (("pretrained", (0.57, 0.6, 0.7)), ("random", (0.5, 0.55, 0.6)))
+           for seed, acc in enumerate(accs)]
+  lines = module.render(rows, str(tmp_path)).splitlines()
+  assert lines[2] == ("| ModernBERT-Tiny | sst2 (accuracy) | 500 | 62.33 [57.00, 70.00] | "
+                      "55.00 [50.00, 60.00] | +7.33 | ranges overlap |")
+  assert lines[3] == ("| BERT-Tiny | sst2 (accuracy) | 500 | 61.00 [60.00, 62.00] | "
+                      "52.33 [50.00, 55.00] | +8.67 | pretrained better on every seed |")
+  assert lines[4].startswith("| BERT-Tiny | cola (matthews_corrcoef) | all | 10.00 [10.00, "
+                             "10.00] | 15.00 [15.00, 15.00] | -5.00 | fewer than 3 seeds |")
   assert os.path.getsize(tmp_path / "pretraining_payoff.png") > 1000
-  assert len(runner.sweeps.load("pretraining_payoff").get_sweep()) == 36
+  runs = runner.sweeps.load("pretraining_payoff").get_sweep()
+  assert len(runs) == 72 and runs["modernbert_sst2_n8000_random_s2"]["overrides"] == {
+      "init_from": "runs/modernbert", "random_init": True, "data.max_seq_length": 64,
+      "optim.learning_rate": "5e-4", "seed": 2, "data.seed": 2}
 
 
 def test_payoff_causes_compares_each_candidate_with_its_own_random_init():

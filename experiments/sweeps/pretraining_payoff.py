@@ -1,12 +1,16 @@
 r"""Does pretraining here pay off? The main job's model against random init, by data size.
 
-Fine-tuning the main job's tiny model, pretrained vs the same architecture from random
-weights, over training-set sizes, tasks and seeds.
+Fine-tuning a tiny model pretrained here, pretrained vs the same architecture from random
+weights, over training-set sizes, tasks and seeds, for each model in MODELS:
 
-The main job (scripts/main_job.sh) pretrains configs/tiny.py into runs/tiny (PREPARE runs
-it when missing). Each run fine-tunes that model with the main job's recipe (seq 64,
-lr 5e-4, 3 epochs) from its weights ("pretrained") or from random weights of the same shape
-and vocabulary (config.random_init, "random"): SST-2 on fixed random subsets of its
+  modernbert  the main job's (scripts/main_job.sh): configs/modernbert.py, 1,500 steps,
+              into runs/modernbert;
+  tiny        the main job of sessions 1-10: configs/tiny.py (BERT-Tiny, BERT's 30,522
+              WordPiece pieces, attention guidance), 1,500 steps, into runs/tiny.
+
+PREPARE pretrains each when missing. Each run fine-tunes one with the main job's recipe
+(seq 64, lr 5e-4, 3 epochs) from its weights ("pretrained") or from random weights of the
+same shape and vocabulary (config.random_init, "random"): SST-2 on fixed random subsets of its
 training sentences (train_examples; the subset's seed is the run's seed) scored on dev,
 CoLA on all its training sentences scored on dev (Matthews correlation), MRPC on 90% of its
 training pairs scored on the other 10% (F1; its dev file is not here). Seeds 0, 1, 2 give
@@ -19,7 +23,20 @@ the spread. ~1-3 min a run on the 2-core CPU.
 import os
 import statistics
 
-PREPARE = (("runs/tiny/eval_results.json", "bash scripts/main_job.sh"),)
+# Model -> (its pretraining workdir, the command that makes it, its name on the page).
+MODELS = {
+    "modernbert": ("runs/modernbert", "python -m bert_jax.train --config=configs/modernbert.py "
+                   "--workdir=runs/modernbert", "ModernBERT-Tiny"),
+    "tiny": ("runs/tiny", "python -m bert_jax.train --config=configs/tiny.py "
+             "--workdir=runs/tiny", "BERT-Tiny"),
+}
+PREPARE = (
+    ("runs/corpus/pretrain.txt",
+     "python -m bert_jax.text.prepare --output=runs/corpus/pretrain.txt"),
+    ("runs/corpus/bpe-8k/vocab.json",
+     "python -m bert_jax.text.learn_vocab --kind=bpe --input=runs/corpus/pretrain.txt "
+     "--vocab_size=8192 --output=runs/corpus/bpe-8k"),
+) + tuple((f"{workdir}/eval_results.json", cmd) for workdir, cmd, _ in MODELS.values())
 METRICS = {"eval_results.json": ("step", "eval_accuracy", "eval_matthews_corrcoef", "eval_f1",
                                  "train_examples_per_sec")}
 
@@ -36,20 +53,21 @@ TASKS = {
 
 def get_sweep():
   runs = {}
-  for task, (config, sizes, _) in TASKS.items():
-    for size in sizes:
-      for init in INITS:
-        for seed in SEEDS:
-          runs[f"{task}_n{size or 'all'}_{init}_s{seed}"] = {
-              "config": config.format(size=size),
-              "overrides": {"init_from": "runs/tiny", "random_init": init == "random",
-                            "data.max_seq_length": 64, "optim.learning_rate": "5e-4",
-                            "seed": seed, "data.seed": seed}}
+  for model, (workdir, _, _) in MODELS.items():
+    for task, (config, sizes, _) in TASKS.items():
+      for size in sizes:
+        for init in INITS:
+          for seed in SEEDS:
+            runs[f"{model}_{task}_n{size or 'all'}_{init}_s{seed}"] = {
+                "config": config.format(size=size),
+                "overrides": {"init_from": workdir, "random_init": init == "random",
+                              "data.max_seq_length": 64, "optim.learning_rate": "5e-4",
+                              "seed": seed, "data.seed": seed}}
   return runs
 
 
 def _score(row):
-  task = row["run"].split("_")[0]
+  task = row["run"].split("_")[1]
   return row["metrics"].get(TASKS[task][2])
 
 
@@ -61,12 +79,12 @@ COLUMNS = (
 
 
 def summary(rows):
-  """{(task, size, init): (mean, min, max, seeds)} of the task's score."""
+  """{(model, task, size, init): (mean, min, max, seeds)} of the task's score."""
   groups = {}
   for row in rows:
-    task, size, init, _ = row["run"].split("_")
+    model, task, size, init, _ = row["run"].split("_")
     if _score(row) is not None:
-      groups.setdefault((task, size[1:], init), []).append(_score(row))
+      groups.setdefault((model, task, size[1:], init), []).append(_score(row))
   return {key: (statistics.mean(v), min(v), max(v), len(v)) for key, v in groups.items()}
 
 
@@ -82,39 +100,45 @@ def gap_verdict(pretrained, random) -> str:
 
 
 def render(rows, plots_dir) -> str:
-  """The results page's section: the learning curve table and plot."""
+  """The results page's section: the learning curves' table and plot."""
   import matplotlib.pyplot as plt  # the results page only
 
   stats = summary(rows)
-  lines = ["| task (metric) | training examples | pretrained here | random init | gap | "
-           "gap vs seeds |", "|---|---|---|---|---|---|"]
-  for task, (_, sizes, metric) in TASKS.items():
-    for size in sizes:
-      key = str(size or "all")
-      pre, rnd = stats.get((task, key, "pretrained")), stats.get((task, key, "random"))
-      if pre is None or rnd is None:
-        continue
-      cell = lambda s: f"{100 * s[0]:.2f} [{100 * s[1]:.2f}, {100 * s[2]:.2f}]"  # noqa: E731
-      lines.append(f"| {task} ({metric.removeprefix('eval_')}) | {key} | {cell(pre)} | "
-                   f"{cell(rnd)} | {100 * (pre[0] - rnd[0]):+.2f} | {gap_verdict(pre, rnd)} |")
-  sizes = [s for s in SST2_SIZES if ("sst2", str(s), "pretrained") in stats
-           and ("sst2", str(s), "random") in stats]
-  if sizes:
+  lines = ["| model | task (metric) | training examples | pretrained here | random init | gap | "
+           "gap vs seeds |", "|---|---|---|---|---|---|---|"]
+  cell = lambda s: f"{100 * s[0]:.2f} [{100 * s[1]:.2f}, {100 * s[2]:.2f}]"  # noqa: E731
+  curves = {}  # model -> the SST-2 sizes it has both inits of
+  for model, (_, _, name) in MODELS.items():
+    for task, (_, sizes, metric) in TASKS.items():
+      for size in sizes:
+        key = str(size or "all")
+        pre = stats.get((model, task, key, "pretrained"))
+        rnd = stats.get((model, task, key, "random"))
+        if pre is None or rnd is None:
+          continue
+        lines.append(f"| {name} | {task} ({metric.removeprefix('eval_')}) | {key} | "
+                     f"{cell(pre)} | {cell(rnd)} | {100 * (pre[0] - rnd[0]):+.2f} | "
+                     f"{gap_verdict(pre, rnd)} |")
+        if task == "sst2":
+          curves.setdefault(model, []).append(size)
+  if curves:
     os.makedirs(plots_dir, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    for init, color in zip(INITS, ("tab:blue", "tab:gray")):
-      points = [stats[("sst2", str(s), init)] for s in sizes]
-      means = [100 * p[0] for p in points]
-      ax.errorbar(sizes, means, yerr=[[m - 100 * p[1] for m, p in zip(means, points)],
-                                      [100 * p[2] - m for m, p in zip(means, points)]],
-                  marker="o", capsize=3, color=color, label=f"{init} (seed range)")
-    ax.set_xscale("log")
-    ax.set_xticks(sizes, [str(s) for s in sizes])
-    ax.minorticks_off()
-    ax.set_xlabel("SST-2 training sentences")
-    ax.set_ylabel("SST-2 dev accuracy (%)")
-    ax.set_title("pretrained here vs random init (BERT-Tiny)", fontsize=10)
-    ax.legend(fontsize=8)
+    fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.6), squeeze=False,
+                             sharey=True)
+    for ax, (model, sizes) in zip(axes[0], curves.items()):
+      for init, color in zip(INITS, ("tab:blue", "tab:gray")):
+        points = [stats[(model, "sst2", str(s), init)] for s in sizes]
+        means = [100 * p[0] for p in points]
+        ax.errorbar(sizes, means, yerr=[[m - 100 * p[1] for m, p in zip(means, points)],
+                                        [100 * p[2] - m for m, p in zip(means, points)]],
+                    marker="o", capsize=3, color=color, label=f"{init} (seed range)")
+      ax.set_xscale("log")
+      ax.set_xticks(sizes, [str(s) for s in sizes])
+      ax.minorticks_off()
+      ax.set_xlabel("SST-2 training sentences")
+      ax.set_title(f"pretrained here vs random init ({MODELS[model][2]})", fontsize=10)
+      ax.legend(fontsize=8)
+    axes[0][0].set_ylabel("SST-2 dev accuracy (%)")
     fig.tight_layout()
     fig.savefig(os.path.join(plots_dir, "pretraining_payoff.png"), dpi=90)
     plt.close(fig)
