@@ -335,9 +335,19 @@ def test_pretraining_payoff_learning_curve_section(tmp_path):
                              "10.00] | 15.00 [15.00, 15.00] | -5.00 | fewer than 3 seeds |")
   assert os.path.getsize(tmp_path / "pretraining_payoff.png") > 1000
   runs = runner.sweeps.load("pretraining_payoff").get_sweep()
-  assert len(runs) == 72 and runs["modernbert_sst2_n8000_random_s2"]["overrides"] == {
+  assert len(runs) == 84 and runs["modernbert_sst2_n8000_random_s2"]["overrides"] == {
       "init_from": "runs/modernbert", "random_init": True, "data.max_seq_length": 64,
       "optim.learning_rate": "5e-4", "seed": 2, "data.seed": 2}
+  assert runs["modernbert_sst2_n1000-ep10_pretrained_s0"]["overrides"] == {
+      "init_from": "runs/modernbert", "random_init": False, "data.max_seq_length": 64,
+      "optim.learning_rate": "5e-4", "seed": 0, "data.seed": 0, "num_train_epochs": 10}
+  # A diagnosis (one recipe change at one point) gets its own row after the curve's.
+  rows += [_row(f"modernbert_sst2_n1000-ep10_{init}_s{seed}", {"step": 313, "eval_accuracy": a},
+                sweep="pretraining_payoff")
+           for init, a in (("pretrained", 0.66), ("random", 0.64)) for seed in range(3)]
+  lines = module.render(rows, str(tmp_path)).splitlines()
+  assert lines[5] == ("| ModernBERT-Tiny | sst2 (accuracy) | 1000, 10 epochs | 66.00 [66.00, "
+                      "66.00] | 64.00 [64.00, 64.00] | +2.00 | pretrained better on every seed |")
 
 
 def test_payoff_causes_compares_each_candidate_with_its_own_random_init():

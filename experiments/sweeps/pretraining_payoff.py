@@ -49,20 +49,28 @@ TASKS = {
     "cola": ("configs/glue.py:task=cola", (0,), "eval_matthews_corrcoef"),
     "mrpc": ("configs/glue.py:task=mrpc,heldout=0.1", (0,), "eval_f1"),
 }
+# Diagnoses: the curve's recipe changed in one way at one point, both inits alike; run
+# MODEL_TASK_nSIZE-RECIPE_INIT_sSEED. Read on dev, so they explain the curve, they do not
+# pick a recipe.
+RECIPES = {"ep10": ({"num_train_epochs": 10}, "10 epochs"),
+           "mean": ({"classifier_pooling": "mean"}, "mean of the tokens")}
+DIAGNOSES = (("modernbert", "sst2", 1000, "ep10"), ("modernbert", "sst2", 1000, "mean"))
 
 
 def get_sweep():
+  points = [(model, task, size, "") for model in MODELS
+            for task, (_, sizes, _) in TASKS.items() for size in sizes]
+  points += [(model, task, size, f"-{recipe}") for model, task, size, recipe in DIAGNOSES]
   runs = {}
-  for model, (workdir, _, _) in MODELS.items():
-    for task, (config, sizes, _) in TASKS.items():
-      for size in sizes:
-        for init in INITS:
-          for seed in SEEDS:
-            runs[f"{model}_{task}_n{size or 'all'}_{init}_s{seed}"] = {
-                "config": config.format(size=size),
-                "overrides": {"init_from": workdir, "random_init": init == "random",
-                              "data.max_seq_length": 64, "optim.learning_rate": "5e-4",
-                              "seed": seed, "data.seed": seed}}
+  for model, task, size, recipe in points:
+    for init in INITS:
+      for seed in SEEDS:
+        runs[f"{model}_{task}_n{size or 'all'}{recipe}_{init}_s{seed}"] = {
+            "config": TASKS[task][0].format(size=size),
+            "overrides": {"init_from": MODELS[model][0], "random_init": init == "random",
+                          "data.max_seq_length": 64, "optim.learning_rate": "5e-4",
+                          "seed": seed, "data.seed": seed,
+                          **(RECIPES[recipe[1:]][0] if recipe else {})}}
   return runs
 
 
@@ -121,6 +129,13 @@ def render(rows, plots_dir) -> str:
                      f"{gap_verdict(pre, rnd)} |")
         if task == "sst2":
           curves.setdefault(model, []).append(size)
+  for model, task, size, recipe in DIAGNOSES:
+    pre = stats.get((model, task, f"{size}-{recipe}", "pretrained"))
+    rnd = stats.get((model, task, f"{size}-{recipe}", "random"))
+    if pre is not None and rnd is not None:
+      lines.append(f"| {MODELS[model][2]} | {task} ({TASKS[task][2].removeprefix('eval_')}) | "
+                   f"{size}, {RECIPES[recipe][1]} | {cell(pre)} | {cell(rnd)} | "
+                   f"{100 * (pre[0] - rnd[0]):+.2f} | {gap_verdict(pre, rnd)} |")
   if curves:
     os.makedirs(plots_dir, exist_ok=True)
     fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.6), squeeze=False,
