@@ -1,9 +1,11 @@
 """Pins the per-step losses of two runlocal runs, recorded before the layout change.
 
-`tests/data/pinned_losses.json` was written by this file's `record()` at commit bdb060c (the
-last commit before bert_jax was split into text/ pretrain/ finetune/ models/): a refactor
-that changes what the trainer computes fails here. Re-record only for an intended change of
-behaviour, and say so in the commit.
+`tests/data/pinned_losses.json` was first written by this file's `record()` at commit bdb060c
+(the last commit before bert_jax was split into text/ pretrain/ finetune/ models/): a
+refactor that changes what the trainer computes fails here. Re-record only for an intended
+change of behaviour, and say so in the commit. Re-recorded once, for the dropout masks
+drawn from 16 bits (models/layers.py `dropout`); with jax.random.bernoulli's masks put
+back, the new code gave the old pins to 1e-6.
 """
 import json
 import os

@@ -8,7 +8,7 @@ import pytest
 from bert_jax.models import task_models as tasks
 from bert_jax.models.config import BertConfig, config_for_size
 from bert_jax.models.bert import BertModel
-from bert_jax.models.layers import attention_probs
+from bert_jax.models.layers import attention_probs, dropout, dropout_keep_mask
 from bert_jax.models.layout import stack_layers, unstack_layers
 
 SMALL = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
@@ -129,6 +129,39 @@ def test_dropout_is_off_by_default_and_seeded_when_on():
   c = model.apply(params, IDS, deterministic=False, rngs=rng).sequence_output
   np.testing.assert_array_equal(b, c)
   assert not np.allclose(a, b)
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.3])
+def test_dropout_masks_drop_at_the_rate_independently_and_keep_the_expectation(rate):
+  shape = (64, 12, 127)  # an odd last axis: its last word gives one half only
+  keep, keep_prob = dropout_keep_mask(jax.random.key(3), rate, shape)
+  keep = np.asarray(keep)
+  assert keep.shape == shape and abs(keep_prob - (1 - rate)) < 1 / 65536
+  # 97,536 draws: the kept share is within 4 standard deviations (0.6% at 0.1) of it.
+  assert abs(keep.mean() - keep_prob) < 4 * np.sqrt(keep_prob * (1 - keep_prob) / keep.size)
+  # The two halves of one 32-bit word, and neighbours across words, are independent.
+  for a, b in ((keep[..., 0:126:2], keep[..., 1:127:2]), (keep[..., 1:126:2], keep[..., 2:127:2])):
+    both = (a & b).mean()
+    assert abs(both - keep_prob ** 2) < 4 * np.sqrt(keep_prob ** 2 / a.size), both
+  # Every position along the paired axis (the odd last one too) keeps its share, and rows
+  # differ.
+  columns = keep.reshape(-1, 127).mean(axis=0)  # 768 draws each
+  assert np.abs(columns - keep_prob).max() < 5 * np.sqrt(keep_prob * (1 - keep_prob) / 768)
+  assert len({r.tobytes() for r in keep.reshape(-1, 127)}) > 700
+  x = jnp.full(shape, 2.0)
+  y = np.asarray(dropout(x, rate, jax.random.key(3)))
+  np.testing.assert_allclose(y[keep], 2.0 / keep_prob, rtol=1e-6)
+  assert (y[~keep] == 0).all()
+  np.testing.assert_array_equal(y, dropout(x, rate, jax.random.key(3)))
+  assert not np.array_equal(y, dropout(x, rate, jax.random.key(4)))
+
+
+def test_dropout_edge_rates():
+  x = jnp.ones((4, 5))
+  np.testing.assert_array_equal(dropout(x, 0.0, jax.random.key(0)), x)
+  np.testing.assert_array_equal(dropout(x, 0.5, None), x)
+  np.testing.assert_array_equal(dropout(x, 1.0, jax.random.key(0)), jnp.zeros_like(x))
+  assert np.asarray(dropout(x, 1e-9, jax.random.key(0))).min() == 1.0  # keeps all: 65536/65536
 
 
 def test_padding_does_not_change_real_tokens():

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from bert_jax.models import modernbert
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
-from bert_jax.models.layers import (ACT_BT, ACT_BTH, ACT_BTI, SelfAttention, activation,
+from bert_jax.models.layers import (ACT_BT, ACT_BTH, ACT_BTI, Dropout, SelfAttention, activation,
                                     attention_mask_bias, dense_init, layer_norm, remat_layer,
                                     segment_mask_bias, zeros_init)
 
@@ -55,7 +55,7 @@ class Embeddings(nn.Module):
       self.token_type_embeddings = embed(cfg.type_vocab_size, (None, "embed"),
                                          "token_type_embeddings")
     self.layer_norm = layer_norm(cfg, "layer_norm")
-    self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+    self.dropout = Dropout(cfg.hidden_dropout_prob)
     if cfg.projects_embeddings:  # [E, H]
       self.projection = nn.Dense(cfg.hidden_size, dtype=cfg.compute_dtype,
                                  param_dtype=jnp.float32,
@@ -102,7 +102,7 @@ class TransformerLayer(nn.Module):
   @nn.compact
   def __call__(self, hidden, mask_bias, deterministic: bool):
     cfg = self.config
-    dropout = nn.Dropout(cfg.hidden_dropout_prob)
+    dropout = Dropout(cfg.hidden_dropout_prob)
 
     def dense(features, axes, name):
       return nn.Dense(features, dtype=cfg.compute_dtype, param_dtype=jnp.float32,

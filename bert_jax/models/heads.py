@@ -8,7 +8,8 @@ import jax.numpy as jnp
 
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
-from bert_jax.models.layers import ACT_BTV, activation, dense_init, layer_norm, zeros_init
+from bert_jax.models.layers import (ACT_BTV, Dropout, activation, dense_init, layer_norm,
+                                    zeros_init)
 
 
 def gather_positions(sequence, positions):
@@ -126,7 +127,7 @@ class LinearHead(nn.Module):
   @nn.compact
   def __call__(self, features, deterministic: bool):
     rate = self.config.hidden_dropout_prob if self.dropout_rate is None else self.dropout_rate
-    features = nn.Dropout(rate)(features, deterministic=deterministic)
+    features = Dropout(rate)(features, deterministic=deterministic)
     return nn.Dense(self.num_outputs, dtype=jnp.float32, param_dtype=jnp.float32,
                     kernel_init=dense_init(self.config, ("embed", None)),
                     bias_init=zeros_init((None,)), name="dense")(features)

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from bert_jax.models.config import BertConfig
-from bert_jax.models.layers import (ACT_BTH, ACT_BTI, ACT_BTND, HeadProjection, activation,
+from bert_jax.models.layers import (ACT_BTH, ACT_BTI, ACT_BTND, Dropout, HeadProjection, activation,
                                     dense_init, layer_norm, remat_layer, zeros_init)
 
 # Added to the logits of keys outside a local layer's window (as layers' padding bias).
@@ -41,7 +41,7 @@ class Embeddings(nn.Module):
         cfg.vocab_size, cfg.hidden_size, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
         embedding_init=dense_init(cfg, ("vocab", "embed")), name="word_embeddings")
     self.layer_norm = layer_norm(cfg, "layer_norm")
-    self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+    self.dropout = Dropout(cfg.hidden_dropout_prob)
 
   def __call__(self, input_ids, token_type_ids, deterministic: bool, positions=None):
     del token_type_ids
@@ -94,7 +94,7 @@ class Attention(nn.Module):
       mask_bias = mask_bias + window_bias(hidden.shape[1], cfg.local_attention)
     probs = jax.nn.softmax(logits + mask_bias, axis=-1)
     self.sow("intermediates", "attention_probs", probs)  # see layers.attention_probs
-    dropout = nn.Dropout(cfg.attention_probs_dropout_prob)
+    dropout = Dropout(cfg.attention_probs_dropout_prob)
     probs = dropout(probs, deterministic=deterministic)
     context = jnp.einsum("bnft,btnd->bfnd", probs.astype(cfg.compute_dtype), value)
     context = nn.with_logical_constraint(context, ACT_BTND)
@@ -115,7 +115,7 @@ class GeGLU(nn.Module):
                           "bth,hgi->btgi", use_bias=cfg.mlp_bias, name="wi")(hidden)  # [B, T, 2, I]
     gated = activation(cfg.hidden_act)(both[:, :, 0]) * both[:, :, 1]
     gated = nn.with_logical_constraint(gated, ACT_BTI)
-    gated = nn.Dropout(cfg.hidden_dropout_prob)(gated, deterministic=deterministic)
+    gated = Dropout(cfg.hidden_dropout_prob)(gated, deterministic=deterministic)
     return nn.Dense(h, use_bias=cfg.mlp_bias, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
                     kernel_init=dense_init(cfg, ("mlp", "embed")),
                     bias_init=zeros_init(("embed",)), name="wo")(gated)
