@@ -125,10 +125,26 @@ def _plot_bars(name, module, rows, path):
   return True
 
 
+def _mlm_curve(row) -> list[tuple[int, float]]:
+  """[(step, held-out MLM accuracy)] of a run's evaluations, in step order."""
+  return sorted((int(step), m["eval_mlm_accuracy"])
+                for step, m in row["metrics"].get("eval_by_step", {}).items()
+                if "eval_mlm_accuracy" in m)
+
+
+# A run whose held-out MLM accuracy at its last evaluation is not this much above its first
+# one learned nothing past the unigram stage (the healthy ablation runs gain 7-14 points
+# between steps 250 and 1,000), so its fine-tuning numbers say nothing about its variant.
+STALLED_GAIN = 0.01
+
+
+def stalled_runs(rows) -> list[str]:
+  return [row["run"] for row in rows
+          if len(curve := _mlm_curve(row)) >= 2 and curve[-1][1] - curve[0][1] < STALLED_GAIN]
+
+
 def _plot_curves(name, rows, path):
-  curves = [(row["run"], sorted((int(step), m["eval_mlm_accuracy"])
-                                for step, m in row["metrics"].get("eval_by_step", {}).items()
-                                if "eval_mlm_accuracy" in m)) for row in rows]
+  curves = [(row["run"], _mlm_curve(row)) for row in rows]
   curves = [(run, points) for run, points in curves if points]
   if not curves:
     return False
@@ -169,6 +185,11 @@ def render(name: str, module, rows: list[dict], plots_dir: str) -> str:
   lines.append(tables.markdown(
       [(header, lambda v, cell=cell: cell(v, summaries)) for header, cell in columns], variants))
   lines += ["", *_paper_lines(paper), f"**Direction here: {verdict(module, rows)}.**"]
+  if stalled := stalled_runs(rows):
+    lines += ["", f"Stalled ({len(stalled)} of {len(rows)} runs): {', '.join(stalled)}. Their "
+              f"held-out MLM accuracy rose less than {100 * STALLED_GAIN:.0f} point from their "
+              "first evaluation to their last: they never left the unigram stage, so their "
+              "numbers above say nothing about their variant."]
   if (total := tables.sweep_total(rows)) is not None:
     lines += ["", total]
   os.makedirs(plots_dir, exist_ok=True)

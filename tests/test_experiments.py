@@ -214,6 +214,13 @@ def test_ablation_results_page_from_a_small_results_file(tmp_path):
   assert report.verdict(module, reversed_rows).startswith("reversed")
   assert report.verdict(module, rows[:3]).startswith("not decided (fewer than two seeds")
   assert "Not run yet" in report.render("bert_objectives", module, [], str(tmp_path))
+  assert "Stalled" not in text
+  flat = _ablation_row("mlm_only_s1", 0.5)
+  flat["metrics"]["eval_by_step"] = {"250": {"eval_mlm_accuracy": 0.048},
+                                     "1000": {"eval_mlm_accuracy": 0.052}}
+  assert report.stalled_runs(rows[:3] + [flat]) == ["mlm_only_s1"]
+  assert ("Stalled (1 of 4 runs): mlm_only_s1." in
+          report.render("bert_objectives", module, rows[:3] + [flat], str(tmp_path)))
 
 
 def test_committed_results_page_is_up_to_date():
