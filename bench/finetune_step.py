@@ -17,7 +17,11 @@ untimed step of a side, then `--steps_per_round` timed ones), each after its own
 warm-up (ours: every padded width compiled first), so machine load hits both alike.
 Prints examples/s and effective (non-padding) tokens/s per side and their ratio.
 `--packing=8` packs up to 8 examples per row on our side (data.packing; batch 32 then
-counts packed rows, and examples/s counts the examples in them); HF stays unpacked.
+counts packed rows, and examples/s counts the examples in them); HF stays unpacked. `--pack_each_batch` keeps batch 32
+examples (the same rows as unpacked, in the same order) and packs each batch into as few
+rows of the max length as fit, rounded up to a multiple of `--packed_rows_multiple`
+(data.pack_each_batch: the losses of dynamic padding, tests/test_packing.py); HF keeps
+its dynamic padding.
 """
 import argparse
 import os
@@ -47,6 +51,8 @@ def make_config(task: str, args):
   if args.attention_impl:
     config.model.attention_impl = args.attention_impl
   config.data.packing = args.packing
+  config.data.pack_each_batch = args.pack_each_batch
+  config.data.packed_rows_multiple = args.packed_rows_multiple
   return config
 
 
@@ -153,7 +159,8 @@ def measure(task: str, args) -> dict:
   ours_run, widths = ours(config)
   from bert_jax import trainer
   from bert_jax.text.tokenizers import make_tokenizer
-  unpacked = make_config(task, argparse.Namespace(**{**vars(args), "packing": 0}))
+  unpacked = make_config(task, argparse.Namespace(**{**vars(args), "packing": 0,
+                                                     "pack_each_batch": False}))
   features = trainer.make_task(unpacked, trainer.resolve_model_config(unpacked)).make_inputs(
       make_tokenizer(unpacked.data, model_dir=unpacked.init_from), 0, 1).train.features
   ref_run = reference(task, config, features)
@@ -169,6 +176,7 @@ def measure(task: str, args) -> dict:
       totals[name][1] += examples
       totals[name][2] += tokens
   result = {"task": task, "seq": config.data.max_seq_length, "packing": config.data.packing,
+            "pack_each_batch": config.data.pack_each_batch,
             "pad_to_multiple_of": config.data.pad_to_multiple_of, "widths": widths}
   for name, (seconds, examples, tokens) in totals.items():
     result[f"{name}_examples_per_sec"] = examples / seconds
@@ -187,6 +195,9 @@ def main():
   parser.add_argument("--lr", type=float, default=1e-4)
   parser.add_argument("--pad_to_multiple_of", type=int, default=None)
   parser.add_argument("--attention_impl", default="")
+  parser.add_argument("--pack_each_batch", action="store_true",
+                      help="ours packs each batch's 32 examples into as few rows as fit")
+  parser.add_argument("--packed_rows_multiple", type=int, default=4)
   parser.add_argument("--packing", type=int, default=0,
                       help="ours packs up to this many examples per row (GLUE, CoNLL; -1 = as many "
                       "as fit); HF unpacked")
@@ -201,8 +212,12 @@ def main():
       raise SystemExit(f"--tasks: unknown task {task!r}; expected some of {sorted(TASKS)}")
     r = measure(task, args)
     packed = f", {r['packing']} examples packed per row" if r["packing"] else ""
-    print(f"{task} (max length {r['seq']}, ours padded to multiples of "
-          f"{r['pad_to_multiple_of']}: widths {r['widths']}{packed}; HF to each batch's longest)")
+    if r["pack_each_batch"]:
+      layout = (f"ours packs each batch of 32 into R rows of {r['seq']}, R in {r['widths']}")
+    else:
+      layout = (f"ours padded to multiples of {r['pad_to_multiple_of']}: widths "
+                f"{r['widths']}{packed}")
+    print(f"{task} (max length {r['seq']}, {layout}; HF to each batch's longest)")
     print(f"  ours (JAX):    {r['ours_examples_per_sec']:8.1f} examples/s "
           f"{r['ours_tokens_per_sec']:9,.0f} real tokens/s")
     print(f"  HF (PyTorch):  {r['hf_examples_per_sec']:8.1f} examples/s "

@@ -379,9 +379,9 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
                                             v.dtype, sharding=batch_sharding)
                     for k, v in example.items()}
         p_train_step.lower(state, abstract, frozen).compile()
-    widths = [example["input_ids"].shape[-1] for example in inputs.width_examples]
-    print(f"Compiled the train step for widths {widths} in {time.time() - start:.1f} s",
-          flush=True)
+    shapes = ["x".join(map(str, e["input_ids"].shape)) for e in inputs.width_examples]
+    print(f"Compiled the train step for batch shapes {shapes} (per process) "
+          f"in {time.time() - start:.1f} s", flush=True)
   last_metrics: dict = {}
   tokens_since, flops_since, time_since, loop_start, start_step = 0, 0.0, time.time(), None, step
   real_since = 0  # non-padding tokens (attention_mask), for the fill rate

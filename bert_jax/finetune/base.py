@@ -12,7 +12,10 @@ eval_split, train_examples (0 = all; else a fixed random subset), max_seq_length
 pad_to_multiple_of (training batches padded only to their longest row, rounded up to
 this; 0 = always max_seq_length), packing (training rows hold up to this many examples,
 -1 = as many as fit, 0 = off; tasks with `packable`: GLUE, CoNLL; batch_size then counts
-packed rows; bert_jax/finetune/packing.py), batch_size, eval_batch_size, seed, plus each family's
+packed rows; bert_jax/finetune/packing.py), pack_each_batch (instead: each batch keeps
+batch_size examples, in unpacked training's order, packed into as few full-length rows
+as fit, rounded up to a multiple of packed_rows_multiple: packing.PackedBatches),
+batch_size, eval_batch_size, seed, plus each family's
 own (GLUE: dataset, heldout_fraction, heldout_seed; SQuAD: doc_stride, max_query_length,
 version_2_with_negative, heldout_fraction, heldout_seed). The tokenizer is the run's one
 (bert_jax/text/tokenizers.py).
@@ -55,6 +58,13 @@ class FinetuningTask:
     if config.data.get("packing") and not self.packable:
       raise ValueError(f"config.data.packing={config.data.packing}: the {self.name} task has "
                        "no packed form (GLUE and CoNLL have); set it to 0")
+    if config.data.get("pack_each_batch") and not self.packable:
+      raise ValueError(f"config.data.pack_each_batch: the {self.name} task has no packed form "
+                       "(GLUE and CoNLL have); set it to False")
+    if config.data.get("pack_each_batch") and config.data.get("packing"):
+      raise ValueError(f"config.data.pack_each_batch with config.data.packing="
+                       f"{config.data.packing}: choose one (packing packs the whole training "
+                       "set, batch_size then counting rows)")
 
   def build_model(self):
     return task_models.build(self.model_config, self.model_spec())
@@ -76,10 +86,17 @@ class FinetuningTask:
       train_features = {k: v[np.sort(rows)] for k, v in train_features.items()}
     if data.get("packing"):
       train_features = packing.pack(train_features, data.packing, pad_id=tokenizer.pad_id)
-    train = array_input.ArrayInput(train_features, data.batch_size, data.seed,
-                                   process_index=process_index, process_count=process_count,
-                                   pad_to_multiple_of=data.pad_to_multiple_of,
-                                   name=f"{self.name} {data.train_split}")
+    if data.get("pack_each_batch"):
+      train = packing.PackedBatches(train_features, data.batch_size, data.seed,
+                                    process_index=process_index, process_count=process_count,
+                                    rows_multiple=data.packed_rows_multiple,
+                                    pad_id=tokenizer.pad_id,
+                                    name=f"{self.name} {data.train_split}")
+    else:
+      train = array_input.ArrayInput(train_features, data.batch_size, data.seed,
+                                     process_index=process_index, process_count=process_count,
+                                     pad_to_multiple_of=data.pad_to_multiple_of,
+                                     name=f"{self.name} {data.train_split}")
     evaluation = array_input.ArrayInput(eval_features, data.eval_batch_size,
                                         shuffle=False, process_index=process_index,
                                         process_count=process_count,

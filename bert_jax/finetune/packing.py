@@ -25,10 +25,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from bert_jax.finetune.array_input import ArrayInput
 # Re-exported for the fine-tuning code that reads them (finetune/base.py, bench, tests).
 from bert_jax.packing import PACKING_KEYS, TOKEN_KEYS, assign_rows, fill_rate, lay_out
 
-__all__ = ["PACKING_KEYS", "TOKEN_KEYS", "assign_rows", "fill_rate", "pack", "unpack_tokens"]
+__all__ = ["PACKING_KEYS", "PackedBatches", "TOKEN_KEYS", "assign_rows", "fill_rate", "pack",
+           "unpack_tokens"]
 
 
 def pack(features: Mapping[str, np.ndarray], max_per_row: int = -1,
@@ -55,3 +57,84 @@ def unpack_tokens(packed: Mapping[str, np.ndarray], values: np.ndarray,
     out[packed["example_index"][row, slot], :length] = values[row, start:start + length]
   return out
 
+
+
+class PackedBatches:
+  """Training batches of `global_batch_size` examples each, with their padding packed away.
+
+  The examples of every batch, and their order across steps and epochs, are ArrayInput's
+  (the same seed gives the same batches as unpacked training, so the same losses). Each
+  process packs its share of a batch into rows of the full length T (assign_rows: best
+  fit), then adds empty rows up to R, the most rows any process needed rounded up to a
+  multiple of `rows_multiple` (at most its batch share): every process gets the same
+  [R, T] shape, and the step compiles once per R (`widths()`, `width_examples()`). Slots
+  per row K: `max_per_row`, or (-1) the local batch size. On SST-2 (13.3 tokens an
+  example) a batch of 32 takes 8 rows of 64 instead of 32 rows padded to ~45.
+
+  state() / restore() are ArrayInput's (the position is counted in examples' batches).
+  """
+
+  def __init__(self, features: Mapping[str, np.ndarray], global_batch_size: int,
+               seed: int = 0, *, process_index: int = 0, process_count: int = 1,
+               max_per_row: int = -1, rows_multiple: int = 4, pad_id: int = 0,
+               name: str = "features"):
+    if global_batch_size % process_count:
+      raise ValueError(f"batch_size={global_batch_size} does not divide by {process_count} "
+                       "processes")
+    if rows_multiple < 1:
+      raise ValueError(f"config.data.packed_rows_multiple={rows_multiple}: expected >= 1")
+    if "attention_mask" not in features:
+      raise ValueError(f"{name}: packing needs an attention_mask feature")
+    self._examples = ArrayInput(features, global_batch_size, seed, name=name)
+    self.features = self._examples.features
+    self.steps_per_epoch = self._examples.steps_per_epoch
+    self.local_batch_size = global_batch_size // process_count
+    self.process_index, self.process_count = process_index, process_count
+    self.slots = max_per_row if max_per_row > 0 else self.local_batch_size
+    assign_rows(np.zeros(0, np.int64), 1, max_per_row)  # validates max_per_row
+    self.rows_multiple, self.pad_id = rows_multiple, pad_id
+    self.seq_len = self.features["attention_mask"].shape[-1]
+
+  def __iter__(self):
+    return self
+
+  def __next__(self) -> dict[str, np.ndarray]:
+    batch = next(self._examples)  # the global batch, unpacked
+    lengths = batch["attention_mask"].sum(-1)
+    b = self.local_batch_size
+    shares = [assign_rows(lengths[p * b:(p + 1) * b], self.seq_len, self.slots)
+              for p in range(self.process_count)]
+    p = self.process_index
+    local = {k: v[p * b:(p + 1) * b] for k, v in batch.items()}
+    return self._pad_rows(lay_out(local, shares[p], self.slots, self.pad_id),
+                          self._rows(max(map(len, shares))))
+
+  def _rows(self, needed: int) -> int:
+    m = self.rows_multiple
+    return min(-(-needed // m) * m, self.local_batch_size)
+
+  def _pad_rows(self, packed: dict[str, np.ndarray], rows: int) -> dict[str, np.ndarray]:
+    """Empty rows (padding tokens, no example in any slot) up to `rows`."""
+    extra = rows - len(packed["input_ids"])
+    out = {}
+    for key, value in packed.items():
+      fill = {"input_ids": self.pad_id, "example_index": -1}.get(key, 0)
+      out[key] = np.concatenate(
+          [value, np.full((extra,) + value.shape[1:], fill, value.dtype)]) if extra else value
+    return out
+
+  def widths(self) -> list[int]:
+    """The row counts R a batch can have, ascending (each compiles once)."""
+    return sorted({self._rows(n) for n in range(1, self.local_batch_size + 1)})
+
+  def width_examples(self) -> list[dict[str, np.ndarray]]:
+    """One local batch of each of `widths()` rows: shapes to compile for."""
+    first = {k: v[:self.local_batch_size] for k, v in self.features.items()}
+    return [self._pad_rows(lay_out(first, [[i] for i in range(r)], self.slots,
+                                   self.pad_id), r) for r in self.widths()]
+
+  def state(self) -> dict:
+    return self._examples.state()
+
+  def restore(self, state: Mapping) -> None:
+    self._examples.restore(state)

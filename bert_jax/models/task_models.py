@@ -161,8 +161,9 @@ class BertForSequenceClassification(nn.Module):
       raise ValueError(f"config.classifier_pooling={self.pooling!r}: expected one of "
                        f"{sorted(POOLINGS)}")
     if packing is not None and (self.feature_layers or self.pooling != "pooler"):
-      raise ValueError("packed rows (data.packing) read the pooled output: feature_layers "
-                       "and config.classifier_pooling=mean are not supported with them")
+      raise ValueError("packed rows (data.packing, data.pack_each_batch) read the pooled "
+                       "output: feature_layers and config.classifier_pooling=mean are not "
+                       "supported with them")
     enc = BertModel(self.config, add_pooling_layer=self.pooling == "pooler", name="bert")(
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
         output_hidden_states=output_hidden_states or bool(self.feature_layers),
