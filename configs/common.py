@@ -15,8 +15,10 @@ def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDic
   """A complete pretraining config for a model size; files then change what they need."""
   config = ml_collections.ConfigDict()
   config.task = "pretraining"
-  config.model = ml_collections.ConfigDict(
-      config_for_size(size, **model_overrides).to_json_dict())
+  model = config_for_size(size, **model_overrides).to_json_dict()
+  if model["embedding_size"] is None:  # unset (E = H), yet settable from the command line
+    model["embedding_size"] = ml_collections.FieldReference(None, field_type=int)
+  config.model = ml_collections.ConfigDict(model)
   config.init_from = ""  # HF folder, TF checkpoint or bert_jax checkpoint/workdir
   config.data = default_data_config()
   # Loss terms (bert_jax/pretrain/objectives.py): "name" or "name:weight", comma-separated.

@@ -33,3 +33,17 @@ def test_config_override_typo_is_rejected():
       capture_output=True, text=True, cwd=REPO)
   assert out.returncode != 0
   assert "learning_rat" in out.stderr
+
+
+def test_embedding_size_is_settable_from_the_command_line():
+  """An unset (None) embedding_size still takes `--config.model.embedding_size=64`: the
+  factorized-embedding ablation of any pretraining config."""
+  from absl import flags
+  from ml_collections import config_flags
+  argv = ["prog", f"--config={REPO}/configs/tiny.py", "--config.model.embedding_size=64"]
+  flag_values = flags.FlagValues()
+  holder = config_flags.DEFINE_config_file("config", flag_values=flag_values, sys_argv=argv)
+  flag_values(argv)
+  model = BertConfig(**holder.value.model)
+  assert model.embedding_size == 64 and model.projects_embeddings
+  assert BertConfig(**tiny.get_config().model).embedding_size is None
