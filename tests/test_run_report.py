@@ -86,3 +86,21 @@ def test_sweep_total_sums_the_rows_reports():
   rows[1]["same_as"] = "other_sweep/b"  # another sweep's run, its row reused
   assert tables.sweep_total(rows).endswith(
       "; 1 of the runs are another sweep's run (same_as), counted here but spent once")
+
+
+def test_a_frozen_encoder_counts_its_forward_pass_only():
+  """Feature-based runs (freeze_encoder) train the head only: the encoder's FLOPs are one
+  forward pass, a third of fine-tuning's (their run reports showed MFU ~200% before)."""
+  import numpy as np
+
+  from bert_jax.finetune.conll import ConllTask
+  from bert_jax.models.config import BertConfig
+  from configs import conll
+  model_config = BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2,
+                            num_attention_heads=2, intermediate_size=64)
+  batch = {"input_ids": np.zeros((4, 16), np.int32)}
+  forward = flops.encoder_forward_flops(model_config, 4, 16)
+  config = conll.get_config("runlocal=True")
+  assert ConllTask(config, model_config).step_flops(batch) == pytest.approx(3 * forward)
+  config.freeze_encoder, config.feature_layers = True, "0,1"
+  assert ConllTask(config, model_config).step_flops(batch) == pytest.approx(forward)

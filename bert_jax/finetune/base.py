@@ -158,9 +158,12 @@ class FinetuningTask:
 
   # --- bookkeeping -------------------------------------------------------------------
   def step_flops(self, batch) -> float:
-    """Training FLOPs of the encoder on this (global) batch; heads are negligible."""
+    """Training FLOPs of the encoder on this (global) batch; heads are negligible. A frozen
+    encoder (config.freeze_encoder: the feature-based runs) costs its forward pass only,
+    as no gradient flows into it; a trained one forward and backward (3x)."""
     rows, seq_len = int(np.prod(batch["input_ids"].shape[:-1])), batch["input_ids"].shape[-1]
-    return 3.0 * flops.encoder_forward_flops(self.model_config, rows, seq_len)
+    passes = 1.0 if self.config.get("freeze_encoder") else 3.0
+    return passes * flops.encoder_forward_flops(self.model_config, rows, seq_len)
 
   def tokens(self, batch) -> int:
     return int(batch["input_ids"].size)
