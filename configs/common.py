@@ -127,7 +127,7 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
       # packed into as few rows of max_seq_length as fit, the row count rounded up to a
       # multiple of packed_rows_multiple (finetune/packing.py PackedBatches): the same
       # losses as dynamic padding with far fewer padding tokens.
-      pack_each_batch=False, packed_rows_multiple=4))
+      pack_each_batch=False, packed_rows_multiple=2))
   config.data.update(data_fields)
   config.optim = default_optim_config()
   config.optim.learning_rate = 5e-5

@@ -67,16 +67,19 @@ class PackedBatches:
   process packs its share of a batch into rows of the full length T (assign_rows: best
   fit), then adds empty rows up to R, the most rows any process needed rounded up to a
   multiple of `rows_multiple` (at most its batch share): every process gets the same
-  [R, T] shape, and the step compiles once per R (`widths()`, `width_examples()`). Slots
-  per row K: `max_per_row`, or (-1) the local batch size. On SST-2 (13.3 tokens an
-  example) a batch of 32 takes 8 rows of 64 instead of 32 rows padded to ~45.
+  [R, T] shape, and the step compiles once per R. `widths()` lists the R of the first
+  epoch's batches (`width_examples()` one batch of each), which a trainer compiles before
+  its first step; a later epoch's reshuffle may need an R the first did not, and the step
+  then compiles for it when it comes. Slots per row K: `max_per_row`, or (-1) the local
+  batch size. On SST-2 (13.3 tokens an example) a batch of 32 takes ~8 rows of 64
+  instead of 32 rows padded to ~45.
 
   state() / restore() are ArrayInput's (the position is counted in examples' batches).
   """
 
   def __init__(self, features: Mapping[str, np.ndarray], global_batch_size: int,
                seed: int = 0, *, process_index: int = 0, process_count: int = 1,
-               max_per_row: int = -1, rows_multiple: int = 4, pad_id: int = 0,
+               max_per_row: int = -1, rows_multiple: int = 2, pad_id: int = 0,
                name: str = "features"):
     if global_batch_size % process_count:
       raise ValueError(f"batch_size={global_batch_size} does not divide by {process_count} "
@@ -94,6 +97,7 @@ class PackedBatches:
     assign_rows(np.zeros(0, np.int64), 1, max_per_row)  # validates max_per_row
     self.rows_multiple, self.pad_id = rows_multiple, pad_id
     self.seq_len = self.features["attention_mask"].shape[-1]
+    self._first_epoch_rows = None
 
   def __iter__(self):
     return self
@@ -124,8 +128,18 @@ class PackedBatches:
     return out
 
   def widths(self) -> list[int]:
-    """The row counts R a batch can have, ascending (each compiles once)."""
-    return sorted({self._rows(n) for n in range(1, self.local_batch_size + 1)})
+    """The row counts R of the first epoch's batches, ascending (each compiles once)."""
+    if self._first_epoch_rows is None:
+      lengths = self.features["attention_mask"].sum(-1)
+      order, b = self._examples._order(0), self.local_batch_size
+      rows = set()
+      for step in range(self.steps_per_epoch):
+        batch = lengths[order[step * b * self.process_count:(step + 1) * b * self.process_count]]
+        rows.add(self._rows(max(len(assign_rows(batch[p * b:(p + 1) * b], self.seq_len,
+                                                self.slots))
+                                for p in range(self.process_count))))
+      self._first_epoch_rows = sorted(rows)
+    return self._first_epoch_rows
 
   def width_examples(self) -> list[dict[str, np.ndarray]]:
     """One local batch of each of `widths()` rows: shapes to compile for."""
