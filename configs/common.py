@@ -125,8 +125,9 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
       packing=0,
       # True: each batch keeps batch_size examples (unpacked training's, in its order),
       # packed into as few rows of max_seq_length as fit, the row count rounded up to a
-      # multiple of packed_rows_multiple (finetune/packing.py PackedBatches): the same
-      # losses as dynamic padding with far fewer padding tokens.
+      # multiple of packed_rows_multiple (and of grad_accum_steps x local devices, so the
+      # rows split evenly; finetune/packing.py PackedBatches): the same losses as dynamic
+      # padding with far fewer padding tokens.
       pack_each_batch=False, packed_rows_multiple=2))
   config.data.update(data_fields)
   config.optim = default_optim_config()

@@ -373,3 +373,50 @@ def test_pack_each_batch_trains_exactly_as_dynamic_padding(tmp_path, vocab_path)
   assert "eval_accuracy" in evals
   for key in evals:
     np.testing.assert_allclose(packed_eval[key], padded_eval[key], rtol=TOL)
+
+
+_MESH_RUN = r'''
+import json, os, sys
+import jax, numpy as np
+from flax import linen as nn
+from bert_jax import checkpoint, trainer
+from bert_jax.models.bert import BertModel
+from bert_jax.models.config import BertConfig
+from configs import glue
+assert jax.device_count() == 2
+out, vocab = sys.argv[1], sys.argv[2]
+config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                    intermediate_size=64, max_position_embeddings=64)
+params = nn.unbox(BertModel(config).init(jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
+checkpoint.save_model(f"{out}/model", config, jax.device_get(params), vocab_path=vocab)
+losses = {}
+for name, packed in (("padded", False), ("packed", True)):
+  run = glue.get_config("task=sst2,runlocal=True")
+  run.init_from, run.grad_accum_steps, run.log_every_steps = f"{out}/model", 2, 1
+  run.model.hidden_dropout_prob = run.model.attention_probs_dropout_prob = 0.0
+  run.data.pack_each_batch = packed
+  trainer.train_and_evaluate(run, f"{out}/{name}")
+  with open(f"{out}/{name}/metrics.jsonl") as f:
+    losses[name] = [r["loss"] for r in map(json.loads, f) if "loss" in r]
+print("LOSSES", json.dumps(losses))
+'''
+
+
+def test_pack_each_batch_rows_split_over_devices_and_accumulation(tmp_path, vocab_path):
+  """2 devices x 2 accumulation steps: the packed rows (a multiple of 4) split evenly, and
+  the losses equal dynamic padding's."""
+  import json
+  import os
+  import subprocess
+  import sys
+  repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+         "PYTHONPATH": repo}
+  done = subprocess.run([sys.executable, "-c", _MESH_RUN, str(tmp_path), vocab_path],
+                        capture_output=True, text=True, cwd=repo, env=env, timeout=900)
+  assert done.returncode == 0, done.stderr[-3000:]
+  line = next(l for l in done.stdout.splitlines() if l.startswith("LOSSES "))
+  losses = json.loads(line.removeprefix("LOSSES "))
+  assert "batch shapes ['4x32', '8x32']" in done.stdout or "batch shapes ['8x32']" in done.stdout
+  assert len(losses["packed"]) == len(losses["padded"]) == 8
+  np.testing.assert_allclose(losses["packed"], losses["padded"], rtol=TOL)

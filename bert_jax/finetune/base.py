@@ -20,6 +20,8 @@ own (GLUE: dataset, heldout_fraction, heldout_seed; SQuAD: doc_stride, max_query
 version_2_with_negative, heldout_fraction, heldout_seed). The tokenizer is the run's one
 (bert_jax/text/tokenizers.py).
 """
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -87,9 +89,12 @@ class FinetuningTask:
     if data.get("packing"):
       train_features = packing.pack(train_features, data.packing, pad_id=tokenizer.pad_id)
     if data.get("pack_each_batch"):
+      # Rows split evenly into grad_accum_steps micro-batches, each over the local devices.
+      rows_multiple = math.lcm(int(data.packed_rows_multiple),
+                               int(self.config.grad_accum_steps) * jax.local_device_count())
       train = packing.PackedBatches(train_features, data.batch_size, data.seed,
                                     process_index=process_index, process_count=process_count,
-                                    rows_multiple=data.packed_rows_multiple,
+                                    rows_multiple=rows_multiple,
                                     pad_id=tokenizer.pad_id,
                                     name=f"{self.name} {data.train_split}")
     else:
