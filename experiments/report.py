@@ -173,7 +173,8 @@ def render(name: str, module, rows: list[dict], plots_dir: str) -> str:
     return "\n".join(lines + _paper_lines(paper) + [
         "", f"Not run yet: `python -m experiments.run {name}`.", ""])
   columns = [("variant", lambda v, s: module.VARIANTS[v][1]),
-             ("seeds", lambda v, s: str(max((x[v][3] for x in s if v in x), default=0)))]
+             ("seeds", lambda v, s: str(max((x[v][3] for x in s if v in x), default=0))
+              if any(v in x for x in s) else "not run")]
   summaries = []
   for evaluation in sweep_evaluations(module):
     stats = ablation.summary(rows, evaluation[1])
@@ -181,7 +182,7 @@ def render(name: str, module, rows: list[dict], plots_dir: str) -> str:
     columns.append((evaluation[0], lambda v, s, stats=stats, scale=ablation.percent_scale(
         evaluation): _cell(stats.get(v), scale)))
   columns += [(header, lambda v, s, cell=cell: cell(v)) for header, cell in _paper_columns(paper)]
-  variants = [v for v in module.VARIANTS if any(v in s for s in summaries)]
+  variants = list(module.VARIANTS)  # the ones not run yet keep the paper's side in view
   lines.append(tables.markdown(
       [(header, lambda v, cell=cell: cell(v, summaries)) for header, cell in columns], variants))
   lines += ["", *_paper_lines(paper), f"**Direction here: {verdict(module, rows)}.**"]
