@@ -102,12 +102,13 @@ def ours(config):
   return run, train.widths()
 
 
-def reference(task: str, config, features):
-  """HF's model on the same rows, padded to each batch's longest row."""
+def hf_setup(task: str, config):
+  """HF's model (train mode), its AdamW (no decay on biases and LayerNorm, as ours) and a
+  batch -> torch inputs (with labels) function."""
   import torch
   import transformers
 
-  from bert_jax.finetune import array_input, conll_reader, glue_reader
+  from bert_jax.finetune import conll_reader, glue_reader
   path = config.init_from
   if task == "conll":
     model = transformers.BertForTokenClassification.from_pretrained(
@@ -125,8 +126,6 @@ def reference(task: str, config, features):
   opt = torch.optim.AdamW([{"params": decayed, "weight_decay": 0.01},
                            {"params": plain, "weight_decay": 0.0}],
                           lr=config.optim.learning_rate, eps=1e-6)
-  train = array_input.ArrayInput(features, config.data.batch_size, config.data.seed,
-                                 pad_to_multiple_of=1)  # the longest row of each batch
 
   def to_torch(batch):
     out = {k: torch.from_numpy(batch[k].astype(np.int64))
@@ -139,6 +138,17 @@ def reference(task: str, config, features):
     else:
       out["labels"] = torch.from_numpy(batch["label"].astype(np.int64))
     return out
+  return model, opt, to_torch
+
+
+def reference(task: str, config, features):
+  """HF's model on the same rows, padded to each batch's longest row."""
+  import torch
+
+  from bert_jax.finetune import array_input
+  model, opt, to_torch = hf_setup(task, config)
+  train = array_input.ArrayInput(features, config.data.batch_size, config.data.seed,
+                                 pad_to_multiple_of=1)  # the longest row of each batch
 
   def run(n):
     tokens = 0
