@@ -17,11 +17,11 @@ untimed step of a side, then `--steps_per_round` timed ones), each after its own
 warm-up (ours: every padded width compiled first), so machine load hits both alike.
 Prints examples/s and effective (non-padding) tokens/s per side and their ratio.
 `--packing=8` packs up to 8 examples per row on our side (data.packing; batch 32 then
-counts packed rows, and examples/s counts the examples in them); HF stays unpacked. `--pack_each_batch` keeps batch 32
-examples (the same rows as unpacked, in the same order) and packs each batch into as few
-rows of the max length as fit, rounded up to a multiple of `--packed_rows_multiple`
-(data.pack_each_batch: the losses of dynamic padding, tests/test_packing.py); HF keeps
-its dynamic padding.
+counts packed rows, and examples/s counts the examples in them); HF stays unpacked.
+`--pack_each_batch` keeps batch 32 examples (the same rows as unpacked, in the same
+order) and packs each batch into as few rows of the max length as fit, rounded up to a
+multiple of `--packed_rows_multiple` (data.pack_each_batch: the losses of dynamic
+padding, tests/test_packing.py); HF keeps its dynamic padding.
 """
 import argparse
 import os

@@ -58,7 +58,6 @@ def unpack_tokens(packed: Mapping[str, np.ndarray], values: np.ndarray,
   return out
 
 
-
 class PackedBatches:
   """Training batches of `global_batch_size` examples each, with their padding packed away.
 
