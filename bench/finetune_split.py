@@ -16,10 +16,22 @@ warm-up:
 Prints milliseconds per batch for each part, each side, and their ratio (HF / ours: > 1
 means ours is faster). The parts do not add up to the step on our side: XLA fuses the
 optimizer into the step.
+
+`--profile_ops=N` also traces our forward + backward (jax.profiler, the batches of the
+first batch's shape) and prints the N costliest XLA ops, grouped by the model op each came
+from (HLO op_name metadata, layer numbers folded; "bwd" marks the backward's transposes),
+in milliseconds per batch of op time. The 2 cores run some ops side by side, so the op
+times add up to more than the wall time.
 """
 import argparse
+import collections
+import glob
+import gzip
+import json
 import os
+import re
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # configs/
@@ -44,7 +56,36 @@ def _timed(fn, batches, repeats: int) -> float:
   return (time.perf_counter() - start) * 1000 / (repeats * len(batches))
 
 
-def ours(config, batches, repeats):
+def op_profile(fn, args, batches, top: int) -> list[tuple[float, str]]:
+  """[(ms per batch, op)] of the `top` costliest op groups of jitted fn(*args, batch)."""
+  same = [b for b in batches if b["input_ids"].shape == batches[0]["input_ids"].shape]
+  hlo = fn.lower(*args, same[0]).compile().as_text()
+  meta = {}  # HLO instruction name -> the model op it came from
+  for line in hlo.splitlines():
+    name, op = re.match(r"\s*(?:ROOT )?%(\S+) = ", line), re.search(r'op_name="([^"]*)"', line)
+    if name and op:
+      path = re.sub(r"layer_\d+", "layer_*", op.group(1))
+      parts = path.split("/")
+      meta[name.group(1)] = (("bwd " if "transpose(" in path else "fwd ") +
+                             "/".join(p for p in parts[-3:] if not p.startswith("jit(")))
+  for batch in same:
+    jax.block_until_ready(fn(*args, batch))
+  with tempfile.TemporaryDirectory() as trace_dir:
+    jax.profiler.start_trace(trace_dir, create_perfetto_trace=True)
+    for batch in same:
+      jax.block_until_ready(fn(*args, batch))
+    jax.profiler.stop_trace()
+    (trace,) = glob.glob(os.path.join(trace_dir, "**", "perfetto_trace.json.gz"), recursive=True)
+    with gzip.open(trace) as f:
+      events = json.load(f)["traceEvents"]
+  totals = collections.Counter()
+  for event in events:
+    if event.get("ph") == "X" and event["name"] in meta:
+      totals[meta[event["name"]]] += event.get("dur", 0) / 1000 / len(same)
+  return [(ms, op) for op, ms in totals.most_common(top)]
+
+
+def ours(config, batches, repeats, profile_ops: int = 0):
   import optax
   from flax import linen as nn
 
@@ -84,6 +125,11 @@ def ours(config, batches, repeats):
     holder["p"], holder["o"] = step(holder["p"], holder["o"], batch)
     jax.block_until_ready(holder["p"])
 
+  if profile_ops:
+    print(f"Our forward + backward, the {profile_ops} costliest op groups (ms of op time per "
+          "batch):")
+    for ms, op in op_profile(grad, (params,), device, profile_ops):
+      print(f"  {ms:7.2f}  {op}")
   return {
       "forward": _timed(lambda b: jax.block_until_ready(forward(params, b)), device, repeats),
       "forward + backward": _timed(lambda b: jax.block_until_ready(grad(params, b)), device,
@@ -132,13 +178,15 @@ def main():
   parser.add_argument("--train_examples", type=int, default=4000)
   parser.add_argument("--no_pack", action="store_true",
                       help="ours padded to the config's multiple instead of packed per batch")
+  parser.add_argument("--profile_ops", type=int, default=0,
+                      help="also print our forward + backward's N costliest op groups")
   args = parser.parse_args()
   from bert_jax import trainer
   from bert_jax.finetune import array_input
   from bert_jax.text.tokenizers import make_tokenizer
   settings = argparse.Namespace(
       lr=1e-4, train_examples=args.train_examples, pad_to_multiple_of=None, attention_impl="",
-      packing=0, pack_each_batch=not args.no_pack, packed_rows_multiple=2)
+      packing=0, pack_each_batch=not args.no_pack, packed_rows_multiple=1)
   config = finetune_step.make_config("sst2", settings)
   task = trainer.make_task(config, trainer.resolve_model_config(config))
   inputs = task.make_inputs(make_tokenizer(config.data, model_dir=config.init_from), 0, 1)
@@ -154,7 +202,7 @@ def main():
   print(f"all-MiniLM-L6-v2, SST-2, {args.batches} batches of 32 ({jax.devices()[0].platform}, "
         f"torch {torch.__version__}, {torch.get_num_threads()} threads); ours {layout}; HF "
         f"widths {[b['input_ids'].shape[1] for b in hf_batches]}")
-  ours_ms = ours(config, ours_batches, args.repeats)
+  ours_ms = ours(config, ours_batches, args.repeats, args.profile_ops)
   hf_ms = hf(config, hf_batches, args.repeats)
   print(f"{'part':22s} {'ours ms':>9s} {'HF ms':>9s} {'HF/ours':>8s}")
   for part, ms in ours_ms.items():

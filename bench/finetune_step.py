@@ -207,7 +207,7 @@ def main():
   parser.add_argument("--attention_impl", default="")
   parser.add_argument("--pack_each_batch", action="store_true",
                       help="ours packs each batch's 32 examples into as few rows as fit")
-  parser.add_argument("--packed_rows_multiple", type=int, default=2)
+  parser.add_argument("--packed_rows_multiple", type=int, default=1)
   parser.add_argument("--packing", type=int, default=0,
                       help="ours packs up to this many examples per row (GLUE, CoNLL; -1 = as many "
                       "as fit); HF unpacked")

@@ -128,7 +128,7 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
       # multiple of packed_rows_multiple (and of grad_accum_steps x local devices, so the
       # rows split evenly; finetune/packing.py PackedBatches): the same losses as dynamic
       # padding with far fewer padding tokens.
-      pack_each_batch=False, packed_rows_multiple=2))
+      pack_each_batch=False, packed_rows_multiple=1))
   config.data.update(data_fields)
   config.optim = default_optim_config()
   config.optim.learning_rate = 5e-5

@@ -51,9 +51,16 @@ def layer_norm(config: BertConfig, name: str) -> nn.LayerNorm:
       bias_init=zeros_init(("embed",)), name=name)
 
 
+def _gelu_erf(x):
+  """Exact GELU, x * Phi(x), in its erf form (HF's and PyTorch's). jax.nn.gelu's exact
+  form goes through erfc, which XLA on CPU evaluates at about twice erf's cost; the two
+  agree to 5e-7."""
+  return 0.5 * x * (1.0 + jax.lax.erf(x * jnp.asarray(0.7071067811865476, x.dtype)))
+
+
 def activation(name: str):
   if name == "gelu":
-    return lambda x: jax.nn.gelu(x, approximate=False)
+    return _gelu_erf
   if name == "gelu_tanh":
     return lambda x: jax.nn.gelu(x, approximate=True)
   if name == "relu":
