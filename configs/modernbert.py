@@ -32,9 +32,10 @@ What differs from the paper, because the codebase does not have it or it is a si
     long constant phase, 1 - sqrt decay); no batch-size warmup; the peak lr is
     configs/tiny.py's 2e-3 for this tiny model (the paper: 8e-4 at 149M params);
   - packing: ModernBERT trains on unpadded rows of several documents that do not see
-    each other; our rotary positions do not restart inside a row, so the model refuses
-    data.packing and rows hold contiguous text across documents instead (RoBERTa's
-    FULL-SENTENCES);
+    each other. The model takes such rows (`--config.data.packing`: rotary positions
+    restart per example, attention and the local window stay inside it;
+    tests/test_packing.py), but this config keeps rows of contiguous text across
+    documents (RoBERTa's FULL-SENTENCES), the recipe its README numbers come from;
   - no attention guidance (configs/tiny.py's auxiliary loss): RoPE gives every head the
     relative positions that BERT's learned table must discover on the unigram plateau;
   - sequence length 128 (the paper: 1,024, then 8,192), 3 layers.

@@ -131,14 +131,17 @@ def test_pack_refuses_bad_features_caps_and_long_examples():
     packing.assign_rows(np.array([3, 5]), 8, -2)
 
 
-@pytest.mark.parametrize("family", ["bert", "roberta"])
+@pytest.mark.parametrize("family", ["bert", "roberta", "modernbert"])
 def test_packed_logits_loss_and_accuracy_equal_unpacked(family):
+  # ModernBERT: rotary positions restart per example; its local layer (layer 1, a window
+  # of +-2 tokens) stays inside each example.
   config = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                       intermediate_size=32, max_position_embeddings=20, family=family,
                       type_vocab_size=2 if family == "bert" else 1,
-                      pad_token_id=0 if family == "bert" else 1)
+                      pad_token_id=0 if family == "bert" else 1,
+                      global_attn_every_n_layers=2, local_attention=4)
   features = _examples()
-  if family == "roberta":  # its padding id is 1 (positions are counted past it)
+  if family != "bert":  # padding id 1 (RoBERTa counts its positions past it)
     features["input_ids"] = np.where(features["attention_mask"] > 0, features["input_ids"], 1)
   packed = packing.pack(features, max_per_row=4, pad_id=config.pad_token_id)
   model = BertForSequenceClassification(config, num_labels=3)
@@ -333,7 +336,8 @@ def test_pack_each_batch_resumes_and_lists_its_shapes():
     packing.PackedBatches(features, 8, max_per_row=-3)
 
 
-def test_pack_each_batch_trains_exactly_as_dynamic_padding(tmp_path, vocab_path):
+@pytest.mark.parametrize("family", ["bert", "modernbert"])
+def test_pack_each_batch_trains_exactly_as_dynamic_padding(tmp_path, vocab_path, family):
   """The CLI's path end to end, dropout off: every logged training loss and the eval
   metrics of a packed-batches run equal the dynamically padded run's (1e-5)."""
   import json
@@ -345,7 +349,8 @@ def test_pack_each_batch_trains_exactly_as_dynamic_padding(tmp_path, vocab_path)
   from bert_jax.models.bert import BertModel
   from configs import glue
   config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
-                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
+                      family=family, global_attn_every_n_layers=2, local_attention=8)
   params = nn.unbox(BertModel(config).init(jax.random.key(0), np.zeros((1, 4), np.int32))[
       "params"])
   model_dir = str(tmp_path / "model")

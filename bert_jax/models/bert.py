@@ -169,7 +169,11 @@ class Encoder(nn.Module):
   config: BertConfig
 
   @nn.compact
-  def __call__(self, hidden, mask_bias, deterministic: bool, output_hidden_states: bool):
+  def __call__(self, hidden, mask_bias, deterministic: bool, output_hidden_states: bool,
+               positions=None):
+    """positions: a packed row's per-example offsets, unused here (the embeddings added
+    them); taken so that every architecture's encoder has the same call."""
+    del positions
     cfg = self.config
     all_states = [hidden]  # the embeddings, then each layer's output
     if cfg.scan_layers:
@@ -262,7 +266,7 @@ class BertModel(nn.Module):
     bias = (attention_mask_bias(attention_mask) if "segment_ids" not in packing
             else segment_mask_bias(attention_mask, packing["segment_ids"]))
     sequence_output, hidden_states = self.encoder(
-        hidden, bias, deterministic, output_hidden_states)
+        hidden, bias, deterministic, output_hidden_states, packing.get("positions"))
     pooled = (self.pooler(sequence_output, packing.get("cls_positions")) if self.has_pooler
               else None)
     return EncoderOutput(sequence_output=sequence_output, pooled_output=pooled,

@@ -3,7 +3,9 @@
 What differs from BERT's encoder (bert.py), all equal to HF's `ModernBertModel`:
   - embeddings: word embeddings + LayerNorm only (no position table, no segments);
   - positions: rotary embeddings (RoPE) on queries and keys, base `global_rope_theta` in
-    global layers and `local_rope_theta` in local ones;
+    global layers and `local_rope_theta` in local ones; packed rows (several examples a
+    row, bert_jax/packing.py) rotate by each example's own positions, and a local window
+    never crosses into another example (the segment mask keeps attention within it);
   - pre-norm layers: x = x + Attn(LN(x)); x = x + MLP(LN(x)); layer 0 has no attention
     LayerNorm (the embeddings are normalised already); one final LayerNorm;
   - attention: a fused q/k/v projection; layer i is global when
@@ -44,22 +46,22 @@ class Embeddings(nn.Module):
     self.dropout = Dropout(cfg.hidden_dropout_prob)
 
   def __call__(self, input_ids, token_type_ids, deterministic: bool, positions=None):
-    del token_type_ids
-    if positions is not None:  # the rotary positions count from 0 along each row
-      raise ValueError("ModernBERT takes no packed rows (data.packing): its rotary positions "
-                       "do not restart per example; set data.packing=false")
+    del token_type_ids, positions  # positions act in attention (RoPE), not here
     x = self.layer_norm(self.word_embeddings(input_ids)).astype(self.config.compute_dtype)
     x = nn.with_logical_constraint(x, ACT_BTH)  # [B, T, H]
     return self.dropout(x, deterministic=deterministic)
 
 
-def rotary(x, theta: float):
-  """RoPE on [B, T, N, D] at positions 0..T-1, in float32: x * cos + rotate_half(x) * sin,
-  frequencies theta^(-2k/D) for k < D/2, each used by dimensions k and k + D/2."""
+def rotary(x, theta: float, positions=None):
+  """RoPE on [B, T, N, D] in float32: x * cos + rotate_half(x) * sin, frequencies
+  theta^(-2k/D) for k < D/2, each used by dimensions k and k + D/2. positions: int [B, T]
+  (a packed row's per-example offsets), or None for 0..T-1 along every row."""
   length, dim = x.shape[1], x.shape[-1]
   inv_freq = 1.0 / (theta ** (jnp.arange(0, dim, 2, dtype=jnp.float32) / dim))  # [D/2]
-  angles = jnp.arange(length, dtype=jnp.float32)[:, None] * inv_freq[None, :]  # [T, D/2]
-  angles = jnp.concatenate([angles, angles], axis=-1)[None, :, None, :]  # [1, T, 1, D]
+  if positions is None:
+    positions = jnp.arange(length)[None, :]  # [1, T]
+  angles = positions.astype(jnp.float32)[..., None] * inv_freq  # [B or 1, T, D/2]
+  angles = jnp.concatenate([angles, angles], axis=-1)[:, :, None, :]  # [B or 1, T, 1, D]
   x32 = x.astype(jnp.float32)
   first, second = jnp.split(x32, 2, axis=-1)
   rotated = jnp.concatenate([-second, first], axis=-1)
@@ -78,7 +80,7 @@ class Attention(nn.Module):
   is_global: bool
 
   @nn.compact
-  def __call__(self, hidden, mask_bias, deterministic: bool):
+  def __call__(self, hidden, mask_bias, deterministic: bool, positions=None):
     cfg = self.config
     h, n, d = cfg.hidden_size, cfg.num_attention_heads, cfg.head_dim
     qkv = HeadProjection(cfg, (h, 3, n, d), ("embed", None, "heads", "kv"),
@@ -86,7 +88,7 @@ class Attention(nn.Module):
                          name="qkv")(hidden)  # [B, T, 3, N, D]
     query, key, value = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
     theta = cfg.global_rope_theta if self.is_global else cfg.local_rope_theta
-    query, key = rotary(query, theta), rotary(key, theta)
+    query, key = rotary(query, theta, positions), rotary(key, theta, positions)
     query = query / jnp.sqrt(d).astype(cfg.compute_dtype)
     logits = jnp.einsum("bfnd,btnd->bnft", query, key,
                         preferred_element_type=jnp.float32)  # [B, N, F, T]
@@ -128,13 +130,13 @@ class Layer(nn.Module):
   attention_norm: bool
 
   @nn.compact
-  def __call__(self, hidden, mask_bias, deterministic: bool):
+  def __call__(self, hidden, mask_bias, deterministic: bool, positions=None):
     cfg = self.config
     attention_in = hidden
     if self.attention_norm:
       attention_in = layer_norm(cfg, "attention_layer_norm")(hidden).astype(cfg.compute_dtype)
     hidden = hidden + Attention(cfg, self.is_global, name="attention")(
-        attention_in, mask_bias, deterministic)
+        attention_in, mask_bias, deterministic, positions)
     mlp_in = layer_norm(cfg, "mlp_layer_norm")(hidden).astype(cfg.compute_dtype)
     hidden = hidden + GeGLU(cfg, name="mlp")(mlp_in, deterministic)
     return nn.with_logical_constraint(hidden, ACT_BTH)
@@ -153,7 +155,8 @@ class Encoder(nn.Module):
   config: BertConfig
 
   @nn.compact
-  def __call__(self, hidden, mask_bias, deterministic: bool, output_hidden_states: bool):
+  def __call__(self, hidden, mask_bias, deterministic: bool, output_hidden_states: bool,
+               positions=None):
     cfg = self.config
     if cfg.scan_layers:
       raise ValueError("BertConfig: scan_layers=True is not supported by modernbert (its "
@@ -162,7 +165,7 @@ class Encoder(nn.Module):
     all_states = [hidden]
     for i in range(cfg.num_hidden_layers):
       hidden = layer_cls(cfg, is_global_layer(cfg, i), attention_norm=i > 0,
-                         name=f"layer_{i}")(hidden, mask_bias, deterministic)
+                         name=f"layer_{i}")(hidden, mask_bias, deterministic, positions)
       all_states.append(hidden)
     hidden = layer_norm(cfg, "final_layer_norm")(hidden).astype(cfg.compute_dtype)
     all_states[-1] = hidden
