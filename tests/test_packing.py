@@ -131,8 +131,12 @@ def test_pack_refuses_bad_features_caps_and_long_examples():
     packing.assign_rows(np.array([3, 5]), 8, -2)
 
 
-@pytest.mark.parametrize("family", ["bert", "roberta", "modernbert"])
-def test_packed_logits_loss_and_accuracy_equal_unpacked(family):
+@pytest.mark.parametrize("family,head", [
+    ("bert", "pooler"), ("roberta", "pooler"), ("modernbert", "pooler"), ("bert", "mean"),
+    ("modernbert", "mean"), ("bert", "features")])
+def test_packed_logits_loss_and_accuracy_equal_unpacked(family, head):
+  """Every sentence vector a classifier can read (the pooled [CLS], the mean of the
+  example's tokens, the [CLS] of chosen layers) is each example's own in a packed row."""
   # ModernBERT: rotary positions restart per example; its local layer (layer 1, a window
   # of +-2 tokens) stays inside each example.
   config = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
@@ -144,7 +148,9 @@ def test_packed_logits_loss_and_accuracy_equal_unpacked(family):
   if family != "bert":  # padding id 1 (RoBERTa counts its positions past it)
     features["input_ids"] = np.where(features["attention_mask"] > 0, features["input_ids"], 1)
   packed = packing.pack(features, max_per_row=4, pad_id=config.pad_token_id)
-  model = BertForSequenceClassification(config, num_labels=3)
+  model = BertForSequenceClassification(
+      config, num_labels=3, pooling="mean" if head == "mean" else "pooler",
+      feature_layers=(-2, -1) if head == "features" else ())
   variables = model.init(jax.random.key(0), jnp.asarray(features["input_ids"]))
   unpacked = model.apply(variables, *(jnp.asarray(features[k]) for k in packing.TOKEN_KEYS))
   out = model.apply(variables, *(jnp.asarray(packed[k]) for k in packing.TOKEN_KEYS),

@@ -119,19 +119,39 @@ def layer_features(enc, feature_layers: tuple[int, ...], frozen: bool):
   return jax.lax.stop_gradient(features) if frozen else features
 
 
-def mean_of_real_tokens(enc, attention_mask) -> jax.Array:
-  """[B, H]: the last layer averaged over each row's real tokens (attention_mask 1), as
-  HF ModernBERT's classifier_pooling="mean" and Sentence-BERT's mean pooling."""
+def cls_vectors(tokens, packing=None) -> jax.Array:
+  """[B, T, F] -> each example's [CLS] vector: [B, F] (position 0), or [B, K, F] at a
+  packed batch's "cls_positions" [B, K]."""
+  if packing is None:
+    return tokens[:, 0]
+  return jnp.take_along_axis(tokens, packing["cls_positions"][..., None], axis=1)
+
+
+def mean_of_real_tokens(enc, attention_mask, packing=None) -> jax.Array:
+  """The last layer averaged over each example's real tokens (attention_mask 1), as HF
+  ModernBERT's classifier_pooling="mean" and Sentence-BERT's mean pooling: [B, H], or
+  [B, K, H] for a packed batch (each example's tokens: its segment id, read at its [CLS])."""
+  hidden = enc.sequence_output  # [B, T, H]
   if attention_mask is None:
-    return jnp.mean(enc.sequence_output, axis=1)
-  mask = attention_mask.astype(enc.sequence_output.dtype)[..., None]         # [B, T, 1]
-  return jnp.sum(enc.sequence_output * mask, axis=1) / jnp.maximum(jnp.sum(mask, axis=1), 1)
+    attention_mask = jnp.ones(hidden.shape[:2], jnp.int32)
+  real = attention_mask > 0  # [B, T]
+  if packing is None:
+    members = real[:, None, :]  # [B, 1, T]
+  else:
+    segments = packing["segment_ids"]
+    own = jnp.take_along_axis(segments, packing["cls_positions"], axis=1)  # [B, K]
+    members = (segments[:, None, :] == own[:, :, None]) & real[:, None, :]  # [B, K, T]
+  weights = members.astype(hidden.dtype)
+  means = jnp.einsum("bkt,bth->bkh", weights, hidden) / jnp.maximum(
+      jnp.sum(weights, axis=-1, keepdims=True), 1)
+  return means[:, 0] if packing is None else means
 
 
-# How a sequence classifier makes its sentence vector [B, H] from the encoder's output
-# (config.classifier_pooling): BERT's tanh(W h_[CLS]) pooler, or the mean of the tokens.
+# How a sequence classifier makes its sentence vector ([B, H], or [B, K, H] for a packed
+# batch) from the encoder's output (config.classifier_pooling): BERT's tanh(W h_[CLS])
+# pooler, or the mean of the tokens.
 POOLINGS = {
-    "pooler": lambda enc, attention_mask: enc.pooled_output,
+    "pooler": lambda enc, attention_mask, packing: enc.pooled_output,
     "mean": mean_of_real_tokens,
 }
 
@@ -160,18 +180,15 @@ class BertForSequenceClassification(nn.Module):
     if self.pooling not in POOLINGS:
       raise ValueError(f"config.classifier_pooling={self.pooling!r}: expected one of "
                        f"{sorted(POOLINGS)}")
-    if packing is not None and (self.feature_layers or self.pooling != "pooler"):
-      raise ValueError("packed rows (data.packing, data.pack_each_batch) read the pooled "
-                       "output: feature_layers and config.classifier_pooling=mean are not "
-                       "supported with them")
     enc = BertModel(self.config, add_pooling_layer=self.pooling == "pooler", name="bert")(
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
         output_hidden_states=output_hidden_states or bool(self.feature_layers),
         packing=packing)
     if self.feature_layers:
-      features = layer_features(enc, self.feature_layers, self.frozen_encoder)[:, 0]
+      features = cls_vectors(layer_features(enc, self.feature_layers, self.frozen_encoder),
+                             packing)
     else:
-      features = POOLINGS[self.pooling](enc, attention_mask)
+      features = POOLINGS[self.pooling](enc, attention_mask, packing)
       features = jax.lax.stop_gradient(features) if self.frozen_encoder else features
     logits = LinearHead(self.config, self.num_labels, self.dropout_rate, name="classifier")(
         features, deterministic)
