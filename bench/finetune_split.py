@@ -17,21 +17,12 @@ Prints milliseconds per batch for each part, each side, and their ratio (HF / ou
 means ours is faster). The parts do not add up to the step on our side: XLA fuses the
 optimizer into the step.
 
-`--profile_ops=N` also traces our forward + backward (jax.profiler, the batches of the
-first batch's shape) and prints the N costliest XLA ops, grouped by the model op each came
-from (HLO op_name metadata, layer numbers folded; "bwd" marks the backward's transposes),
-in milliseconds per batch of op time. The 2 cores run some ops side by side, so the op
-times add up to more than the wall time.
+`--profile_ops=N` also traces our forward + backward on the batches of the first batch's
+shape and prints its N costliest op groups (bench/op_profile.py), in ms per batch.
 """
 import argparse
-import collections
-import glob
-import gzip
-import json
 import os
-import re
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # configs/
@@ -43,6 +34,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import finetune_step  # noqa: E402
+import op_profile  # noqa: E402
 
 
 def _timed(fn, batches, repeats: int) -> float:
@@ -54,35 +46,6 @@ def _timed(fn, batches, repeats: int) -> float:
     for batch in batches:
       fn(batch)
   return (time.perf_counter() - start) * 1000 / (repeats * len(batches))
-
-
-def op_profile(fn, args, batches, top: int) -> list[tuple[float, str]]:
-  """[(ms per batch, op)] of the `top` costliest op groups of jitted fn(*args, batch)."""
-  same = [b for b in batches if b["input_ids"].shape == batches[0]["input_ids"].shape]
-  hlo = fn.lower(*args, same[0]).compile().as_text()
-  meta = {}  # HLO instruction name -> the model op it came from
-  for line in hlo.splitlines():
-    name, op = re.match(r"\s*(?:ROOT )?%(\S+) = ", line), re.search(r'op_name="([^"]*)"', line)
-    if name and op:
-      path = re.sub(r"layer_\d+", "layer_*", op.group(1))
-      parts = path.split("/")
-      meta[name.group(1)] = (("bwd " if "transpose(" in path else "fwd ") +
-                             "/".join(p for p in parts[-3:] if not p.startswith("jit(")))
-  for batch in same:
-    jax.block_until_ready(fn(*args, batch))
-  with tempfile.TemporaryDirectory() as trace_dir:
-    jax.profiler.start_trace(trace_dir, create_perfetto_trace=True)
-    for batch in same:
-      jax.block_until_ready(fn(*args, batch))
-    jax.profiler.stop_trace()
-    (trace,) = glob.glob(os.path.join(trace_dir, "**", "perfetto_trace.json.gz"), recursive=True)
-    with gzip.open(trace) as f:
-      events = json.load(f)["traceEvents"]
-  totals = collections.Counter()
-  for event in events:
-    if event.get("ph") == "X" and event["name"] in meta:
-      totals[meta[event["name"]]] += event.get("dur", 0) / 1000 / len(same)
-  return [(ms, op) for op, ms in totals.most_common(top)]
 
 
 def ours(config, batches, repeats, profile_ops: int = 0):
@@ -126,10 +89,12 @@ def ours(config, batches, repeats, profile_ops: int = 0):
     jax.block_until_ready(holder["p"])
 
   if profile_ops:
-    print(f"Our forward + backward, the {profile_ops} costliest op groups (ms of op time per "
-          "batch):")
-    for ms, op in op_profile(grad, (params,), device, profile_ops):
-      print(f"  {ms:7.2f}  {op}")
+    same = [b for b in device if b["input_ids"].shape == device[0]["input_ids"].shape]
+    position = iter(range(10 ** 9))
+    op_profile.print_costliest("Our forward + backward", op_profile.costliest(
+        grad.lower(params, same[0]).compile().as_text(),
+        lambda: jax.block_until_ready(grad(params, same[next(position) % len(same)])),
+        calls=2 * len(same), top=profile_ops))
   return {
       "forward": _timed(lambda b: jax.block_until_ready(forward(params, b)), device, repeats),
       "forward + backward": _timed(lambda b: jax.block_until_ready(grad(params, b)), device,

@@ -7,18 +7,25 @@ straight after the other framework's runs slower (measured here: our base step 3
 right after an HF step, 2.5-2.9 s after one of ours, with OMP_WAIT_POLICY=PASSIVE too; HF's
 first step after ours also runs ~7% slower), and a training run only follows its own
 steps. Also prints the FLOP/s our step achieves (XLA's cost analysis of the compiled step)
-against a plain jnp.dot peak measured in the same run.
+against a plain jnp.dot peak measured in the same run. `--profile_ops=N` then traces two of
+our steps and prints their N costliest op groups (bench/op_profile.py).
 
   python bench/train_step.py --size=mini --batch=32 --seq=128
   python bench/train_step.py --size=base --batch=8 --seq=128
 """
 import argparse
+import os
 import statistics
+import sys
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bert_jax
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # op_profile
+import op_profile  # noqa: E402
 
 
 def make_batch(rng, batch, seq, vocab, predictions):
@@ -65,7 +72,7 @@ def ours(model_config, batch_np):
   def run():
     holder["state"], metrics = compiled(holder["state"], batch)
     jax.block_until_ready(metrics["loss"])
-  return run, flops
+  return run, flops, compiled.as_text()
 
 
 def reference(model_config, batch_np):
@@ -119,13 +126,15 @@ def main():
   parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--steps_per_round", type=int, default=2)
   parser.add_argument("--warmup", type=int, default=2)
+  parser.add_argument("--profile_ops", type=int, default=0,
+                      help="also print our step's N costliest op groups")
   args = parser.parse_args()
 
   from bert_jax.models.config import config_for_size
   model_config = config_for_size(args.size, vocab_size=args.vocab)
   batch = make_batch(np.random.default_rng(0), args.batch, args.seq, args.vocab,
                      args.predictions)
-  ours_run, flops = ours(model_config, batch)
+  ours_run, flops, hlo = ours(model_config, batch)
   ref_run = reference(model_config, batch)
   for _ in range(args.warmup):
     ours_run()
@@ -150,6 +159,9 @@ def main():
   print(f"  ratio ours/HF:     {ours_tps / ref_tps:10.2f}x")
   print(f"  ours achieved:     {achieved / 1e9:10.1f} GFLOP/s of {flops / 1e9:.1f} GFLOP/step; "
         f"jnp.dot peak {peak / 1e9:.1f} GFLOP/s -> {achieved / peak:.0%} of peak")
+  if args.profile_ops:
+    op_profile.print_costliest("Our step", op_profile.costliest(hlo, ours_run, calls=2,
+                                                                top=args.profile_ops))
 
 
 if __name__ == "__main__":
