@@ -19,7 +19,10 @@ are skipped (--force re-runs them and replaces their row). A run whose fingerpri
 resolved config of its train command and of each stage's, workdirs aside, and the metrics
 recorded) equals a row's in another results file beside this one is not run again: that
 row is copied with `same_as` naming it (the ablation sweeps share their baseline run this
-way); --force runs it anyway. A failed run writes no row,
+way); --force runs it anyway. A run whose commands read another run's workdir (a
+distillation student, its teacher's) has that run trained first when its workdir is not
+here (runs/ is not committed: a teacher with a row from another machine trains again, its
+row replaced), and such a run is never taken from another sweep's row. A failed run writes no row,
 and the runner goes on and exits non-zero at the end. --print prints the commands of the
 runs it would do, one per line, and runs nothing.
 """
@@ -28,6 +31,7 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -224,6 +228,36 @@ def _run(sweep: str, run: str, spec: dict, metrics_spec: dict,
   return row
 
 
+def reads(sweep: str, specs: dict) -> dict[str, list[str]]:
+  """run -> the other runs of the sweep whose workdir its commands read (a distillation
+  student reads its teacher's: `configs/distilbert.py:teacher=runs/SWEEP/TEACHER`)."""
+  found = {}
+  for run, spec in specs.items():
+    text = " ".join(" ".join(cmd) for cmd in
+                    [command(sweep, run, spec)] + [c for _, c in stage_commands(sweep, run, spec)])
+    found[run] = [other for other in specs if other != run and
+                  re.search(re.escape(f"runs/{sweep}/{other}") + r"(?![\w.-])", text)]
+  return found
+
+
+def with_missing_dependencies(sweep: str, todo: list[str],
+                              dependencies: dict[str, list[str]]) -> list[str]:
+  """todo, each run preceded by the runs it reads whose workdir is not here (finished:
+  with eval_results.json), so that a run whose teacher has a row from another machine
+  trains that teacher again first instead of failing."""
+  out = []
+  for run in todo:
+    for other in dependencies[run]:
+      if other not in out and not os.path.exists(
+          os.path.join("runs", sweep, other, "eval_results.json")):
+        print(f"{other} runs first: {run} reads runs/{sweep}/{other}, which is not here",
+              file=sys.stderr)
+        out.append(other)
+    if run not in out:
+      out.append(run)
+  return out
+
+
 def save_row(path: str, row: dict, order: list[str]) -> None:
   """Adds row to the results file (replacing the run's old row), rows in sweep order."""
   rows = [r for r in sweeps.read_results(path) if r["run"] != row["run"]] + [row]
@@ -258,6 +292,10 @@ def main(argv=None):
   for run in runs:
     if run not in todo:
       print(f"skip {run}: it has a row in {path} (--force re-runs it)", file=sys.stderr)
+  dependencies = reads(args.sweep, specs)
+  if not args.print_only:
+    todo = with_missing_dependencies(args.sweep, todo, dependencies)
+  read_by_todo = {other for run in todo for other in dependencies[run]}
   failed = []
   for run in todo:
     if args.print_only:
@@ -267,8 +305,9 @@ def main(argv=None):
       continue
     metrics_spec = getattr(module, "METRICS", {"eval_results.json": None})
     fingerprint_ = fingerprint(args.sweep, run, specs[run], metrics_spec)
-    same = None if args.force else _same_run(os.path.dirname(os.path.abspath(path)),
-                                             fingerprint_)
+    # A run others read must train here: a row reused from another sweep leaves no workdir.
+    same = None if args.force or run in read_by_todo else _same_run(
+        os.path.dirname(os.path.abspath(path)), fingerprint_)
     if same is not None:
       origin = same.get("same_as", f"{same['sweep']}/{same['run']}")
       print(f"== {run}: the same run as {origin} (fingerprint {fingerprint_}): its row is "

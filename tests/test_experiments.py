@@ -4,6 +4,7 @@ No training: --print runs nothing, and the one "run" test replaces the train com
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -473,3 +474,44 @@ def test_sop_rows_carry_the_order_their_labels_claim_and_the_probe_reads_it(tmp_
   assert scores["edges"][1] > 0.85, scores
   shuffled = (train[0], train[1], np.random.default_rng(0).permutation(train[2]))
   assert sop_probe.probe(shuffled, held_out, tokenizer.vocab_size, c=1.0)["edges"][1] < 0.7
+
+
+def test_a_student_whose_teacher_workdir_is_gone_trains_the_teacher_first(tmp_path,
+                                                                         monkeypatch, capsys):
+  """distillation's students read runs/distillation/teacher_sSEED: with the teacher's row
+  present but its workdir gone (another machine), the runner trains the teacher again
+  before the student; with the workdir here, it does not."""
+  os.makedirs(tmp_path / "runs/corpus")
+  (tmp_path / "runs/corpus/pretrain.txt").write_text("")
+  (tmp_path / "runs/corpus/vocab-8k.txt").write_text("a\nb\n")
+  monkeypatch.chdir(tmp_path)
+  executed = []
+
+  def fake_execute(cmd, log_path):
+    workdir = cmd[-1].split("=", 1)[1]
+    executed.append(workdir)
+    os.makedirs(workdir)
+    with open(os.path.join(workdir, "eval_results.json"), "w") as f:
+      json.dump({"step": 3, "eval_mlm_accuracy": 0.5, "eval_accuracy": 0.5, "eval_f1": 0.5},
+                f)
+    open(os.path.join(workdir, "metrics.jsonl"), "w").close()
+    return 0
+
+  monkeypatch.setattr(runner, "_execute", fake_execute)
+  assert runner.reads("distillation", sweeps.load("distillation").get_sweep())[
+      "distilled_s0"] == ["teacher_s0"]
+  path = str(tmp_path / "d.jsonl")
+  runner.main(["distillation", "teacher_s0", f"--results={path}"])
+  shutil.rmtree("runs/distillation")  # a fresh machine: the row stays, the workdir is gone
+  del executed[:]
+  runner.main(["distillation", "distilled_s0", f"--results={path}"])
+  assert [w for w in executed if "." not in os.path.basename(w)] == [
+      "runs/distillation/teacher_s0", "runs/distillation/distilled_s0"]
+  assert "teacher_s0 runs first: distilled_s0 reads runs/distillation/teacher_s0" in (
+      capsys.readouterr().err)
+  del executed[:]
+  runner.main(["distillation", "teacher_init_s0", f"--results={path}"])  # teacher here now
+  assert [w for w in executed if "." not in os.path.basename(w)] == [
+      "runs/distillation/teacher_init_s0"]
+  assert [r["run"] for r in sweeps.read_results(path)] == [
+      "teacher_s0", "distilled_s0", "teacher_init_s0"]
