@@ -277,6 +277,20 @@ def test_a_run_with_stages_writes_one_row_with_every_stage(tmp_path, monkeypatch
   assert row["report"]["invocations"] == 5 and row["report"]["tokens"] == 150
 
 
+def _counting_execute(executed: list, eval_results):
+  """A stand-in for runner._execute: records each workdir in `executed` and writes
+  eval_results(number of commands so far) there, with an empty metrics.jsonl."""
+  def fake_execute(cmd, log_path):
+    workdir = cmd[-1].split("=", 1)[1]
+    executed.append(workdir)
+    os.makedirs(workdir)
+    with open(os.path.join(workdir, "eval_results.json"), "w") as f:
+      json.dump(eval_results(len(executed)), f)
+    open(os.path.join(workdir, "metrics.jsonl"), "w").close()
+    return 0
+  return fake_execute
+
+
 def test_a_run_another_sweep_already_ran_reuses_its_row(tmp_path, monkeypatch, capsys):
   """BERT Table 8's 80/10/10 run is bert_objectives' MLM+NSP run (one resolved config);
   the train commands are replaced and counted."""
@@ -286,17 +300,8 @@ def test_a_run_another_sweep_already_ran_reuses_its_row(tmp_path, monkeypatch, c
   os.makedirs(tmp_path / "results")
   monkeypatch.chdir(tmp_path)
   executed = []
-
-  def fake_execute(cmd, log_path):
-    workdir = cmd[-1].split("=", 1)[1]
-    executed.append(workdir)
-    os.makedirs(workdir)
-    with open(os.path.join(workdir, "eval_results.json"), "w") as f:
-      json.dump({"step": 3, "eval_mlm_accuracy": len(executed) / 100}, f)
-    open(os.path.join(workdir, "metrics.jsonl"), "w").close()
-    return 0
-
-  monkeypatch.setattr(runner, "_execute", fake_execute)
+  monkeypatch.setattr(runner, "_execute", _counting_execute(
+      executed, lambda n: {"step": 3, "eval_mlm_accuracy": n / 100}))
   runner.main(["bert_objectives", "mlm_nsp_s0", "--results=results/bert_objectives.jsonl"])
   assert len(executed) == 5  # pretraining + 4 stages
   [first] = sweeps.read_results("results/bert_objectives.jsonl")
@@ -486,18 +491,9 @@ def test_a_student_whose_teacher_workdir_is_gone_trains_the_teacher_first(tmp_pa
   (tmp_path / "runs/corpus/vocab-8k.txt").write_text("a\nb\n")
   monkeypatch.chdir(tmp_path)
   executed = []
-
-  def fake_execute(cmd, log_path):
-    workdir = cmd[-1].split("=", 1)[1]
-    executed.append(workdir)
-    os.makedirs(workdir)
-    with open(os.path.join(workdir, "eval_results.json"), "w") as f:
-      json.dump({"step": 3, "eval_mlm_accuracy": 0.5, "eval_accuracy": 0.5, "eval_f1": 0.5},
-                f)
-    open(os.path.join(workdir, "metrics.jsonl"), "w").close()
-    return 0
-
-  monkeypatch.setattr(runner, "_execute", fake_execute)
+  monkeypatch.setattr(runner, "_execute", _counting_execute(
+      executed, lambda n: {"step": 3, "eval_mlm_accuracy": 0.5, "eval_accuracy": 0.5,
+                           "eval_f1": 0.5}))
   assert runner.reads("distillation", sweeps.load("distillation").get_sweep())[
       "distilled_s0"] == ["teacher_s0"]
   path = str(tmp_path / "d.jsonl")
