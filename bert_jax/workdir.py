@@ -108,8 +108,8 @@ def check_same_model(workdir: str, model_fields: dict, model_spec: dict) -> None
   """A rerun must train the model the workdir holds: same architecture, same head.
 
   model_fields: the run's BertConfig fields (to_json_dict); model_spec: its task model.
-  Implementation fields (dtype, scan_layers, remat_policy, attention_impl) may change
-  between runs.
+  Implementation fields (dtype, scan_layers, remat_policy, attention_impl, and
+  projection_init, which only starts a run) may change between runs.
   """
   path = os.path.join(workdir, MODEL_CONFIG)
   if not os.path.exists(path):
@@ -117,7 +117,7 @@ def check_same_model(workdir: str, model_fields: dict, model_spec: dict) -> None
   with open(path) as f:
     saved = json.load(f)
   free = {"dtype", "scan_layers", "remat_policy", "attention_impl", "hidden_dropout_prob",
-          "attention_probs_dropout_prob"}
+          "attention_probs_dropout_prob", "projection_init"}
   changed = [f"{key} {saved[key]!r} -> {value!r}" for key, value in model_fields.items()
              if key in saved and key not in free and saved[key] != value]
   if saved.get("model") not in (None, model_spec):

@@ -224,3 +224,32 @@ def test_config_errors_are_clear():
     BertModel(SMALL).init(jax.random.key(0), jnp.zeros((1, 13), jnp.int32))
   with pytest.raises(ValueError, match="Unknown model size"):
     config_for_size("huge")
+
+
+def test_projection_init_starts_the_first_layer_input_at_the_chosen_scale():
+  """ALBERT's E -> H projection: "normal" is HF's truncated normal at initializer_range
+  (the same draws as before the field existed), "fan_in" is normal at 1/sqrt(E), so the
+  projected embeddings start at unit scale; init only, so the layer-0 input of given
+  params does not depend on it."""
+  ids = jnp.asarray(np.random.default_rng(0).integers(0, 100, (4, 16)), jnp.int32)
+  stds, params = {}, {}
+  for init in ("normal", "fan_in"):
+    config = config_for_size("albert-tiny", vocab_size=100, embedding_size=64,
+                             projection_init=init)
+    model = BertModel(config)
+    params[init] = nn.unbox(model.init(jax.random.key(0), ids)["params"])
+    kernel = params[init]["embeddings"]["projection"]["kernel"]
+    stds[init] = float(jnp.std(kernel))
+    layer0_input = model.apply({"params": params[init]}, ids, method=lambda m, x: m.embeddings(
+        x, jnp.zeros_like(x), True))
+    stds[init + "_input"] = float(jnp.std(layer0_input))
+  assert 0.015 < stds["normal"] < 0.025
+  assert abs(stds["fan_in"] - 64 ** -0.5) < 0.1 * 64 ** -0.5
+  assert stds["normal_input"] < 0.3 < 0.8 < stds["fan_in_input"] < 1.2
+  # Every other param starts the same; the init changes the starting point only.
+  same = jax.tree.map(lambda a, b: bool(jnp.array_equal(a, b)), params["normal"],
+                      params["fan_in"])
+  assert same["embeddings"]["word_embeddings"]["embedding"] and not same["embeddings"][
+      "projection"]["kernel"]
+  with pytest.raises(ValueError, match="projection_init='lecun' is not one of"):
+    BertConfig(projection_init="lecun")

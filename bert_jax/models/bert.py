@@ -33,6 +33,13 @@ class EncoderOutput:
   hidden_states: Optional[tuple[jax.Array, ...]] = None
 
 
+# config.projection_init -> the E -> H projection's kernel init (logical axes added below).
+PROJECTION_INITS = {
+    "normal": lambda cfg: nn.initializers.truncated_normal(cfg.initializer_range),
+    "fan_in": lambda cfg: nn.initializers.normal(cfg.embedding_width ** -0.5),
+}
+
+
 class Embeddings(nn.Module):
   """Word + position (+ segment) embeddings, then LayerNorm and dropout (E wide), then the
   E -> H projection when the config has one (ALBERT, ELECTRA: `projects_embeddings`).
@@ -59,7 +66,9 @@ class Embeddings(nn.Module):
     if cfg.projects_embeddings:  # [E, H]
       self.projection = nn.Dense(cfg.hidden_size, dtype=cfg.compute_dtype,
                                  param_dtype=jnp.float32,
-                                 kernel_init=dense_init(cfg, ("mlp", "embed")),
+                                 kernel_init=nn.with_logical_partitioning(
+                                     PROJECTION_INITS[cfg.projection_init](cfg),
+                                     ("mlp", "embed")),
                                  bias_init=zeros_init(("embed",)), name="projection")
 
   def __call__(self, input_ids, token_type_ids, deterministic: bool, positions=None):

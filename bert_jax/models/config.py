@@ -34,6 +34,9 @@ _BIAS_AND_ROPE = ("norm_bias", "mlm_transform_bias", "attention_bias", "mlp_bias
 # How attention is computed (bert_jax.models.layers.ATTENTION_IMPLS; same outputs).
 ATTENTION_IMPLS = ("einsum", "xla", "cudnn", "splash")
 
+# How the E -> H embedding projection starts (bert_jax.models.bert.PROJECTION_INITS).
+PROJECTION_INITS = ("normal", "fan_in")
+
 
 @dataclasses.dataclass(frozen=True)
 class BertConfig:
@@ -92,6 +95,12 @@ class BertConfig:
       `attention_probs` intermediates), "xla" (`jax.nn.dot_product_attention`),
       "cudnn" (its cuDNN flash kernel; GPU, bfloat16) or "splash" (Pallas splash
       attention; TPU). See `bert_jax.models.layers.dot_product_attention`.
+    projection_init: how the E -> H projection (`projects_embeddings`) starts, one of
+      PROJECTION_INITS: "normal" (truncated normal at initializer_range, as HF and
+      google-research/albert) or "fan_in" (normal at 1/sqrt(E), so the first layer's input
+      starts at unit scale as without a projection; a tiny ALBERT needs it to leave the
+      unigram plateau, README). Init only: the forward pass, HF parity and conversion do
+      not depend on it.
   """
   vocab_size: int = 30522
   hidden_size: int = 768
@@ -122,6 +131,7 @@ class BertConfig:
   local_attention: int = 128
   global_attn_every_n_layers: int = 1
   attention_impl: str = "einsum"
+  projection_init: str = "normal"
 
   def __post_init__(self):
     if self.family not in FAMILIES:
@@ -144,6 +154,9 @@ class BertConfig:
     if self.attention_impl not in ATTENTION_IMPLS:
       raise ValueError(f"BertConfig: attention_impl={self.attention_impl!r} is not one of "
                        f"{ATTENTION_IMPLS}")
+    if self.projection_init not in PROJECTION_INITS:
+      raise ValueError(f"BertConfig: projection_init={self.projection_init!r} is not one of "
+                       f"{PROJECTION_INITS}")
     jnp.dtype(self.dtype)  # raises on an unknown dtype name
     if self.layer_sharing not in LAYER_SHARING:
       raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r} is not one of "
@@ -237,7 +250,7 @@ class BertConfig:
                        "equivalent; this model cannot be exported to HF BERT")
     d = dataclasses.asdict(self)
     ours_only = ("dtype", "scan_layers", "remat_policy", "pre_layer_norm", "family",
-                 "embedding_size", "layer_sharing", "attention_impl")
+                 "embedding_size", "layer_sharing", "attention_impl", "projection_init")
     for k in ours_only + _BIAS_AND_ROPE:
       d.pop(k)
     d.update(hidden_act=HF_ACT_NAMES[self.hidden_act], model_type="bert",
