@@ -36,7 +36,7 @@ def compile_report(config) -> dict:
                                                       sharding=setup.batch_sharding), batch)
   state = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
                        abstract, shardings)
-  frozen = None if setup.frozen is None else jax.tree.map(  # e.g. a distillation teacher
+  frozen = None if setup.frozen_abstract is None else jax.tree.map(  # a distillation teacher
       lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
       setup.frozen_abstract, setup.frozen_sharding)
   step = trainer.make_train_step(setup.task, setup.model, setup.tx, setup.schedule,

@@ -78,10 +78,14 @@ class FrozenParams:
   init_trainable: (fresh trainable params, frozen host params) -> (params, notes): how a
     run that starts from scratch initialises the trained params from the frozen ones
     (DistilBERT's student from the teacher's layers); None: fresh initialisation.
+  in_step: False when only init_trainable reads them (a student started from the
+    teacher's layers with no teacher loss): the trainer loads them for that, and the
+    steps get frozen=None (no teacher forward pass).
   """
   model: nn.Module
   load: Callable[[], dict]
   init_trainable: Callable[[dict, dict], tuple[dict, list[str]]] | None = None
+  in_step: bool = True
 
 
 @dataclasses.dataclass(frozen=True)

@@ -127,8 +127,8 @@ class Setup:
   abstract_state: TrainState  # unboxed ShapeDtypeStructs
   state_sharding: TrainState
   frozen: FrozenParams | None  # what the step reads untrained (task.frozen_params())
-  frozen_abstract: dict | None  # their unboxed ShapeDtypeStructs (None without)
-  frozen_sharding: dict | None  # their NamedShardings (None without)
+  frozen_abstract: dict | None  # their unboxed ShapeDtypeStructs (None without, or not in_step)
+  frozen_sharding: dict | None  # their NamedShardings (None without, or not in_step)
   batch_sharding: jax.sharding.NamedSharding
   init_rng: jax.Array
   dropout_rng: jax.Array
@@ -193,7 +193,7 @@ def build(config: ml_collections.ConfigDict, task: Task | None = None,
   abstract_boxed = jax.eval_shape(init_state, init_rng)
   state_sharding = sharding.state_shardings(abstract_boxed, mesh, rules)
   frozen, frozen_abstract, frozen_sharding = task.frozen_params(), None, None
-  if frozen is not None:
+  if frozen is not None and frozen.in_step:
     frozen_boxed = jax.eval_shape(lambda r: init_params(frozen.model, r), init_rng)
     frozen_abstract = nn.unbox(frozen_boxed)
     frozen_sharding = sharding.state_shardings(frozen_boxed, mesh, rules)
@@ -304,7 +304,8 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
   frozen = frozen_host = None  # the task's untrained params (a teacher), loaded every run
   if setup.frozen is not None:
     frozen_host = setup.frozen.load()
-    frozen = place_frozen(frozen_host, setup.frozen_sharding)
+    if setup.frozen.in_step:
+      frozen = place_frozen(frozen_host, setup.frozen_sharding)
 
   if restored is not None:
     state = restored[1]

@@ -97,10 +97,30 @@ def test_bad_student_layers_are_refused(corpus):
     distillation.parse_layers("0,2", 3, 4)
   with pytest.raises(ValueError, match=r"the teacher has layers 0..3"):
     distillation.parse_layers("0,4", 2, 4)
-  config = student_config(corpus, "unused", objectives="mlm")
-  with pytest.raises(ValueError, match=r"student_layers='0,2' but config.objectives='mlm' "
-                                       r"reads no teacher"):
+  config = student_config(corpus, "unused", objectives="mlm", **{"distillation.teacher": ""})
+  with pytest.raises(ValueError, match=r"student_layers='0,2' needs a teacher"):
     trainer.make_task(config, trainer.resolve_model_config(config))
+
+
+def test_a_student_from_the_teacher_layers_without_a_teacher_loss(corpus, teacher, tmp_path):
+  """student_layers with MLM alone (DistilBERT's init without its soft targets): the
+  student starts as the teacher's chosen layers, the step never runs the teacher, and the
+  loss is MLM's."""
+  config = student_config(corpus, teacher, objectives="mlm", num_train_steps=2,
+                          log_every_steps=1)
+  setup = trainer.build(config)
+  assert not setup.frozen.in_step and setup.frozen_sharding is None
+  _, _, params, host, notes = _forward_on_one_batch(config)
+  assert "student layers <- teacher layers [0, 2]" in notes
+  np.testing.assert_array_equal(
+      params["bert"]["encoder"]["layer_1"]["attention"]["query"]["kernel"],
+      host["bert"]["encoder"]["layer_2"]["attention"]["query"]["kernel"])
+  workdir = str(tmp_path / "student")
+  trainer.train_and_evaluate(config, workdir)
+  with open(os.path.join(workdir, "metrics.jsonl")) as f:
+    rows = [json.loads(line) for line in f if "loss" in line]
+  assert rows and all("distill_loss" not in r for r in rows)
+  assert all(r["loss"] == pytest.approx(r["mlm_loss"], rel=1e-6) for r in rows if "loss" in r)
 
 
 # ---------------------------------------------------------------- student and teacher

@@ -113,26 +113,26 @@ def _prune_like(params: dict, like: dict, path: str) -> dict:
 
 
 def teacher_for(config, student_config: BertConfig, needed: bool) -> Optional["Teacher"]:
-  """The run's Teacher when an objective reads one; None otherwise (then a student_layers
-  choice is an error: without a teacher objective no teacher is read to start from)."""
-  if needed:
-    return Teacher(config, student_config)
+  """The run's Teacher when an objective reads one (needed), or when only the student's
+  start does (student_layers without distill / cosine: the teacher is read once, to
+  initialise, and never run in the step); None otherwise."""
   fields = config.get("distillation")
-  if fields is not None and fields.student_layers:
-    raise ValueError(f"config.distillation.student_layers={fields.student_layers!r} but "
-                     f"config.objectives={config.objectives!r} reads no teacher (distill, "
-                     "cosine): set it to '' for a student from scratch")
+  if needed or (fields is not None and fields.student_layers):
+    return Teacher(config, student_config, in_step=needed)
   return None
 
 
 class Teacher:
   """The frozen teacher of config.distillation and how its outputs join the student's."""
 
-  def __init__(self, config, student_config: BertConfig):
+  def __init__(self, config, student_config: BertConfig, in_step: bool = True):
     fields = config.get("distillation")
     if fields is None or not fields.teacher:
-      raise ValueError(f"config.objectives={config.objectives!r} needs a teacher: set "
-                       "config.distillation.teacher to an HF folder or bert_jax workdir")
+      needs = (f"config.objectives={config.objectives!r}" if in_step else
+               f"config.distillation.student_layers={fields.student_layers!r}")
+      raise ValueError(f"{needs} needs a teacher: set config.distillation.teacher to an HF "
+                       "folder or bert_jax workdir")
+    self.in_step = in_step
     self.path, self.temperature = fields.teacher, float(fields.temperature)
     if self.temperature <= 0:
       raise ValueError(f"config.distillation.temperature={self.temperature}: must be > 0")
@@ -166,7 +166,8 @@ class Teacher:
     init = None
     if self.layers is not None:
       init = lambda student, teacher: student_from_teacher(student, teacher, self.layers)  # noqa: E731
-    return FrozenParams(model=self.model, load=self.load, init_trainable=init)
+    return FrozenParams(model=self.model, load=self.load, init_trainable=init,
+                        in_step=self.in_step)
 
   def attach(self, student: PreTrainingOutput, params, batch) -> WithTeacher:
     """The student's outputs with the teacher's on the same (masked) batch."""
