@@ -21,6 +21,7 @@ optimizer into the step.
 shape and prints its N costliest op groups (bench/op_profile.py), in ms per batch.
 """
 import argparse
+import itertools
 import os
 import sys
 import time
@@ -90,10 +91,10 @@ def ours(config, batches, repeats, profile_ops: int = 0):
 
   if profile_ops:
     same = [b for b in device if b["input_ids"].shape == device[0]["input_ids"].shape]
-    position = iter(range(10 ** 9))
+    cycled = itertools.cycle(same)
     op_profile.print_costliest("Our forward + backward", op_profile.costliest(
         grad.lower(params, same[0]).compile().as_text(),
-        lambda: jax.block_until_ready(grad(params, same[next(position) % len(same)])),
+        lambda: jax.block_until_ready(grad(params, next(cycled))),
         calls=2 * len(same), top=profile_ops))
   return {
       "forward": _timed(lambda b: jax.block_until_ready(forward(params, b)), device, repeats),

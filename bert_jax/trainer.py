@@ -301,9 +301,9 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
     print(f"Already finished at step {restored_step}; results in {results_path}", flush=True)
     return final
 
-  frozen = frozen_host = None  # the task's untrained params (a teacher), loaded every run
-  if setup.frozen is not None:
-    frozen_host = setup.frozen.load()
+  frozen = frozen_host = None  # the task's untrained params (a teacher)
+  if setup.frozen is not None and (setup.frozen.in_step or restored is None):
+    frozen_host = setup.frozen.load()  # for the steps, or (init only) a fresh run's start
     if setup.frozen.in_step:
       frozen = place_frozen(frozen_host, setup.frozen_sharding)
 
