@@ -206,6 +206,7 @@ def test_ablation_runs_print_their_fine_tuning_stages(plateau_vocab, tmp_path, c
   assert lines[1] == ("python -m bert_jax.train "
                       "--config=configs/glue.py:task=sst2,train_examples=4000 "
                       "--config.optim.learning_rate=5e-4 --config.data.max_seq_length=64 "
+                      "--config.data.pack_each_batch=false "
                       "--config.init_from=runs/bert_objectives/mlm_only_s1 "
                       "--workdir=runs/bert_objectives/mlm_only_s1.sst2")
   assert lines[4].endswith("--workdir=runs/bert_objectives/mlm_only_s1.conll_features")
@@ -237,10 +238,11 @@ def test_pretraining_payoff_learning_curve_section(tmp_path):
   runs = runner.sweeps.load("pretraining_payoff").get_sweep()
   assert len(runs) == 84 and runs["modernbert_sst2_n8000_random_s2"]["overrides"] == {
       "init_from": "runs/modernbert", "random_init": True, "data.max_seq_length": 64,
-      "optim.learning_rate": "5e-4", "seed": 2, "data.seed": 2}
+      "optim.learning_rate": "5e-4", "seed": 2, "data.seed": 2, "data.pack_each_batch": False}
   assert runs["modernbert_sst2_n1000-ep10_pretrained_s0"]["overrides"] == {
       "init_from": "runs/modernbert", "random_init": False, "data.max_seq_length": 64,
-      "optim.learning_rate": "5e-4", "seed": 0, "data.seed": 0, "num_train_epochs": 10}
+      "optim.learning_rate": "5e-4", "seed": 0, "data.seed": 0, "data.pack_each_batch": False,
+      "num_train_epochs": 10}
   # A diagnosis (one recipe change at one point) gets its own row after the curve's.
   rows += [_row(f"modernbert_sst2_n1000-ep10_{init}_s{seed}", {"step": 313, "eval_accuracy": a},
                 sweep="pretraining_payoff")

@@ -239,6 +239,7 @@ def test_conll_packed_loss_and_entity_f1_equal_unpacked():
   from bert_jax.finetune.conll import ConllTask
   from configs import conll
   config = conll.get_config("runlocal=True")
+  config.data.pack_each_batch = False  # whole-set packing instead
   config.data.packing = -1
   model_config = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2,
                             num_attention_heads=2, intermediate_size=32,

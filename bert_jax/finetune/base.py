@@ -64,9 +64,10 @@ class FinetuningTask:
       raise ValueError(f"config.data.pack_each_batch: the {self.name} task has no packed form "
                        "(GLUE and CoNLL have); set it to False")
     if config.data.get("pack_each_batch") and config.data.get("packing"):
-      raise ValueError(f"config.data.pack_each_batch with config.data.packing="
-                       f"{config.data.packing}: choose one (packing packs the whole training "
-                       "set, batch_size then counting rows)")
+      raise ValueError(f"config.data.pack_each_batch (GLUE's and CoNLL's default) with "
+                       f"config.data.packing={config.data.packing}: choose one (packing packs "
+                       "the whole training set, batch_size then counting rows; "
+                       "--config.data.pack_each_batch=false)")
 
   def build_model(self):
     return task_models.build(self.model_config, self.model_spec())

@@ -27,6 +27,8 @@ variant over its seeds and shows the spread.
 import os
 import statistics
 
+from experiments import sweeps
+
 VOCAB = "runs/corpus/vocab-8k.txt"
 PREPARE = (
     ("runs/corpus/pretrain.txt",
@@ -45,7 +47,7 @@ _PRETRAINING_KEYS = ("step", "eval_mlm_accuracy", "eval_mlm_loss", "eval_nsp_acc
 METRICS = {"eval_results.json": _PRETRAINING_KEYS,
            "metrics.jsonl": ("eval_mlm_accuracy", "eval_mlm_loss")}
 
-_FINETUNE = {"optim.learning_rate": "5e-4", "data.max_seq_length": 64}
+_FINETUNE = {"optim.learning_rate": "5e-4", "data.max_seq_length": 64, **sweeps.PADDED}
 STAGES = {
     "sst2": {"config": "configs/glue.py:task=sst2,train_examples=4000",
              "overrides": _FINETUNE, "metrics": ("eval_accuracy",)},
@@ -53,10 +55,11 @@ STAGES = {
              "overrides": {**_FINETUNE, "data.max_seq_length": 128},
              "metrics": ("eval_f1", "eval_accuracy")},
     "conll": {"config": "configs/conll.py:train_examples=2000",
-              "overrides": {"optim.learning_rate": "5e-4"}, "metrics": ("eval_f1",)},
+              "overrides": {"optim.learning_rate": "5e-4", **sweeps.PADDED},
+              "metrics": ("eval_f1",)},
     "conll_features": {"config": "configs/conll.py:train_examples=2000",
                        "overrides": {"optim.learning_rate": "1e-3", "freeze_encoder": True,
-                                     "feature_layers": "0,1,2"},
+                                     "feature_layers": "0,1,2", **sweeps.PADDED},
                        "metrics": ("eval_f1",)},
 }
 

@@ -10,6 +10,7 @@ The folders (experiments/random_family_folders.py) are HF checkpoints of each fa
 encoder at its tiny size with BERT's WordPiece vocab, so the run shows the family's model
 code training end to end through `--config.init_from`, not what pretraining adds.
 """
+from experiments import sweeps
 from experiments.random_family_folders import TINY
 
 PREPARE = (("runs/family_random/modernbert/config.json",
@@ -21,7 +22,8 @@ MAJORITY = 444 / 872
 def get_sweep():
   return {family: {"config": "configs/glue.py:task=sst2,train_examples=8000",
                    "overrides": {"init_from": f"runs/family_random/{family}",
-                                 "data.max_seq_length": 64, "optim.learning_rate": "5e-4"}}
+                                 "data.max_seq_length": 64, "optim.learning_rate": "5e-4",
+                                 **sweeps.PADDED}}
           for family in TINY}
 
 

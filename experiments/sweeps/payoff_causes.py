@@ -27,6 +27,7 @@ Fine-tuning recipes (RECIPES) change the fine-tuning of a candidate, both inits 
   python -m experiments.run payoff_causes        # PREPARE pretrains each candidate first
   python -m experiments.report                   # the table on experiments/README.md
 """
+from experiments import sweeps
 from experiments.sweeps import pretraining_payoff
 
 VOCAB = "runs/corpus/vocab-8k.txt"
@@ -85,7 +86,7 @@ def get_sweep():
       "config": "configs/glue.py:task=sst2,train_examples=8000",
       "overrides": {"init_from": MODELS[model][0], "random_init": init == "random",
                     "data.max_seq_length": 64, "optim.learning_rate": "5e-4",
-                    "seed": seed, "data.seed": seed, **RECIPES[recipe]}}
+                    "seed": seed, "data.seed": seed, **RECIPES[recipe], **sweeps.PADDED}}
       for model, recipe in PAIRS for init in INITS for seed in SEEDS
       if not (init == "random" and model in SAME_RANDOM)}
 

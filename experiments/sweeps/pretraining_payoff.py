@@ -23,6 +23,8 @@ the spread. ~1-3 min a run on the 2-core CPU.
 import os
 import statistics
 
+from experiments import sweeps
+
 # Model -> (its pretraining workdir, the command that makes it, its name on the page).
 MODELS = {
     "modernbert": ("runs/modernbert", "python -m bert_jax.train --config=configs/modernbert.py "
@@ -69,7 +71,7 @@ def get_sweep():
             "config": TASKS[task][0].format(size=size),
             "overrides": {"init_from": MODELS[model][0], "random_init": init == "random",
                           "data.max_seq_length": 64, "optim.learning_rate": "5e-4",
-                          "seed": seed, "data.seed": seed,
+                          "seed": seed, "data.seed": seed, **sweeps.PADDED,
                           **(RECIPES[recipe[1:]][0] if recipe else {})}}
   return runs
 
