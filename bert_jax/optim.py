@@ -6,9 +6,15 @@ clipping at 1.0. (optax's Adam applies bias correction; the original TF optimize
 
 config.optim fields: name ("adamw" | "lamb"), learning_rate, warmup_steps (or, when it
 is 0, warmup_fraction of the total steps: BERT fine-tuning warms up over 10%),
-end_learning_rate, b1, b2, eps, weight_decay, grad_clip_norm (0 = off).
+end_learning_rate, b1, b2, eps, weight_decay, grad_clip_norm (0 = off), layer_decay
+(1.0 = off; d < 1: layer-wise learning-rate decay, ELECTRA's fine-tuning recipe, Clark et
+al. 2020: the embeddings train at lr x d^(L+1), encoder layer i at lr x d^(L-i), the
+pooler and every head at lr; weight decay scales alike).
 """
+import re
+
 import jax
+import jax.numpy as jnp
 import ml_collections
 import optax
 
@@ -19,7 +25,7 @@ def default_optim_config() -> ml_collections.ConfigDict:
   return ml_collections.ConfigDict(dict(
       name="adamw", learning_rate=1e-4, warmup_steps=10_000, warmup_fraction=0.0,
       end_learning_rate=0.0,
-      b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.01, grad_clip_norm=1.0))
+      b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.01, grad_clip_norm=1.0, layer_decay=1.0))
 
 
 def learning_rate_schedule(optim: ml_collections.ConfigDict, total_steps: int):
@@ -36,10 +42,57 @@ def learning_rate_schedule(optim: ml_collections.ConfigDict, total_steps: int):
 def weight_decay_mask(params):
   """True where weight decay applies: kernels and embedding tables only."""
   def decays(path, _):
-    names = [getattr(k, "key", getattr(k, "name", None)) for k in path]
-    names = [n for n in names if n not in (None, "value")]  # skip flax box attributes
-    return names[-1] not in _NO_DECAY_LEAVES
+    return _names(path)[-1] not in _NO_DECAY_LEAVES
   return jax.tree_util.tree_map_with_path(decays, params)
+
+
+def _names(path) -> list[str]:
+  names = [getattr(k, "key", getattr(k, "name", None)) for k in path]
+  return [n for n in names if n not in (None, "value")]  # skip flax box attributes
+
+
+_LAYER = re.compile(r"layer_(\d+)$")
+
+
+def layer_depths(params) -> tuple[int, dict]:
+  """(L, {param path: depth}) of an encoder's params for layer-wise decay: depth 0 for
+  `bert/embeddings`, i + 1 for `bert/encoder/layer_i`, "scanned" for the stacked
+  `bert/encoder/layers` (depth i + 1 along their leading axis), L + 1 for the rest (pooler,
+  final norm, heads). A shared layer (ALBERT's `shared_layer`) has no one depth: refused."""
+  depths, scanned = {}, None
+  for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
+    names = _names(path)
+    where = "/".join(names)
+    if names[:2] == ["bert", "embeddings"]:
+      depths[where] = 0
+    elif names[:2] == ["bert", "encoder"] and len(names) > 2:
+      if names[2] == "shared_layer":
+        raise ValueError(f"config.optim.layer_decay: {where} is shared by every layer "
+                         "(layer_sharing), so it has no one depth; use layer_decay=1.0")
+      if names[2] == "layers":
+        depths[where], scanned = "scanned", jnp.shape(leaf)[0]
+      elif (match := _LAYER.match(names[2])):
+        depths[where] = int(match.group(1)) + 1
+  unrolled = [d for d in depths.values() if isinstance(d, int) and d > 0]
+  num_layers = scanned if scanned is not None else max(unrolled, default=0)
+  return num_layers, depths
+
+
+def scale_by_layer_depth(decay: float) -> optax.GradientTransformation:
+  """Multiplies each update by decay^(L + 1 - depth) (`layer_depths`); last in the chain,
+  so the learning rate and the decoupled weight decay scale alike."""
+  def update(updates, state, params=None):
+    del params
+    num_layers, depths = layer_depths(updates)
+
+    def scale(path, u):
+      depth = depths.get("/".join(_names(path)), num_layers + 1)
+      if depth == "scanned":  # [L, ...]: layer i at depth i + 1
+        factors = decay ** (num_layers - jnp.arange(num_layers, dtype=u.dtype))
+        return u * factors.reshape((num_layers,) + (1,) * (u.ndim - 1))
+      return u * (decay ** (num_layers + 1 - depth)) if depth <= num_layers else u
+    return jax.tree_util.tree_map_with_path(scale, updates), state
+  return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
 
 
 def make_optimizer(optim: ml_collections.ConfigDict, total_steps: int):
@@ -53,6 +106,12 @@ def make_optimizer(optim: ml_collections.ConfigDict, total_steps: int):
                       weight_decay=optim.weight_decay, mask=weight_decay_mask)
   else:
     raise ValueError(f"config.optim.name={optim.name!r}: expected 'adamw' or 'lamb'")
+  layer_decay = float(optim.get("layer_decay", 1.0))
+  if not 0.0 < layer_decay <= 1.0:
+    raise ValueError(f"config.optim.layer_decay={layer_decay}: expected 0 < d <= 1 "
+                     "(1.0 = off)")
+  if layer_decay < 1.0:
+    core = optax.chain(core, scale_by_layer_depth(layer_decay))
   if optim.grad_clip_norm:
     core = optax.chain(optax.clip_by_global_norm(optim.grad_clip_norm), core)
   return core, schedule

@@ -99,12 +99,32 @@ def fingerprint(sweep: str, run: str, spec: dict, metrics_spec: dict) -> str:
   return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def _current_fingerprints(sweep: str) -> dict:
+  """{run: fingerprint} of a sweep's runs as its file specifies them today ({} for a name
+  that is not a sweep, or one whose runs cannot be listed here, e.g. without its vocab)."""
+  try:
+    module = sweeps.load(sweep)
+    specs = module.get_sweep()
+  except (SystemExit, Exception):  # noqa: BLE001 - any sweep that cannot list its runs
+    return {}
+  metrics_spec = getattr(module, "METRICS", {"eval_results.json": None})
+  return {run: fingerprint(sweep, run, spec, metrics_spec) for run, spec in specs.items()}
+
+
 def _same_run(results_dir: str, fingerprint_: str) -> dict | None:
-  """A row of a results file in results_dir with this fingerprint (the first found)."""
+  """A row of a results file in results_dir whose run has this fingerprint (the first
+  found). A row is matched by its run's fingerprint as its sweep specifies it today, and
+  by the one stored when it ran where its sweep no longer lists it: a config field added
+  since (its default the old behaviour) changes every resolved config, not the run."""
   for name in sorted(os.listdir(results_dir)) if os.path.isdir(results_dir) else ():
     if name.endswith(".jsonl"):
+      current = None
       for row in sweeps.read_results(os.path.join(results_dir, name)):
         if row.get("fingerprint") == fingerprint_:
+          return row
+        if current is None:
+          current = _current_fingerprints(name[:-len(".jsonl")])
+        if current.get(row["run"]) == fingerprint_:
           return row
   return None
 

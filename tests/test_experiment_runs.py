@@ -117,6 +117,15 @@ def test_a_run_another_sweep_already_ran_reuses_its_row(tmp_path, monkeypatch, c
   assert other["fingerprint"] != first["fingerprint"] and "same_as" not in other
   assert ("mask_80_10_10_s0: the same run as bert_objectives/mlm_nsp_s0"
           in capsys.readouterr().out)
+  # A row recorded before a config field was added (its stored fingerprint stale) is still
+  # the same run: matched by its run's fingerprint as its sweep specifies it today.
+  rows = sweeps.read_results("results/bert_objectives.jsonl")
+  with open("results/bert_objectives.jsonl", "w") as f:
+    f.writelines(json.dumps({**row, "fingerprint": "stale"}) + "\n" for row in rows)
+  os.remove(split)
+  runner.main(["bert_masking_split", "mask_80_10_10_s0", f"--results={split}"])
+  assert len(executed) == 10
+  assert sweeps.read_results(split)[0]["same_as"] == "bert_objectives/mlm_nsp_s0"
   # A different seed is a different run; --force runs a shared one anyway.
   runner.main(["bert_masking_split", "mask_80_10_10_s1", f"--results={split}"])
   assert len(executed) == 15

@@ -1,0 +1,96 @@
+"""config.optim.layer_decay: layer-wise learning-rate decay (ELECTRA's fine-tuning recipe)."""
+import jax
+import numpy as np
+import pytest
+from flax import linen as nn
+
+from bert_jax import optim
+from bert_jax.models import task_models
+from bert_jax.models.config import BertConfig
+
+
+def _classifier_params(**overrides):
+  config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=3, num_attention_heads=2,
+                      intermediate_size=32, max_position_embeddings=16, **overrides)
+  model = task_models.BertForSequenceClassification(config, num_labels=2)
+  ids = np.zeros((1, 8), np.int32)
+  return nn.unbox(model.init(jax.random.key(0), ids, ids, np.ones_like(ids),
+                             deterministic=True)["params"])
+
+
+def _updates(params, layer_decay, steps=2):
+  """AdamW updates of `steps` steps on fixed random gradients."""
+  config = optim.default_optim_config()
+  config.update(learning_rate=1e-3, warmup_steps=1, layer_decay=layer_decay, grad_clip_norm=0.0)
+  tx, _ = optim.make_optimizer(config, total_steps=10)
+  leaves, treedef = jax.tree.flatten(params)
+  keys = jax.random.split(jax.random.key(1), len(leaves))
+  grads = treedef.unflatten([jax.random.normal(k, x.shape) for k, x in zip(keys, leaves)])
+  state = tx.init(params)
+  for _ in range(steps):
+    updates, state = tx.update(grads, state, params)
+  return updates
+
+
+def _flat(tree):
+  return {"/".join(str(getattr(k, "key", k)) for k in path): leaf
+          for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]}
+
+
+def test_each_layer_trains_at_its_decayed_rate():
+  """Updates (weight decay included) are plain AdamW's times d^(L+1-depth): embeddings
+  d^4, layer i d^(3-i), pooler and classifier 1 (L = 3)."""
+  params = _classifier_params()
+  plain, decayed = _flat(_updates(params, 1.0)), _flat(_updates(params, 0.5))
+  def expected(name):
+    if name.startswith("bert/embeddings/"):
+      return 0.5 ** 4
+    if name.startswith("bert/encoder/layer_"):
+      return 0.5 ** (3 - int(name.split("/")[2].removeprefix("layer_")))
+    return 1.0
+  seen = set()
+  for name, update in plain.items():
+    np.testing.assert_allclose(decayed[name], expected(name) * update, rtol=1e-6, err_msg=name)
+    seen.add(expected(name))
+  assert seen == {0.5 ** 4, 0.5 ** 3, 0.5 ** 2, 0.5, 1.0}
+
+
+def test_scanned_layers_decay_like_unrolled_ones():
+  """The stacked `layers` params get one factor per layer along their leading axis."""
+  unrolled = _classifier_params()
+  scanned = _classifier_params(scan_layers=True)
+  got, want = _flat(_updates(scanned, 0.5)), _flat(_updates(unrolled, 0.5))
+  plain = _flat(_updates(scanned, 1.0))
+  kernel = "bert/encoder/layers/layer/attention/query/kernel"
+  factors = np.asarray(got[kernel]) / np.asarray(plain[kernel])
+  np.testing.assert_allclose(factors[:, 0, 0, 0], [0.5 ** 3, 0.5 ** 2, 0.5], rtol=1e-5)
+  np.testing.assert_allclose(got["bert/embeddings/word_embeddings/embedding"],
+                             want["bert/embeddings/word_embeddings/embedding"], rtol=1e-6)
+
+
+def test_layer_decay_one_is_the_plain_optimizer_and_bad_values_are_refused():
+  params = _classifier_params()
+  config = optim.default_optim_config()
+  assert config.layer_decay == 1.0
+  for a, b in zip(jax.tree.leaves(_updates(params, 1.0)), jax.tree.leaves(_updates(params, 1.0))):
+    np.testing.assert_array_equal(a, b)
+  for bad in (0.0, 1.5):
+    config.layer_decay = bad
+    with pytest.raises(ValueError, match=f"config.optim.layer_decay={bad}: expected 0 < d <= 1"):
+      optim.make_optimizer(config, 10)
+
+
+def test_a_shared_layer_has_no_depth():
+  params = _classifier_params(family="albert", embedding_size=8, layer_sharing="all")
+  with pytest.raises(ValueError, match="shared by every layer"):
+    _updates(params, 0.8, steps=1)
+
+
+def test_layer_depths_of_a_modernbert_encoder():
+  params = _classifier_params(family="modernbert", global_attn_every_n_layers=3,
+                              local_attention=8)
+  num_layers, depths = optim.layer_depths(params)
+  assert num_layers == 3
+  assert depths["bert/embeddings/word_embeddings/embedding"] == 0
+  assert depths["bert/encoder/layer_2/mlp/wo/kernel"] == 3
+  assert "bert/encoder/final_layer_norm/scale" not in depths  # the top: lr x 1
