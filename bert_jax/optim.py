@@ -90,7 +90,7 @@ def scale_by_layer_depth(decay: float) -> optax.GradientTransformation:
       if depth == "scanned":  # [L, ...]: layer i at depth i + 1
         factors = decay ** (num_layers - jnp.arange(num_layers, dtype=u.dtype))
         return u * factors.reshape((num_layers,) + (1,) * (u.ndim - 1))
-      return u * (decay ** (num_layers + 1 - depth)) if depth <= num_layers else u
+      return u * decay ** (num_layers + 1 - depth)  # the top (L + 1): x 1
     return jax.tree_util.tree_map_with_path(scale, updates), state
   return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
 
