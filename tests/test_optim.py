@@ -27,8 +27,9 @@ def _updates(params, layer_decay, steps=2):
   keys = jax.random.split(jax.random.key(1), len(leaves))
   grads = treedef.unflatten([jax.random.normal(k, x.shape) for k, x in zip(keys, leaves)])
   state = tx.init(params)
+  update = jax.jit(tx.update)
   for _ in range(steps):
-    updates, state = tx.update(grads, state, params)
+    updates, state = update(grads, state, params)
   return updates
 
 
