@@ -66,8 +66,10 @@ def pretraining_step_flops(config: BertConfig, batch: int, seq: int, predictions
 
 
 @functools.cache
-def measured_matmul_peak(n: int = 1024, repeats: int = 3) -> float:
-  """FLOP/s of a plain float32 [n, n] @ [n, n] on the default device (best of a few)."""
+def measured_matmul_peak(n: int = 1024, repeats: int = 20) -> float:
+  """FLOP/s of a plain float32 [n, n] @ [n, n] on the default device, the best of `repeats`
+  (~0.1-0.5 s on a CPU). Best of 3 read a CPU shared with another run at a fraction of its
+  peak, and a run report then printed an MFU above 100%."""
   a = jnp.ones((n, n), jnp.float32)
   dot = jax.jit(lambda x: x @ x)
   dot(a).block_until_ready()
