@@ -124,9 +124,20 @@ def test_inspect_reports_the_sop_swapped_share(corpus, vocab_path):
   train, _ = pipeline.make_inputs(config.data, tokenizer)
   special = (tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id)
   continuation = masking.continuation_table_from_vocab(list(tokenizer.vocab))
-  stats, _ = inspect_lib.statistics(train, 60, special, tokenizer.mask_id, continuation)
+  stats, batches = inspect_lib.statistics(train, 60, special, tokenizer.mask_id,
+                                          continuation)
   assert abs(stats["sop_swapped_fraction"] - 0.5) < 0.03, stats
   assert "is_next_fraction" not in stats
+  # The length rule, recomputed from the batches: [CLS] A [SEP] is type 0, B [SEP] type 1.
+  agree = total = 0
+  for batch in batches:
+    for types, real, label in zip(batch["token_type_ids"], batch["attention_mask"],
+                                  batch["sentence_order_labels"]):
+      first, second = sum(real[types == 0]) - 2, sum(real[types == 1]) - 1
+      agree += (first < second) == (label == 0)
+      total += 1
+  assert stats["pair_length_rule"] == pytest.approx(max(agree, total - agree) / total)
+  assert 0.5 <= stats["pair_length_rule"] <= 1.0
 
 
 @pytest.mark.parametrize("builder", ["full_sentences", "doc_sentences", "token_stream"])

@@ -16,6 +16,10 @@ the statistics. With --json it prints one JSON object, nothing else, with:
                       (only with next_sentence_labels, i.e. example_builder=nsp_pairs)
   sop_swapped_fraction share of swapped pairs (label 1);            ~0.5
                       (only with sentence_order_labels, i.e. example_builder=sop)
+  pair_length_rule    unpacked NSP / SOP pairs: the share of labels that "the first
+                      segment is the shorter one" (or its negation, whichever reads more)
+                      predicts, the accuracy a sentence head gets from lengths alone;
+                      ~0.5 when the lengths carry no cue
   pad_fraction        share of [PAD] positions
   fill_rate           share of real-token positions (1 - pad_fraction)
   examples_per_row    examples in a row: 1, more with packed rows (config.data.packing)
@@ -147,6 +151,11 @@ def batch_counts(batch: dict[str, np.ndarray], special_ids, mask_id: int,
     sentence_counts = {"swapped": int(((labels == 1) * real).sum())}
   if "example_mask" in batch:
     sentence_counts["slots"] = int(batch["example_mask"].size)
+  elif sentence_counts:  # unpacked pairs: [CLS] A [SEP] (type 0) B [SEP] (type 1)
+    real_token = batch["attention_mask"] > 0
+    first = (real_token & (batch["token_type_ids"] == 0)).sum(-1) - 2
+    second = (real_token & (batch["token_type_ids"] == 1)).sum(-1) - 1
+    sentence_counts["shorter_first_is_label_0"] = int(((first < second) == (labels == 0)).sum())
   return {
       **sentence_counts,
       **units,
@@ -199,6 +208,9 @@ def statistics(train_input: pipeline.PretrainingInput, num_batches: int, special
     sentence_stats["is_next_fraction"] = totals["is_next"] / totals["examples"]
   if "swapped" in totals:
     sentence_stats["sop_swapped_fraction"] = totals["swapped"] / totals["examples"]
+  if "shorter_first_is_label_0" in totals:
+    agree = totals["shorter_first_is_label_0"] / totals["examples"]
+    sentence_stats["pair_length_rule"] = max(agree, 1.0 - agree)
   if "slots" in totals:  # packed pairs: K slots per row, the share holding a pair
     sentence_stats["slots_per_row"] = totals["slots"] / totals["rows"]
     sentence_stats["slot_fill"] = totals["examples"] / totals["slots"]
