@@ -371,7 +371,7 @@ def test_inspect_cli_on_real_text(data_dir, vocab_path, tmp_path):
        "--batches=120", "--json"], capture_output=True, text=True, check=True)
   stats = json.loads(result.stdout)
   assert set(stats) == {"selected_fraction", "mask_fraction", "random_fraction",
-                        "kept_fraction", "is_next_fraction", "pad_fraction",
+                        "kept_fraction", "is_next_fraction", "pair_length_rule", "pad_fraction",
                         "epoch_mask_overlap", "split_word_fraction", "partial_word_fraction",
                         "unit_length_mean", "unit_length_max", "drawn_length_mean",
                         "drawn_length_1", "fill_rate", "examples_per_row", "fill_nsp_pairs",
@@ -380,6 +380,7 @@ def test_inspect_cli_on_real_text(data_dir, vocab_path, tmp_path):
                         "fill_doc_sentences", "fill_doc_sentences_packed",
                         "fill_token_stream"}
   assert stats["examples_per_row"] == 1.0
+  assert 0.5 <= stats["pair_length_rule"] < 0.55, stats  # NSP pairs: lengths carry no cue
   assert abs(stats["fill_rate"] - stats["fill_nsp_pairs"]) < 0.02
   assert stats["fill_full_sentences_packed"] > max(0.95, stats["fill_full_sentences"])
   assert stats["fill_nsp_pairs_packed"] > max(0.95, stats["fill_nsp_pairs"])
