@@ -5,7 +5,8 @@ E is a little better; with every layer shared, E=128 is best (ALBERT's choice). 
 configs/albert.py (ALBERT-Tiny: L2/H128, SOP, n-gram masking) on the ablation baseline
 (experiments/sweeps/_ablation.py: the 8k WordPiece vocab instead of ALBERT's SentencePiece
 one, 1,000 steps, two seeds, the same fine-tunings) with E = 32, 64 (ALBERT-Tiny's) and
-128 (= H: no projection), not shared and all-shared (config.model.layer_sharing).
+128 (= H; ALBERT keeps its E -> H projection there, as HF's AlbertModel does), not shared
+and all-shared (config.model.layer_sharing).
 
   python -m experiments.run albert_embedding
   python -m experiments.report
