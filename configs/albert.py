@@ -21,10 +21,11 @@ tanh GELU and no dropout, the SentencePiece vocabulary. Size, attention guidance
 schedule are tiny.py's, but for two choices this tiny factorized model needs to leave the
 unigram plateau (README, ALBERT-Tiny's stall): the E -> H projection starts at std
 1/sqrt(E) (`model.projection_init=fan_in`; init only, the forward pass is HF's) and the
-peak learning rate is 5e-4, not 2e-3. At 2e-3 every sharing mode stalled at the most
-frequent piece (held-out MLM 4.80% to step 2,000); at 5e-4 both not-shared and all-shared
-L4 leave it by step 500 (5.93% and 5.68%), while 1e-3 trains the not-shared model faster
-(7.41%) and stalls the all-shared one.
+peak learning rate is 5e-4, not 2e-3. With the std-0.02 projection at 2e-3 all four
+sharing modes stalled at the most frequent piece (held-out MLM 3.9-4.8% to step 1,000),
+and with fan_in at 2e-3 the not-shared L4 model still did; with fan_in at 5e-4 both
+not-shared and all-shared L4 leave it by step 500 (5.93% and 5.68%), while 1e-3 trains the
+not-shared model faster (7.41%) and stalls the all-shared one.
 """
 import os
 
