@@ -8,7 +8,15 @@ import time
 
 import pytest
 
-from bert_jax.text.paths import default_data_dir
+# One persistent XLA compilation cache for the suite, its subprocesses and its notebook
+# kernels (they inherit the environment): most of a tiny end-to-end test is compiling the
+# same few train and eval steps, and each compiled executable is reused by key (the HLO,
+# the XLA flags, the jax version), so a hit is the same program. Set before jax is imported.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".pytest_cache", "jax"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+
+from bert_jax.text.paths import default_data_dir  # noqa: E402
 
 
 @pytest.fixture(scope="session")
