@@ -196,6 +196,7 @@ def tfds_lines(name: str, split: str, text_field: str,
   examples = tfds.load(name, split=split, data_dir=tfds_data_dir, shuffle_files=False)
   label = f"tfds {name}/{split}"
 
+  @tf.autograph.experimental.do_not_convert
   def sentences_then_blank(index, example):
     if text_field not in example:
       raise CorpusError(f"{label} has no text field '{text_field}'; fields: {list(example)}")
@@ -237,7 +238,8 @@ def tfds_text_to_sentences(text: tf.Tensor) -> tf.Tensor:
 
 def count_documents(source: LineSource) -> int:
   """How many documents the source holds (the ids run 0 .. count - 1); reads, no tokenizing."""
-  last_ids = _numbered_line_batches(source.lines).map(lambda batch: tf.reduce_max(batch["document"]))
+  last_ids = _numbered_line_batches(source.lines).map(tf.autograph.experimental.do_not_convert(
+      lambda batch: tf.reduce_max(batch["document"])))
   return int(last_ids.reduce(tf.constant(-1, tf.int64), tf.maximum)) + 1
 
 
@@ -250,7 +252,8 @@ def tokenize_lines(source: LineSource, tokenizer: Tokenizer,
   UTF-8, so all readers of one source raise the same error.
   """
   batches = (_numbered_line_batches(source.lines)
-             .map(lambda batch: _tokenize_batch(batch, tokenizer, keep),
+             .map(tf.autograph.experimental.do_not_convert(
+                      lambda batch: _tokenize_batch(batch, tokenizer, keep)),
                   num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
              .prefetch(2))
   columns = {key: [] for key in ("document", "length", "ids")}
@@ -270,9 +273,10 @@ def tokenize_lines(source: LineSource, tokenizer: Tokenizer,
   return _pack(document, length, ids, source.sources)
 
 
+@tf.autograph.experimental.do_not_convert
 def _numbered_lines(source_index: tf.Tensor, path: tf.Tensor) -> tf.data.Dataset:
-  return tf.data.TextLineDataset(path).enumerate().map(
-      lambda line_number, text: (source_index, line_number, text))
+  return tf.data.TextLineDataset(path).enumerate().map(tf.autograph.experimental.do_not_convert(
+      lambda line_number, text: (source_index, line_number, text)))
 
 
 def _numbered_line_batches(lines: tf.data.Dataset) -> tf.data.Dataset:
@@ -281,6 +285,7 @@ def _numbered_line_batches(lines: tf.data.Dataset) -> tf.data.Dataset:
   A non-blank line opens a document when the line before it is blank or from another
   source. One scan step per batch carries (previous blank, previous source, count).
   """
+  @tf.autograph.experimental.do_not_convert
   def number(state, line_batch):
     source, line, text = line_batch
     previous_blank, previous_source, count = state

@@ -41,9 +41,10 @@ def count_words(input_files: Sequence[str], lower_case: bool = True) -> collecti
   if missing:
     raise FileNotFoundError(f"vocab learner input file(s) not found: {missing}")
   lines = tf.data.TextLineDataset(list(input_files)).filter(
-      lambda line: tf.strings.length(tf.strings.strip(line)) > 0)
-  words = lines.batch(_LINES_PER_BATCH).map(
-      lambda batch: tokenizer_lib.normalize_and_split(batch, lower_case).flat_values)
+      tf.autograph.experimental.do_not_convert(
+          lambda line: tf.strings.length(tf.strings.strip(line)) > 0))
+  words = lines.batch(_LINES_PER_BATCH).map(tf.autograph.experimental.do_not_convert(
+      lambda batch: tokenizer_lib.normalize_and_split(batch, lower_case).flat_values))
   counts = collections.Counter()
   for batch in words.as_numpy_iterator():
     counts.update(batch)
