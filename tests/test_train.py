@@ -99,8 +99,9 @@ def test_vocab_that_does_not_fit_the_model_is_an_error(corpus, tmp_path, vocab_p
 
 
 # Long enough that the run is still going when the test sees step 10 and kills it (a step
-# takes ~70 ms here; with 16 steps the run could finish between two polls).
-_KILL_RUN_STEPS = 80
+# takes ~70 ms here, a checkpoint ~0.8 s; with 16 steps the run could finish between two
+# polls). Checkpoints every 8 steps: each save is most of a step's cost at these shapes.
+_KILL_RUN_STEPS = 40
 
 
 def _latest_checkpoint(workdir):
@@ -115,7 +116,7 @@ _KILL_RUN = {"model.hidden_size": 32, "model.intermediate_size": 64,
              "model.max_position_embeddings": 64, "data.max_seq_length": 32,
              "data.max_predictions_per_seq": 5, "data.cache_dir": "",
              "num_train_steps": _KILL_RUN_STEPS, "log_every_steps": 1,
-             "checkpoint_every_steps": 4, "eval_every_steps": 0}
+             "checkpoint_every_steps": 8, "eval_every_steps": 0}
 
 
 def _train_cmd(corpus, workdir):
