@@ -145,3 +145,28 @@ def test_sop_pairs_are_consecutive_segments_swapped_half_the_time(corpus):
   in_order = ~swapped
   assert (pairs.a_starts[in_order] + pairs.a_lengths[in_order] <= pairs.b_starts[in_order]).all()
   assert (pairs.b_starts[swapped] + pairs.b_lengths[swapped] <= pairs.a_starts[swapped]).all()
+
+
+def test_equal_length_sop_pairs_are_the_sop_pairs_cut_at_their_boundary(corpus):
+  """sop_equal_lengths: the same pairs and swaps as sop (one rng stream), each side cut to
+  the shorter one's length, keeping the tokens next to the boundary between them."""
+  from bert_jax.pretrain import builders
+  options = nsp_pairs.PairOptions(max_seq_length=64)
+  sop, equal = (builders.BUILDERS[name].instances(corpus, options, np.random.default_rng(0))
+                for name in ("sop", "sop_equal_lengths"))
+  np.testing.assert_array_equal(equal.is_random_next, sop.is_random_next)
+  np.testing.assert_array_equal(equal.a_lengths, equal.b_lengths)
+  np.testing.assert_array_equal(equal.a_lengths, np.minimum(sop.a_lengths, sop.b_lengths))
+  assert (sop.a_lengths != sop.b_lengths).mean() > 0.5  # the cut did something
+  for side in ("a", "b"):  # each side a sub-span of sop's
+    start, length = getattr(equal, f"{side}_starts"), getattr(equal, f"{side}_lengths")
+    sop_start, sop_length = getattr(sop, f"{side}_starts"), getattr(sop, f"{side}_lengths")
+    assert (start >= sop_start).all() and (start + length <= sop_start + sop_length).all()
+  # In original order A keeps its end and B its start; swapped, the reverse.
+  in_order, swapped = ~equal.is_random_next, equal.is_random_next
+  np.testing.assert_array_equal((equal.a_starts + equal.a_lengths)[in_order],
+                                (sop.a_starts + sop.a_lengths)[in_order])
+  np.testing.assert_array_equal(equal.b_starts[in_order], sop.b_starts[in_order])
+  np.testing.assert_array_equal(equal.a_starts[swapped], sop.a_starts[swapped])
+  np.testing.assert_array_equal((equal.b_starts + equal.b_lengths)[swapped],
+                                (sop.b_starts + sop.b_lengths)[swapped])

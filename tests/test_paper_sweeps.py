@@ -83,7 +83,8 @@ def test_albert_sweeps_vary_the_sentence_task_sharing_and_embedding_width(prepar
   sop = configs_of("albert_sop")
   assert sorted(sop) == sorted(_runs(sweeps.load("albert_sop")))
   assert {(c.data.example_builder, c.objectives) for c, _, _ in sop.values()} == {
-      ("doc_sentences", "mlm"), ("nsp_pairs", "mlm,nsp"), ("sop", "mlm,sop")}
+      ("doc_sentences", "mlm"), ("nsp_pairs", "mlm,nsp"), ("sop", "mlm,sop"),
+      ("sop_equal_lengths", "mlm,sop")}
   sharing = configs_of("albert_sharing")
   for run, (config, _, _) in sharing.items():
     assert config.model.layer_sharing == run.rsplit("_s", 1)[0]

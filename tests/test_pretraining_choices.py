@@ -117,9 +117,10 @@ def test_sop_pretrains_with_its_own_head(corpus, tmp_path):
                                str(tmp_path / "nsp_on_sop"))
 
 
-def test_inspect_reports_the_sop_swapped_share(corpus, vocab_path):
+@pytest.mark.parametrize("builder", ["sop", "sop_equal_lengths"])
+def test_inspect_reports_the_sop_swapped_share(corpus, vocab_path, builder):
   from bert_jax.pretrain import inspect as inspect_lib
-  config = small_config(corpus, **{"data.example_builder": "sop", "data.batch_size": 32})
+  config = small_config(corpus, **{"data.example_builder": builder, "data.batch_size": 32})
   tokenizer = WordPieceTokenizer(vocab_path)
   train, _ = pipeline.make_inputs(config.data, tokenizer)
   special = (tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id)
@@ -138,6 +139,8 @@ def test_inspect_reports_the_sop_swapped_share(corpus, vocab_path):
       total += 1
   assert stats["pair_length_rule"] == pytest.approx(max(agree, total - agree) / total)
   assert 0.5 <= stats["pair_length_rule"] <= 1.0
+  if builder == "sop_equal_lengths":  # the lengths say nothing: the rule reads the swap share
+    assert stats["pair_length_rule"] < 0.53, stats
 
 
 @pytest.mark.parametrize("builder", ["full_sentences", "doc_sentences", "token_stream"])

@@ -376,6 +376,7 @@ def test_inspect_cli_on_real_text(data_dir, vocab_path, tmp_path):
                         "unit_length_mean", "unit_length_max", "drawn_length_mean",
                         "drawn_length_1", "fill_rate", "examples_per_row", "fill_nsp_pairs",
                         "fill_nsp_pairs_packed", "fill_sop", "fill_sop_packed",
+                        "fill_sop_equal_lengths", "fill_sop_equal_lengths_packed",
                         "fill_full_sentences", "fill_full_sentences_packed",
                         "fill_doc_sentences", "fill_doc_sentences_packed",
                         "fill_token_stream"}
@@ -385,6 +386,9 @@ def test_inspect_cli_on_real_text(data_dir, vocab_path, tmp_path):
   assert stats["fill_full_sentences_packed"] > max(0.95, stats["fill_full_sentences"])
   assert stats["fill_nsp_pairs_packed"] > max(0.95, stats["fill_nsp_pairs"])
   assert stats["fill_sop_packed"] > max(0.95, stats["fill_sop"])
+  # Equal lengths leave rows shorter; packed, the pairs share them.
+  assert stats["fill_sop_equal_lengths"] < stats["fill_sop"]
+  assert stats["fill_sop_equal_lengths_packed"] > max(0.95, stats["fill_sop_equal_lengths"])
   assert stats["fill_token_stream"] > 0.99
   assert stats["unit_length_max"] == stats["drawn_length_1"] == 1.0  # token masking
   assert abs(stats["selected_fraction"] - 0.15) < 0.01

@@ -10,6 +10,9 @@ stream and the trainer do not change.
              from another document; next_sentence_labels 1 = NotNext
   sop        ALBERT's: A and B consecutive, swapped with p = 1/2;
              sentence_order_labels 1 = swapped
+  sop_equal_lengths  sop with both segments cut to the shorter one's length at their
+             shared boundary: the order must be read from content, not from which
+             segment is longer (README, SOP's length cue)
   full_sentences  RoBERTa's FULL-SENTENCES: [CLS] whole sentences [SEP], packed across
              documents ([SEP] between them); no labels, one segment
   doc_sentences   RoBERTa's DOC-SENTENCES: the same within one document
@@ -168,6 +171,30 @@ def _sop_instances(corpus: TokenizedCorpus, options: nsp_pairs.PairOptions,
   """
   pairs = nsp_pairs.build_pair_instances(
       corpus, dataclasses.replace(options, random_next_prob=0.0), rng)
+  return _swapped_half(pairs, rng)
+
+
+def _sop_equal_length_instances(corpus: TokenizedCorpus, options: nsp_pairs.PairOptions,
+                                rng: np.random.Generator) -> nsp_pairs.PairInstances:
+  """_sop_instances with A and B of one length: before the swap, the longer segment is cut
+  to the shorter's length away from their shared boundary (A keeps its last tokens, B its
+  first), so a pair in either order has two segments of n = min(len A, len B) tokens.
+
+  In original order B is longer more often than A (a chunk's A is drawn first and the
+  truncation trims the longer side), a cue the head can read without the text's order.
+  """
+  pairs = nsp_pairs.build_pair_instances(
+      corpus, dataclasses.replace(options, random_next_prob=0.0), rng)
+  n = np.minimum(pairs.a_lengths, pairs.b_lengths)
+  return _swapped_half(nsp_pairs.PairInstances(
+      a_starts=pairs.a_starts + pairs.a_lengths - n, a_lengths=n,
+      b_starts=pairs.b_starts, b_lengths=n, is_random_next=pairs.is_random_next), rng)
+
+
+def _swapped_half(pairs: nsp_pairs.PairInstances,
+                  rng: np.random.Generator) -> nsp_pairs.PairInstances:
+  """A and B exchanged with probability 1/2; is_random_next (label 1) = swapped, or B
+  from another document (forced, as in ALBERT's data)."""
   swap = rng.random(len(pairs)) < 0.5
   return nsp_pairs.PairInstances(
       a_starts=np.where(swap, pairs.b_starts, pairs.a_starts),
@@ -225,6 +252,12 @@ BUILDERS = {
         options=_pair_options,
         check_corpus=lambda corpus: corpus.check_usable_for_nsp(),
         instances=_pair_instances(_sop_instances),
+        rows=functools.partial(_pair_rows, label_field="sentence_order_labels"),
+        label_fields=("sentence_order_labels",)),
+    "sop_equal_lengths": ExampleBuilder(
+        options=_pair_options,
+        check_corpus=lambda corpus: corpus.check_usable_for_nsp(),
+        instances=_pair_instances(_sop_equal_length_instances),
         rows=functools.partial(_pair_rows, label_field="sentence_order_labels"),
         label_fields=("sentence_order_labels",)),
     "full_sentences": _sentence_blocks(cross_documents=True),

@@ -27,6 +27,9 @@ VARIANTS = {
              "MLM only (single segments)"),
     "nsp": ({"data.example_builder": "nsp_pairs", "objectives": "mlm,nsp"}, "MLM + NSP"),
     "sop": ({"data.example_builder": "sop", "objectives": "mlm,sop"}, "MLM + SOP (ALBERT)"),
+    # Not in the paper: SOP without its length cue (pretrain/builders.py, sop_equal_lengths).
+    "sop_equal": ({"data.example_builder": "sop_equal_lengths", "objectives": "mlm,sop"},
+                  "MLM + SOP, segments of equal length"),
 }
 PAPER = {
     "source": "Lan et al. 2019 (ALBERT, arXiv 1909.11942v6), Table 5 (ALBERT-base), SST-2 "
