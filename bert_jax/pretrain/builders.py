@@ -204,6 +204,16 @@ def _swapped_half(pairs: nsp_pairs.PairInstances,
       is_random_next=swap | pairs.is_random_next)
 
 
+def _sentence_order(build: Callable[..., nsp_pairs.PairInstances]) -> "ExampleBuilder":
+  """An SOP builder: pairs from build(corpus, options, rng), labelled sentence_order_labels."""
+  return ExampleBuilder(
+      options=_pair_options,
+      check_corpus=lambda corpus: corpus.check_usable_for_nsp(),
+      instances=_pair_instances(build),
+      rows=functools.partial(_pair_rows, label_field="sentence_order_labels"),
+      label_fields=("sentence_order_labels",))
+
+
 # ------------------------------------------------ sentence blocks (RoBERTa, one segment)
 def _check_not_empty(corpus: TokenizedCorpus) -> None:
   if corpus.num_sentences == 0:
@@ -248,18 +258,8 @@ BUILDERS = {
         instances=_pair_instances(nsp_pairs.build_pair_instances),
         rows=_pair_rows,
         label_fields=("next_sentence_labels",)),
-    "sop": ExampleBuilder(
-        options=_pair_options,
-        check_corpus=lambda corpus: corpus.check_usable_for_nsp(),
-        instances=_pair_instances(_sop_instances),
-        rows=functools.partial(_pair_rows, label_field="sentence_order_labels"),
-        label_fields=("sentence_order_labels",)),
-    "sop_equal_lengths": ExampleBuilder(
-        options=_pair_options,
-        check_corpus=lambda corpus: corpus.check_usable_for_nsp(),
-        instances=_pair_instances(_sop_equal_length_instances),
-        rows=functools.partial(_pair_rows, label_field="sentence_order_labels"),
-        label_fields=("sentence_order_labels",)),
+    "sop": _sentence_order(_sop_instances),
+    "sop_equal_lengths": _sentence_order(_sop_equal_length_instances),
     "full_sentences": _sentence_blocks(cross_documents=True),
     "doc_sentences": _sentence_blocks(cross_documents=False),
     "token_stream": ExampleBuilder(
