@@ -23,6 +23,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+from bert_jax import run_report  # noqa: E402
 from bert_jax.models import layers  # noqa: E402
 from bert_jax.models.config import config_for_size  # noqa: E402
 
@@ -87,7 +88,7 @@ def main():
                     args.rounds, args.steps_per_round)
   print(f"{args.size} (L{cfg.num_hidden_layers}/H{cfg.hidden_size}) batch {args.batch} seq "
         f"{args.seq}: {len(shapes)} dropout sites, {count / 1e6:.1f} M elements a step, "
-        f"{jax.device_count()} {jax.devices()[0].platform} device(s)")
+        f"{run_report.device_description()}")
   print(f"  masks, ours (16-bit):     {masks['ours'] * 1e3:8.0f} ms a step")
   print(f"  masks, jax bernoulli:     {masks['bernoulli'] * 1e3:8.0f} ms a step")
   print(f"  ratio bernoulli/ours:     {masks['bernoulli'] / masks['ours']:8.2f}x")

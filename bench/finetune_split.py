@@ -165,7 +165,9 @@ def main():
             if not args.no_pack else
             "padded, widths " + str([b["input_ids"].shape[1] for b in ours_batches]))
   import torch
-  print(f"all-MiniLM-L6-v2, SST-2, {args.batches} batches of 32 ({jax.devices()[0].platform}, "
+  from bert_jax import run_report
+  print(f"all-MiniLM-L6-v2, SST-2, {args.batches} batches of 32 "
+        f"({run_report.device_description()}, "
         f"torch {torch.__version__}, {torch.get_num_threads()} threads); ours {layout}; HF "
         f"widths {[b['input_ids'].shape[1] for b in hf_batches]}")
   ours_ms = ours(config, ours_batches, args.repeats, args.profile_ops)

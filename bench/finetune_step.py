@@ -213,8 +213,9 @@ def main():
                       "as fit); HF unpacked")
   args = parser.parse_args()
   import torch
-  print(f"all-MiniLM-L6-v2 fine-tuning, batch 32, fp32, dropout on; {jax.device_count()} "
-        f"{jax.devices()[0].platform} device(s), torch {torch.__version__} "
+  from bert_jax import run_report
+  print(f"all-MiniLM-L6-v2 fine-tuning, batch 32, fp32, dropout on; "
+        f"{run_report.device_description()}, torch {torch.__version__} "
         f"({torch.get_num_threads()} threads); {args.rounds} alternating rounds of "
         f"{args.steps_per_round} steps per side")
   for task in args.tasks.split(","):

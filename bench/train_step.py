@@ -27,6 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # op_profile
 import op_profile  # noqa: E402
 
+from bert_jax import run_report  # noqa: E402
+
 
 def make_batch(rng, batch, seq, vocab, predictions):
   ids = rng.integers(1000, vocab, size=(batch, seq)).astype(np.int32)
@@ -150,8 +152,8 @@ def main():
   peak = matmul_peak()
   achieved = flops / statistics.median(ours_times)
   print(f"{args.size} (L{model_config.num_hidden_layers}/H{model_config.hidden_size}) "
-        f"batch {args.batch} seq {args.seq} vocab {args.vocab}, fp32, {jax.device_count()} "
-        f"{jax.devices()[0].platform} device(s)")
+        f"batch {args.batch} seq {args.seq} vocab {args.vocab}, fp32, "
+        f"{run_report.device_description()}")
   print(f"  ours (JAX):        {ours_tps:10,.0f} tokens/s  (median of {len(ours_times)} steps, "
         f"{statistics.median(ours_times) * 1e3:.0f} ms/step)")
   print(f"  HF (PyTorch):      {ref_tps:10,.0f} tokens/s  "

@@ -26,6 +26,7 @@ import dataclasses
 import glob
 import json
 import os
+import platform
 import time
 from typing import Optional
 
@@ -114,6 +115,28 @@ class EnergyMeter:
     return None
 
 
+def cpu_model() -> str:
+  """The host CPU's model name (/proc/cpuinfo's "model name"), else platform.processor()."""
+  try:
+    with open("/proc/cpuinfo") as f:
+      for line in f:
+        if line.startswith("model name"):
+          return line.split(":", 1)[1].strip()
+  except OSError:
+    pass
+  return platform.processor() or "unknown CPU"
+
+
+def device_description() -> str:
+  """'N x <device kind>'; on CPU also the model and the cores this process may use
+  (benchmark ratios differ between CPU models, so every number says which one it had)."""
+  devices = jax.devices()
+  text = f"{len(devices)} x {devices[0].device_kind}"
+  if devices[0].platform == "cpu":
+    text += f" ({cpu_model()}, {len(os.sched_getaffinity(0))} cores)"
+  return text
+
+
 def table_watts(report_config) -> tuple[float, str]:
   """(watts of the devices this process runs on, how the figure was made)."""
   devices = jax.local_devices()
@@ -195,7 +218,7 @@ def invocation_report(invocation: Invocation, *, step_flops: float,
       # FLOP/s and MFU of the steps after the first (which compiles)
       "achieved_flops_per_sec": achieved, "peak_flops_per_sec": peak_flops,
       "mfu": achieved / peak_flops if achieved is not None and peak_flops else None,
-      "device": f"{jax.device_count()} x {jax.devices()[0].device_kind}",
+      "device": device_description(),
       "energy": energy_and_co2(wall, meter.joules(), meter.method, report_config),
   }
   if stopped_by:

@@ -34,6 +34,9 @@ def test_pretraining_run_report_counts_steps_tokens_and_flops(corpus, tmp_path):
     # (softmax, LayerNorm, GELU, the optimizer), and nothing of it is far off.
     assert 1.0 <= entry["step_flops_compiled"] / step_flops < 2.0
     assert 0 < entry["mfu"] < 1
+    # Which CPU gave the numbers: MFU and speed ratios differ between CPU models.
+    assert entry["device"].endswith(
+        f"x cpu ({run_report.cpu_model()}, {len(os.sched_getaffinity(0))} cores)")
     energy = entry["energy"]
     assert energy["method"] == "power_table"  # no energy counters on this machine
     assert energy["kwh"] == pytest.approx(energy["device_kwh"] * run_report.PUE)
