@@ -325,6 +325,14 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
     print("Initialised from the frozen params" + (f" ({'; '.join(notes)})" if notes else ""),
           flush=True)
   del frozen_host
+  if restored is None and config.get("init_word_vectors"):
+    if config.init_from and not config.get("random_init"):
+      raise ValueError("config.init_word_vectors: init_from's weights bring their own word "
+                       "embeddings; set random_init=true or leave init_from empty")
+    params, notes = weights.init_word_vectors(jax.device_get(state.params),
+                                              config.init_word_vectors, model_config)
+    state = state.replace(params=jax.device_put(params, state_sharding.params))
+    print(f"Word embeddings from {config.init_word_vectors} ({'; '.join(notes)})", flush=True)
 
   # From here on the run writes to the workdir (nothing above has).
   writer = MetricWriter(workdir, enabled=is_chief)

@@ -174,3 +174,52 @@ def _merge(params, pretrained, path: str):
   if fresh:
     notes.append(f"newly initialised {fresh}")
   return merge(params, pretrained, ""), notes
+
+
+def init_word_vectors(params: dict, path: str, model_config: BertConfig):
+  """(params with every word-embedding table started from the vectors at `path`, notes):
+  the trainer's config.init_word_vectors, for a fresh run.
+
+  `path` is an .npz of bert_jax.pretrain.word_vectors (vectors [V, E], counts [V]). The rows
+  of pieces that occur (counts > 0) are rescaled so that their standard deviation is the
+  fresh table's (the model's own initial scale); the other rows keep their fresh values.
+  """
+  try:
+    with np.load(path) as data:
+      vectors, counts = data["vectors"], data["counts"]
+  except (OSError, KeyError, ValueError) as e:
+    raise ValueError(f"init_word_vectors {path}: not a word-vector .npz with vectors and "
+                     f"counts ({e})") from None
+  if vectors.shape[0] != model_config.vocab_size or counts.shape != (vectors.shape[0],):
+    raise ValueError(f"init_word_vectors {path}: {vectors.shape[0]} vectors for "
+                     f"config.model.vocab_size {model_config.vocab_size}")
+  seen = counts > 0
+  if not seen.any():
+    raise ValueError(f"init_word_vectors {path}: no piece occurs (every count is 0)")
+  found = []
+
+  def start(tree, prefix):
+    if not isinstance(tree, dict):
+      return tree
+    out = {}
+    for key, value in tree.items():
+      name = f"{prefix}/{key}" if prefix else key
+      if key == "word_embeddings" and isinstance(value, dict) and "embedding" in value:
+        table = np.asarray(value["embedding"])
+        if table.shape != vectors.shape:
+          raise ValueError(f"init_word_vectors {path}: vectors {vectors.shape}, {name} "
+                           f"{table.shape} (the vectors' size must be the embedding width)")
+        rows = vectors[seen].astype(np.float64)
+        scale = table.std() / max(rows.std(), 1e-12)
+        table = table.copy()
+        table[seen] = rows * scale
+        out[key] = {**value, "embedding": jnp.asarray(table, value["embedding"].dtype)}
+        found.append(name)
+      else:
+        out[key] = start(value, name)
+    return out
+
+  params = start(params, "")
+  if not found:
+    raise ValueError(f"init_word_vectors {path}: the model has no word_embeddings table")
+  return params, [f"{', '.join(found)}: {int(seen.sum())} of {len(seen)} rows from {path}"]
