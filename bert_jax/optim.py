@@ -9,7 +9,10 @@ is 0, warmup_fraction of the total steps: BERT fine-tuning warms up over 10%),
 end_learning_rate, b1, b2, eps, weight_decay, grad_clip_norm (0 = off), layer_decay
 (1.0 = off; d < 1: layer-wise learning-rate decay, ELECTRA's fine-tuning recipe, Clark et
 al. 2020: the embeddings train at lr x d^(L+1), encoder layer i at lr x d^(L-i), the
-pooler and every head at lr; weight decay scales alike).
+pooler and every head at lr; weight decay scales alike), word_embedding_lr_scale (1.0 =
+off; s < 1: every word_embeddings table, tied MLM decoders included, trains at lr x s and
+its weight decay alike; 0 freezes it, e.g. to keep word vectors that started it:
+config.init_word_vectors).
 """
 import re
 
@@ -25,7 +28,8 @@ def default_optim_config() -> ml_collections.ConfigDict:
   return ml_collections.ConfigDict(dict(
       name="adamw", learning_rate=1e-4, warmup_steps=10_000, warmup_fraction=0.0,
       end_learning_rate=0.0,
-      b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.01, grad_clip_norm=1.0, layer_decay=1.0))
+      b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.01, grad_clip_norm=1.0, layer_decay=1.0,
+      word_embedding_lr_scale=1.0))
 
 
 def learning_rate_schedule(optim: ml_collections.ConfigDict, total_steps: int):
@@ -95,6 +99,17 @@ def scale_by_layer_depth(decay: float) -> optax.GradientTransformation:
   return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
 
 
+def scale_word_embeddings(factor: float) -> optax.GradientTransformation:
+  """Multiplies the updates of every `word_embeddings` param by `factor`; last in the
+  chain, so the learning rate and the decoupled weight decay scale alike."""
+  def update(updates, state, params=None):
+    del params
+    return jax.tree_util.tree_map_with_path(
+        lambda path, u: u * factor if "word_embeddings" in _names(path) else u,
+        updates), state
+  return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
+
+
 def make_optimizer(optim: ml_collections.ConfigDict, total_steps: int):
   """(optax transformation, learning-rate schedule)."""
   schedule = learning_rate_schedule(optim, total_steps)
@@ -112,6 +127,12 @@ def make_optimizer(optim: ml_collections.ConfigDict, total_steps: int):
                      "(1.0 = off)")
   if layer_decay < 1.0:
     core = optax.chain(core, scale_by_layer_depth(layer_decay))
+  word_scale = float(optim.get("word_embedding_lr_scale", 1.0))
+  if not 0.0 <= word_scale <= 1.0:
+    raise ValueError(f"config.optim.word_embedding_lr_scale={word_scale}: expected "
+                     "0 <= s <= 1 (1.0 = off, 0 = frozen)")
+  if word_scale < 1.0:
+    core = optax.chain(core, scale_word_embeddings(word_scale))
   if optim.grad_clip_norm:
     core = optax.chain(optax.clip_by_global_norm(optim.grad_clip_norm), core)
   return core, schedule

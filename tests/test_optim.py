@@ -1,4 +1,5 @@
-"""config.optim.layer_decay: layer-wise learning-rate decay (ELECTRA's fine-tuning recipe)."""
+"""config.optim.layer_decay: layer-wise learning-rate decay (ELECTRA's fine-tuning recipe);
+config.optim.word_embedding_lr_scale."""
 import jax
 import numpy as np
 import pytest
@@ -18,10 +19,11 @@ def _classifier_params(**overrides):
                              deterministic=True)["params"])
 
 
-def _updates(params, layer_decay, steps=2):
+def _updates(params, layer_decay, steps=2, word_embedding_lr_scale=1.0):
   """AdamW updates of `steps` steps on fixed random gradients."""
   config = optim.default_optim_config()
-  config.update(learning_rate=1e-3, warmup_steps=1, layer_decay=layer_decay, grad_clip_norm=0.0)
+  config.update(learning_rate=1e-3, warmup_steps=1, layer_decay=layer_decay, grad_clip_norm=0.0,
+                word_embedding_lr_scale=word_embedding_lr_scale)
   tx, _ = optim.make_optimizer(config, total_steps=10)
   leaves, treedef = jax.tree.flatten(params)
   keys = jax.random.split(jax.random.key(1), len(leaves))
@@ -95,3 +97,18 @@ def test_layer_depths_of_a_modernbert_encoder():
   assert depths["bert/embeddings/word_embeddings/embedding"] == 0
   assert depths["bert/encoder/layer_2/mlp/wo/kernel"] == 3
   assert "bert/encoder/final_layer_norm/scale" not in depths  # the top: lr x 1
+
+
+def test_word_embeddings_train_at_their_scale_and_zero_freezes_them():
+  params = _classifier_params()
+  plain = _flat(_updates(params, 1.0))
+  word = "bert/embeddings/word_embeddings/embedding"
+  for factor in (0.1, 0.0):
+    scaled = _flat(_updates(params, 1.0, word_embedding_lr_scale=factor))
+    for name, update in plain.items():
+      np.testing.assert_allclose(scaled[name], (factor if name == word else 1.0) * update,
+                                 rtol=1e-6, err_msg=name)
+  config = optim.default_optim_config()
+  config.word_embedding_lr_scale = 1.5
+  with pytest.raises(ValueError, match="word_embedding_lr_scale=1.5: expected 0 <= s <= 1"):
+    optim.make_optimizer(config, 10)
