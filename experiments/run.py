@@ -175,10 +175,21 @@ def _execute(cmd: list[str], log_path: str) -> int:
     return process.wait()
 
 
-def _prepare(name: str, module, print_only: bool) -> None:
-  """Runs the sweep's PREPARE commands whose outputs are missing."""
+def _prepare(name: str, module, print_only: bool,
+             commands: list[list[str]] | None = None) -> None:
+  """Runs the sweep's PREPARE commands whose outputs are missing: without `commands`, the
+  files (corpus, vocabularies: get_sweep may read them); with them (the runs to do), the
+  prepared models (outputs `DIR/eval_results.json`) that one of them names, so that a
+  sweep over two models can run one model's runs without the other."""
+  text = " ".join(" ".join(cmd) for cmd in commands or [])
+
+  def needed(out):
+    if not out.endswith("/eval_results.json"):
+      return commands is None
+    return commands is not None and re.search(
+        re.escape(os.path.dirname(out)) + r"(?![\w.-])", text)
   missing = [(out, cmd) for out, cmd in getattr(module, "PREPARE", ())
-             if not os.path.exists(out)]
+             if not os.path.exists(out) and needed(out)]
   if missing and print_only:
     raise SystemExit(f"sweep {name} needs {', '.join(out for out, _ in missing)} first: "
                      + " && ".join(cmd for _, cmd in missing))
@@ -309,6 +320,9 @@ def main(argv=None):
   done = {row["run"] for row in sweeps.read_results(path)}
   runs = args.runs or list(specs)
   todo = [run for run in runs if args.force or run not in done]
+  _prepare(args.sweep, module, args.print_only,
+           [cmd for run in todo for cmd in [command(args.sweep, run, specs[run])]
+            + [c for _, c in stage_commands(args.sweep, run, specs[run])]])
   for run in runs:
     if run not in todo:
       print(f"skip {run}: it has a row in {path} (--force re-runs it)", file=sys.stderr)

@@ -236,13 +236,19 @@ def test_pretraining_payoff_learning_curve_section(tmp_path):
                              "10.00] | 15.00 [15.00, 15.00] | -5.00 | fewer than 3 seeds |")
   assert os.path.getsize(tmp_path / "pretraining_payoff.png") > 1000
   runs = runner.sweeps.load("pretraining_payoff").get_sweep()
-  assert len(runs) == 84 and runs["modernbert_sst2_n8000_random_s2"]["overrides"] == {
+  assert len(runs) == 120 and runs["modernbert_sst2_n8000_random_s2"]["overrides"] == {
       "init_from": "runs/modernbert", "random_init": True, "data.max_seq_length": 64,
       "optim.learning_rate": "5e-4", "seed": 2, "data.seed": 2, "data.pack_each_batch": False}
   assert runs["modernbert_sst2_n1000-ep10_pretrained_s0"]["overrides"] == {
       "init_from": "runs/modernbert", "random_init": False, "data.max_seq_length": 64,
       "optim.learning_rate": "5e-4", "seed": 0, "data.seed": 0, "data.pack_each_batch": False,
       "num_train_epochs": 10}
+  # The corpus-vectors model: random weights and the vectors; its random runs are
+  # modernbert's (the same commands, so the runner reuses their rows).
+  assert runs["vectors_sst2_n500_pretrained_s1"]["overrides"] == {
+      **runs["modernbert_sst2_n500_random_s1"]["overrides"],
+      "init_word_vectors": module.VECTORS}
+  assert runs["vectors_cola_nall_random_s0"] == runs["modernbert_cola_nall_random_s0"]
   # A diagnosis (one recipe change at one point) gets its own row after the curve's.
   rows += [_row(f"modernbert_sst2_n1000-ep10_{init}_s{seed}", {"step": 313, "eval_accuracy": a},
                 sweep="pretraining_payoff")
@@ -368,3 +374,22 @@ def test_sop_rows_carry_the_order_their_labels_claim_and_the_probe_reads_it(tmp_
   assert scores["edges"][1] > 0.85, scores
   shuffled = (train[0], train[1], np.random.default_rng(0).permutation(train[2]))
   assert sop_probe.probe(shuffled, held_out, tokenizer.vocab_size, c=1.0)["edges"][1] < 0.7
+
+
+def test_a_prepared_model_no_run_to_do_reads_is_not_asked_for(tmp_path, monkeypatch, capsys):
+  """pretraining_payoff's vectors runs read runs/modernbert, not runs/tiny: --print asks
+  for the corpus, the vocabulary, the vectors and runs/modernbert only."""
+  monkeypatch.chdir(tmp_path)
+  with pytest.raises(SystemExit) as exit_info:
+    runner.main(["pretraining_payoff", "vectors_sst2_n500_pretrained_s0", "--print",
+                 f"--results={tmp_path / 'none.jsonl'}"])
+  assert "bpe-8k-vectors.npz" in str(exit_info.value)  # files first
+  for output, _ in sweeps.load("pretraining_payoff").PREPARE:
+    if not output.endswith("eval_results.json"):
+      os.makedirs(os.path.dirname(output), exist_ok=True)
+      open(output, "w").close()
+  with pytest.raises(SystemExit) as exit_info:
+    runner.main(["pretraining_payoff", "vectors_sst2_n500_pretrained_s0", "--print",
+                 f"--results={tmp_path / 'none.jsonl'}"])
+  message = str(exit_info.value)
+  assert "runs/modernbert/eval_results.json first" in message and "runs/tiny" not in message

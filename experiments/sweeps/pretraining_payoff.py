@@ -6,7 +6,11 @@ weights, over training-set sizes, tasks and seeds, for each model in MODELS:
   modernbert  the main job's (scripts/main_job.sh): configs/modernbert.py, 1,500 steps,
               into runs/modernbert;
   tiny        the main job of sessions 1-10: configs/tiny.py (BERT-Tiny, BERT's 30,522
-              WordPiece pieces, attention guidance), 1,500 steps, into runs/tiny.
+              WordPiece pieces, attention guidance), 1,500 steps, into runs/tiny;
+  vectors     ModernBERT-Tiny's shape with a random encoder and the corpus' count-based
+              word vectors (bert_jax.pretrain.word_vectors: PPMI + SVD of the same corpus
+              and BPE vocabulary, config.init_word_vectors), no MLM: its "pretrained" runs
+              are random_init plus the vectors, its "random" runs modernbert's.
 
 PREPARE pretrains each when missing. Each run fine-tunes one with the main job's recipe
 (seq 64, lr 5e-4, 3 epochs) from its weights ("pretrained") or from random weights of the
@@ -31,14 +35,22 @@ MODELS = {
                    "--workdir=runs/modernbert", "ModernBERT-Tiny"),
     "tiny": ("runs/tiny", "python -m bert_jax.train --config=configs/tiny.py "
              "--workdir=runs/tiny", "BERT-Tiny"),
+    "vectors": ("runs/modernbert", "python -m bert_jax.train --config=configs/modernbert.py "
+                "--workdir=runs/modernbert", "ModernBERT-Tiny shape, corpus vectors only"),
 }
+VECTORS = "runs/corpus/bpe-8k-vectors.npz"
+# Model -> what its "pretrained" runs change (the vectors model: random weights but the table).
+PRETRAINED = {"vectors": {"random_init": True, "init_word_vectors": VECTORS}}
 PREPARE = (
     ("runs/corpus/pretrain.txt",
      "python -m bert_jax.text.prepare --output=runs/corpus/pretrain.txt"),
     ("runs/corpus/bpe-8k/vocab.json",
      "python -m bert_jax.text.learn_vocab --kind=bpe --input=runs/corpus/pretrain.txt "
      "--vocab_size=8192 --output=runs/corpus/bpe-8k"),
-) + tuple((f"{workdir}/eval_results.json", cmd) for workdir, cmd, _ in MODELS.values())
+    (VECTORS, "python -m bert_jax.pretrain.word_vectors --config=configs/modernbert.py "
+     f"--output={VECTORS}"),
+) + tuple(dict.fromkeys((f"{workdir}/eval_results.json", cmd)
+                        for workdir, cmd, _ in MODELS.values()))
 METRICS = {"eval_results.json": ("step", "eval_accuracy", "eval_matthews_corrcoef", "eval_f1",
                                  "train_examples_per_sec")}
 
@@ -72,7 +84,8 @@ def get_sweep():
             "overrides": {"init_from": MODELS[model][0], "random_init": init == "random",
                           "data.max_seq_length": 64, "optim.learning_rate": "5e-4",
                           "seed": seed, "data.seed": seed, **sweeps.PADDED,
-                          **(RECIPES[recipe[1:]][0] if recipe else {})}}
+                          **(RECIPES[recipe[1:]][0] if recipe else {}),
+                          **(PRETRAINED.get(model, {}) if init == "pretrained" else {})}}
   return runs
 
 
