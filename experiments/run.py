@@ -175,6 +175,11 @@ def _execute(cmd: list[str], log_path: str) -> int:
     return process.wait()
 
 
+def _mentions(text: str, path: str) -> bool:
+  """Whether `text` (commands) names `path` itself, not a longer path that starts with it."""
+  return re.search(re.escape(path) + r"(?![\w.-])", text) is not None
+
+
 def _prepare(name: str, module, print_only: bool,
              commands: list[list[str]] | None = None) -> None:
   """Runs the sweep's PREPARE commands whose outputs are missing: without `commands`, the
@@ -186,8 +191,7 @@ def _prepare(name: str, module, print_only: bool,
   def needed(out):
     if not out.endswith("/eval_results.json"):
       return commands is None
-    return commands is not None and re.search(
-        re.escape(os.path.dirname(out)) + r"(?![\w.-])", text)
+    return commands is not None and _mentions(text, os.path.dirname(out))
   missing = [(out, cmd) for out, cmd in getattr(module, "PREPARE", ())
              if not os.path.exists(out) and needed(out)]
   if missing and print_only:
@@ -267,7 +271,7 @@ def reads(sweep: str, specs: dict) -> dict[str, list[str]]:
     text = " ".join(" ".join(cmd) for cmd in
                     [command(sweep, run, spec)] + [c for _, c in stage_commands(sweep, run, spec)])
     found[run] = [other for other in specs if other != run and
-                  re.search(re.escape(f"runs/{sweep}/{other}") + r"(?![\w.-])", text)]
+                  _mentions(text, f"runs/{sweep}/{other}")]
   return found
 
 

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+import scipy.sparse
 
 from bert_jax import trainer, weights
 from bert_jax.models.config import config_for_size
@@ -52,7 +53,7 @@ def test_ppmi_is_the_smoothed_positive_pmi_of_the_counts():
   with np.errstate(divide="ignore"):
     pmi = np.log(counts * contexts.sum() / (counts.sum(1)[:, None] * contexts[None, :]))
   expected = np.where(counts > 0, np.maximum(pmi, 0.0), 0.0)
-  got = word_vectors.ppmi(__import__("scipy.sparse").sparse.csr_matrix(counts)).toarray()
+  got = word_vectors.ppmi(scipy.sparse.csr_matrix(counts)).toarray()
   np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 

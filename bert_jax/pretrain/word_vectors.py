@@ -21,10 +21,10 @@ vocabulary and token count it came from. `config.init_word_vectors` starts a fre
 word-embedding table(s) from it (`weights.init_word_vectors`: the rows of pieces that occur,
 rescaled to the fresh table's standard deviation; the other rows keep their fresh values).
 
-Measured on the prepared corpus (7.3 M byte-level BPE tokens, 8k pieces, window 5, d 128):
-the counting and the SVD take about a minute on 2 cores, and a logistic probe on the mean
-of a sentence's vectors (experiments/payoff_diagnosis.py's, 4,000 SST-2 sentences, dev)
-reads 72.8% with them against 58.4% with random vectors (README, "Does pretraining here
+Measured on the prepared corpus (7.2 M byte-level BPE tokens, 8k pieces, window 5, d 128):
+the counting and the SVD take 17-37 s on 2 cores, and a logistic probe on the mean of a
+sentence's vectors (experiments/payoff_diagnosis.py's, 4,000 SST-2 sentences, dev) reads
+72.4% with them against 58.4% with random vectors (README, "Does pretraining here
 pay off?").
 """
 import os
