@@ -310,29 +310,14 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
   if restored is not None:
     state = restored[1]
     print(f"Resumed from {checkpoints.directory} at step {restored_step}", flush=True)
-  elif config.init_from and config.get("random_init"):
-    print(f"Random initialisation (config.random_init): the architecture and vocabulary of "
-          f"{config.init_from}, not its weights", flush=True)
-  elif config.init_from:
-    params, notes = weights.init_params(jax.device_get(state.params), config.init_from,
-                                        model_config)
-    state = state.replace(params=jax.device_put(params, state_sharding.params))
-    print(f"Initialised from {config.init_from}" + (f" ({'; '.join(notes)})" if notes else ""),
-          flush=True)
-  elif setup.frozen is not None and setup.frozen.init_trainable is not None:
-    params, notes = setup.frozen.init_trainable(jax.device_get(state.params), frozen_host)
-    state = state.replace(params=jax.device_put(params, state_sharding.params))
-    print("Initialised from the frozen params" + (f" ({'; '.join(notes)})" if notes else ""),
-          flush=True)
+  else:
+    params, lines = weights.fresh_start(config, lambda: jax.device_get(state.params),
+                                        model_config, setup.frozen, frozen_host)
+    if params is not None:
+      state = state.replace(params=jax.device_put(params, state_sharding.params))
+    for line in lines:
+      print(line, flush=True)
   del frozen_host
-  if restored is None and config.get("init_word_vectors"):
-    if config.init_from and not config.get("random_init"):
-      raise ValueError("config.init_word_vectors: init_from's weights bring their own word "
-                       "embeddings; set random_init=true or leave init_from empty")
-    params, notes = weights.init_word_vectors(jax.device_get(state.params),
-                                              config.init_word_vectors, model_config)
-    state = state.replace(params=jax.device_put(params, state_sharding.params))
-    print(f"Word embeddings from {config.init_word_vectors} ({'; '.join(notes)})", flush=True)
 
   # From here on the run writes to the workdir (nothing above has).
   writer = MetricWriter(workdir, enabled=is_chief)

@@ -4,6 +4,7 @@ training workdirs (pretrained or fine-tuned), for users and for the trainer alik
   model, variables = load_pretrained(path)           # the model with the checkpoint's heads
   config, params, with_heads = load_params(path)     # unrolled float32 numpy params
   params, notes = init_params(params, path, config)  # the trainer's config.init_from
+  params, lines = fresh_start(config, get_params, model_config)  # a fresh run's start
 
 A bert_jax workdir records its model in model_config.json ("model": a task_models spec),
 so a fine-tuned workdir loads as its task model (classifier, tagger, QA, multiple choice)
@@ -176,14 +177,18 @@ def _merge(params, pretrained, path: str):
   return merge(params, pretrained, ""), notes
 
 
-def init_word_vectors(params: dict, path: str, model_config: BertConfig):
+def init_word_vectors(params: dict, path: str, model_config: BertConfig, std: float = 0.0):
   """(params with every word-embedding table started from the vectors at `path`, notes):
   the trainer's config.init_word_vectors, for a fresh run.
 
   `path` is an .npz of bert_jax.pretrain.word_vectors (vectors [V, E], counts [V]). The rows
-  of pieces that occur (counts > 0) are rescaled so that their standard deviation is the
-  fresh table's (the model's own initial scale); the other rows keep their fresh values.
+  of pieces that occur (counts > 0) are rescaled so that their standard deviation is `std`
+  (config.init_word_vectors_std; 0: the fresh table's, the model's own initial scale); the
+  other rows keep their fresh values.
   """
+  if std < 0:
+    raise ValueError(f"config.init_word_vectors_std={std}: must be >= 0 (0: the fresh "
+                     f"table's std)")
   try:
     with np.load(path) as data:
       vectors, counts = data["vectors"], data["counts"]
@@ -210,7 +215,7 @@ def init_word_vectors(params: dict, path: str, model_config: BertConfig):
           raise ValueError(f"init_word_vectors {path}: vectors {vectors.shape}, {name} "
                            f"{table.shape} (the vectors' size must be the embedding width)")
         rows = vectors[seen].astype(np.float64)
-        scale = table.std() / max(rows.std(), 1e-12)
+        scale = (std or table.std()) / max(rows.std(), 1e-12)
         table = table.copy()
         table[seen] = rows * scale
         out[key] = {**value, "embedding": jnp.asarray(table, value["embedding"].dtype)}
@@ -223,3 +228,40 @@ def init_word_vectors(params: dict, path: str, model_config: BertConfig):
   if not found:
     raise ValueError(f"init_word_vectors {path}: the model has no word_embeddings table")
   return params, [f"{', '.join(found)}: {int(seen.sum())} of {len(seen)} rows from {path}"]
+
+
+# ---------------------------------------------------------- the trainer's fresh-run start
+def fresh_start(config, get_params, model_config: BertConfig, frozen=None, frozen_host=None):
+  """(params to start a fresh run from, or None to keep the fresh init; the lines to
+  print): the trainer's init chain, in order
+
+    init_from's weights (none with config.random_init: its architecture and vocabulary
+    only) or, without init_from, the frozen params' init_trainable (a distillation
+    student from its teacher's layers) -> config.init_word_vectors over the word table.
+
+  get_params() gives the fresh host params (called only when something changes them);
+  frozen is the task's FrozenParams (task.frozen_params()), frozen_host their host params.
+  """
+  if config.get("init_word_vectors") and config.init_from and not config.get("random_init"):
+    raise ValueError("config.init_word_vectors: init_from's weights bring their own word "
+                     "embeddings; set random_init=true or leave init_from empty")
+  params, lines = None, []
+  if config.init_from and config.get("random_init"):
+    lines.append(f"Random initialisation (config.random_init): the architecture and "
+                 f"vocabulary of {config.init_from}, not its weights")
+  elif config.init_from:
+    params, notes = init_params(get_params(), config.init_from, model_config)
+    lines.append(f"Initialised from {config.init_from}" + _notes(notes))
+  elif frozen is not None and frozen.init_trainable is not None:
+    params, notes = frozen.init_trainable(get_params(), frozen_host)
+    lines.append("Initialised from the frozen params" + _notes(notes))
+  if config.get("init_word_vectors"):
+    params, notes = init_word_vectors(get_params() if params is None else params,
+                                      config.init_word_vectors, model_config,
+                                      float(config.get("init_word_vectors_std", 0.0)))
+    lines.append(f"Word embeddings from {config.init_word_vectors} ({'; '.join(notes)})")
+  return params, lines
+
+
+def _notes(notes) -> str:
+  return f" ({'; '.join(notes)})" if notes else ""

@@ -20,8 +20,10 @@ def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDic
     model["embedding_size"] = ml_collections.FieldReference(None, field_type=int)
   config.model = ml_collections.ConfigDict(model)
   config.init_from = ""  # HF folder, TF checkpoint or bert_jax checkpoint/workdir
-  # An .npz of bert_jax.pretrain.word_vectors: a fresh run's word embeddings start from it.
+  # An .npz of bert_jax.pretrain.word_vectors: a fresh run's word embeddings start from it,
+  # rescaled to this std (0: the fresh table's).
   config.init_word_vectors = ""
+  config.init_word_vectors_std = 0.0
   config.data = default_data_config()
   # Loss terms (bert_jax/pretrain/objectives.py): "name" or "name:weight", comma-separated.
   config.objectives = "mlm,nsp"
@@ -116,8 +118,10 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
   # (the "what did pretraining buy" baseline: the same fine-tuning from scratch).
   config.random_init = False
   # With random_init: an .npz of bert_jax.pretrain.word_vectors to start the word
-  # embeddings from (the rest of the encoder random).
+  # embeddings from (the rest of the encoder random), rescaled to this std (0: the fresh
+  # table's).
   config.init_word_vectors = ""
+  config.init_word_vectors_std = 0.0
   config.model = ml_collections.ConfigDict(dict(
       hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, dtype="float32",
       scan_layers=False, remat_policy="none"))

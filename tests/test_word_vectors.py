@@ -98,6 +98,13 @@ def test_init_word_vectors_rescales_the_rows_that_occur_and_keeps_the_rest(tmp_p
   np.testing.assert_array_equal(out["bert"]["pooler"]["kernel"], 1.0)
   assert "45 of 50 rows" in notes[0]
 
+  out, _ = weights.init_word_vectors(params, path, config, std=0.06)  # a trained table's scale
+  got = np.asarray(out["bert"]["embeddings"]["word_embeddings"]["embedding"])
+  np.testing.assert_allclose(got[5:], vectors[5:] * (0.06 / vectors[5:].std()), rtol=1e-5)
+  np.testing.assert_array_equal(got[:5], table[:5])
+  with pytest.raises(ValueError, match="init_word_vectors_std=-1"):
+    weights.init_word_vectors(params, path, config, std=-1.0)
+
   with pytest.raises(ValueError, match="vocab_size 60"):
     weights.init_word_vectors(params, path, config_for_size("tiny", vocab_size=60))
   narrow, _ = _vectors_file(tmp_path, 50, 8, seen)
@@ -105,6 +112,38 @@ def test_init_word_vectors_rescales_the_rows_that_occur_and_keeps_the_rest(tmp_p
     weights.init_word_vectors(params, narrow, config)
   with pytest.raises(ValueError, match="not a word-vector .npz"):
     weights.init_word_vectors(params, str(tmp_path / "missing.npz"), config)
+
+
+def test_fresh_start_chains_init_from_or_random_init_then_the_vectors(tmp_path):
+  """The trainer's fresh-run start: random_init keeps the fresh params (None) unless the
+  vectors change them; the vectors go over init_from's architecture only with random_init;
+  the fresh params are read only when something changes them."""
+  import ml_collections
+
+  config = config_for_size("tiny", vocab_size=50)
+  table = np.random.default_rng(0).normal(0, 0.02, (50, config.hidden_size)).astype(np.float32)
+  fresh = {"bert": {"embeddings": {"word_embeddings": {"embedding": table}}}}
+  path, vectors = _vectors_file(tmp_path, 50, config.hidden_size, np.arange(50) >= 5)
+  reads = []
+
+  def get_params():
+    reads.append(1)
+    return fresh
+
+  run = lambda **kw: weights.fresh_start(  # noqa: E731
+      ml_collections.ConfigDict({"init_from": "", "random_init": False,
+                                 "init_word_vectors": "", "init_word_vectors_std": 0.0, **kw}),
+      get_params, config)
+  assert run() == (None, []) and not reads
+  params, lines = run(init_from="some/model", random_init=True)
+  assert params is None and "Random initialisation" in lines[0] and not reads
+  params, lines = run(init_from="some/model", random_init=True, init_word_vectors=path,
+                      init_word_vectors_std=0.5)
+  got = params["bert"]["embeddings"]["word_embeddings"]["embedding"]
+  assert reads == [1] and len(lines) == 2 and lines[1].startswith(f"Word embeddings from {path}")
+  assert np.asarray(got)[5:].std() == pytest.approx(0.5, rel=1e-4)
+  with pytest.raises(ValueError, match="init_from's weights bring their own"):
+    run(init_from="some/model", init_word_vectors=path)  # refused before loading anything
 
 
 @pytest.mark.slow

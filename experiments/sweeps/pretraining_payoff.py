@@ -10,7 +10,10 @@ weights, over training-set sizes, tasks and seeds, for each model in MODELS:
   vectors     ModernBERT-Tiny's shape with a random encoder and the corpus' count-based
               word vectors (bert_jax.pretrain.word_vectors: PPMI + SVD of the same corpus
               and BPE vocabulary, config.init_word_vectors), no MLM: its "pretrained" runs
-              are random_init plus the vectors, its "random" runs modernbert's.
+              are random_init plus the vectors, its "random" runs modernbert's;
+  vecmlm      both: configs/modernbert.py's 1,500 MLM steps started from the corpus
+              vectors with the word table frozen (optim.word_embedding_lr_scale=0), into
+              runs/modernbert_vecmlm; its "random" runs are modernbert's.
 
 PREPARE pretrains each when missing. Each run fine-tunes one with the main job's recipe
 (seq 64, lr 5e-4, 3 epochs) from its weights ("pretrained") or from random weights of the
@@ -37,10 +40,19 @@ MODELS = {
              "--workdir=runs/tiny", "BERT-Tiny"),
     "vectors": ("runs/modernbert", "python -m bert_jax.train --config=configs/modernbert.py "
                 "--workdir=runs/modernbert", "ModernBERT-Tiny shape, corpus vectors only"),
+    "vecmlm": ("runs/modernbert", "python -m bert_jax.train --config=configs/modernbert.py "
+               "--workdir=runs/modernbert",
+               "ModernBERT-Tiny, corpus vectors + MLM (table frozen)"),
 }
 VECTORS = "runs/corpus/bpe-8k-vectors.npz"
-# Model -> what its "pretrained" runs change (the vectors model: random weights but the table).
-PRETRAINED = {"vectors": {"random_init": True, "init_word_vectors": VECTORS}}
+VECMLM = ("runs/modernbert_vecmlm",
+          "python -m bert_jax.train --config=configs/modernbert.py "
+          f"--config.init_word_vectors={VECTORS} --config.optim.word_embedding_lr_scale=0.0 "
+          "--config.eval_every_steps=500 --workdir=runs/modernbert_vecmlm")
+# Model -> what its "pretrained" runs change (vectors: random weights but the table; vecmlm:
+# its own pretraining, while its "random" runs take runs/modernbert's shape like the others).
+PRETRAINED = {"vectors": {"random_init": True, "init_word_vectors": VECTORS},
+              "vecmlm": {"init_from": VECMLM[0]}}
 PREPARE = (
     ("runs/corpus/pretrain.txt",
      "python -m bert_jax.text.prepare --output=runs/corpus/pretrain.txt"),
@@ -50,7 +62,8 @@ PREPARE = (
     (VECTORS, "python -m bert_jax.pretrain.word_vectors --config=configs/modernbert.py "
      f"--output={VECTORS}"),
 ) + tuple(dict.fromkeys((f"{workdir}/eval_results.json", cmd)
-                        for workdir, cmd, _ in MODELS.values()))
+                        for workdir, cmd, _ in MODELS.values())) + (
+    (f"{VECMLM[0]}/eval_results.json", VECMLM[1]),)
 METRICS = {"eval_results.json": ("step", "eval_accuracy", "eval_matthews_corrcoef", "eval_f1",
                                  "train_examples_per_sec")}
 
