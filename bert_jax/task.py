@@ -57,12 +57,18 @@ class TaskInputs:
   width_examples: one local batch of each shape the training batches can have (dynamic
     padding widths); the trainer compiles its step for each before the loop. Empty where
     every batch has one shape (compiled at the first step).
+  select, select_metadata, select_metric: training examples held back to pick the epoch
+    (config.data.select_fraction), what scoring them needs, and the metric of `evaluate`
+    that picks (higher is better); select None: the run ends on its last step's params.
   """
   train: Input
   eval: Input | None
   steps_per_epoch: int | None = None
   eval_metadata: Any = None
   width_examples: tuple[Batch, ...] = ()
+  select: Input | None = None
+  select_metadata: Any = None
+  select_metric: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -55,6 +55,26 @@ class TrainState:
   opt_state: optax.OptState
 
 
+@flax.struct.dataclass
+class SelectingTrainState(TrainState):
+  """A run that picks its epoch (config.data.select_fraction): the params that scored
+  best on the held-back examples so far ride in the checkpoint, so a resumed run picks
+  the same epoch as an uninterrupted one."""
+  best_params: dict
+  best_score: jax.Array  # -inf before the first score
+  best_step: jax.Array
+
+
+def keep_best(state: SelectingTrainState, score) -> SelectingTrainState:
+  """The state with its params kept as the best if `score` beats the best so far (NaN
+  never does; a tie keeps the earlier step)."""
+  better = score > state.best_score
+  pick = lambda new, old: jnp.where(better, new, old)  # noqa: E731
+  return state.replace(best_params=jax.tree.map(pick, state.params, state.best_params),
+                       best_score=pick(score, state.best_score),
+                       best_step=pick(state.step, state.best_step))
+
+
 def _tree_norm(tree):
   return jnp.sqrt(sum(jnp.sum(jnp.square(x.astype(jnp.float32))) for x in jax.tree.leaves(tree)))
 
@@ -100,7 +120,7 @@ def make_train_step(task, model, tx, schedule, accum: int, dropout_rng):
     metrics = task.metrics(sums, denominators)
     metrics.update(learning_rate=schedule(state.step), grad_norm=_tree_norm(grads),
                    param_norm=_tree_norm(params))
-    return TrainState(step=state.step + 1, params=params, opt_state=opt_state), metrics
+    return state.replace(step=state.step + 1, params=params, opt_state=opt_state), metrics
 
   return train_step
 
@@ -187,7 +207,11 @@ def build(config: ml_collections.ConfigDict, task: Task | None = None,
 
   def init_state(rng):
     params = init_params(model, rng)
-    return TrainState(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params))
+    fields = dict(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params))
+    if not config.data.get("select_fraction"):
+      return TrainState(**fields)
+    return SelectingTrainState(**fields, best_params=params, best_score=jnp.float32(-jnp.inf),
+                               best_step=jnp.zeros((), jnp.int32))
 
   init_rng, dropout_rng = jax.random.split(jax.random.key(config.seed))
   abstract_boxed = jax.eval_shape(init_state, init_rng)
@@ -345,15 +369,22 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
                                                  setup.frozen_sharding),
                         out_shardings=replicated)
 
-  def evaluate(params):
-    """The task's Evaluation on the eval split (None without one)."""
-    if inputs.eval is None:
+  def evaluate(params, split=inputs):
+    """The task's Evaluation on split.eval (None without one)."""
+    if split.eval is None:
       return None
 
     def run_eval(local_batch):
       with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
         return p_eval_step(params, sharding.global_batch(local_batch, mesh, rules), frozen)
-    return task.evaluate(run_eval, inputs)
+    return task.evaluate(run_eval, split)
+
+  # Picking the epoch on held-back training examples (config.data.select_fraction).
+  select_every = inputs.steps_per_epoch if inputs.select is not None else 0
+  held_back = dataclasses.replace(inputs, eval=inputs.select,
+                                  eval_metadata=inputs.select_metadata)
+  p_keep_best = jax.jit(keep_best, in_shardings=(state_sharding, replicated),
+                        out_shardings=state_sharding, donate_argnums=0)
 
   def prefixed(evaluation) -> dict:
     return {} if evaluation is None else {f"eval_{k}": v for k, v in evaluation.metrics.items()}
@@ -469,6 +500,18 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
           print("eval: " + ", ".join(f"{k} {v:.4f}" for k, v in eval_metrics.items()
                                      if isinstance(v, float)), flush=True)
 
+    if select_every and (step % select_every == 0 or step == total_steps):
+      scores = evaluate(state.params, held_back).metrics
+      with jax.set_mesh(mesh):
+        state = p_keep_best(state, jnp.float32(scores[inputs.select_metric]))
+      best = jax.device_get((state.best_score, state.best_step))
+      writer.write(step, {f"select_{k}": v for k, v in scores.items()})
+      if is_chief:
+        print(f"held back: {inputs.select_metric} {scores[inputs.select_metric]:.4f} (best "
+              f"{best[0]:.4f}, step {best[1]})", flush=True)
+      if step == total_steps:  # the run ends on the best params: saved, then evaluated
+        state = state.replace(params=state.best_params)
+
     stopping = stop.agreed()  # SIGTERM/SIGINT here or (multi-process) on any process
     if step % config.checkpoint_every_steps == 0 or step == total_steps or stopping:
       save(step)
@@ -493,6 +536,10 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
                                        max(time.time() - loop_start, 1e-9))
   evaluation = evaluate(state.params)
   eval_metrics = prefixed(evaluation)
+  if inputs.select is not None:
+    best_score, best_step = jax.device_get((state.best_score, state.best_step))
+    eval_metrics.update({"selected_step": int(best_step),
+                         f"selected_{inputs.select_metric}": float(best_score)})
   if eval_metrics and not finished_before:
     writer.write(step, eval_metrics)
   final.update(eval_metrics)

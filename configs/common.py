@@ -137,7 +137,11 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
       # multiple of packed_rows_multiple (and of grad_accum_steps x local devices, so the
       # rows split evenly; finetune/packing.py PackedBatches): the same losses as dynamic
       # padding with far fewer padding tokens.
-      pack_each_batch=False, packed_rows_multiple=1))
+      pack_each_batch=False, packed_rows_multiple=1,
+      # > 0: this seeded fraction of the training examples (after train_examples) is held
+      # back to pick the epoch: scored after every epoch, and the run ends on the params
+      # that scored best there (the eval split never chooses; GLUE; bert_jax/trainer.py).
+      select_fraction=0.0))
   config.data.update(data_fields)
   config.optim = default_optim_config()
   config.optim.learning_rate = 5e-5

@@ -15,7 +15,8 @@ this; 0 = always max_seq_length), packing (training rows hold up to this many ex
 packed rows; bert_jax/finetune/packing.py), pack_each_batch (instead: each batch keeps
 batch_size examples, in unpacked training's order, packed into as few full-length rows
 as fit, rounded up to a multiple of packed_rows_multiple: packing.PackedBatches),
-batch_size, eval_batch_size, seed, plus each family's
+select_fraction (training examples held back to pick the epoch: TaskInputs.select; tasks
+with a `select_metric`: GLUE), batch_size, eval_batch_size, seed, plus each family's
 own (GLUE: dataset, heldout_fraction, heldout_seed; SQuAD: doc_stride, max_query_length,
 version_2_with_negative, heldout_fraction, heldout_seed). The tokenizer is the run's one
 (bert_jax/text/tokenizers.py).
@@ -54,6 +55,7 @@ class FinetuningTask:
   label_keys: tuple[str, ...] = ()  # batch features the loss reads besides MODEL_INPUTS
   metric_names = ("loss", "accuracy")
   packable = False  # labels per example or per token: training rows can pack several
+  select_metric = None  # the score that picks the epoch (config.data.select_fraction)
 
   def __init__(self, config, model_config: BertConfig):
     self.config, self.model_config = config, model_config
@@ -63,6 +65,12 @@ class FinetuningTask:
     if config.data.get("pack_each_batch") and not self.packable:
       raise ValueError(f"config.data.pack_each_batch: the {self.name} task has no packed form "
                        "(GLUE and CoNLL have); set it to False")
+    fraction = config.data.get("select_fraction") or 0.0
+    if not 0.0 <= fraction < 1.0:
+      raise ValueError(f"config.data.select_fraction={fraction}: must be in [0, 1)")
+    if fraction and self.select_metric is None:
+      raise ValueError(f"config.data.select_fraction={fraction}: the {self.name} task cannot "
+                       "hold back training examples to pick the epoch (GLUE can); set it to 0")
     if config.data.get("pack_each_batch") and config.data.get("packing"):
       raise ValueError(f"config.data.pack_each_batch (GLUE's and CoNLL's default) with "
                        f"config.data.packing={config.data.packing}: choose one (packing packs "
@@ -79,14 +87,27 @@ class FinetuningTask:
 
   def make_inputs(self, tokenizer, process_index: int, process_count: int) -> TaskInputs:
     data = self.config.data
-    train_features, _ = self.load_split(data.train_split, tokenizer)
+    train_features, train_metadata = self.load_split(data.train_split, tokenizer)
     eval_features, eval_metadata = self.load_split(data.eval_split, tokenizer)
     keep = MODEL_INPUTS + self.label_keys
-    train_features = {k: train_features[k] for k in keep}
+    rows = np.arange(len(train_features["input_ids"]))
     if data.train_examples:  # a fixed random subset, for quick runs and curves
-      rows = np.random.default_rng(data.seed).permutation(
-          len(train_features["input_ids"]))[:data.train_examples]
-      train_features = {k: v[np.sort(rows)] for k, v in train_features.items()}
+      rows = np.sort(np.random.default_rng(data.seed).permutation(rows)[:data.train_examples])
+    select = select_metadata = None
+    if data.get("select_fraction"):  # held back from the subset: they pick the epoch
+      count = max(1, round(data.select_fraction * len(rows)))
+      if count >= len(rows):
+        raise ValueError(f"config.data.select_fraction={data.select_fraction} of "
+                         f"{len(rows)} training examples leaves none to train on")
+      held = np.zeros(len(rows), bool)
+      held[np.random.default_rng([data.seed, 1]).permutation(len(rows))[:count]] = True
+      select_rows, rows = rows[held], rows[~held]
+      select_metadata = [train_metadata[i] for i in select_rows]
+      select = array_input.ArrayInput(
+          {k: v[select_rows] for k, v in train_features.items()}, data.eval_batch_size,
+          shuffle=False, process_index=process_index, process_count=process_count,
+          name=f"{self.name} {data.train_split} (held back to pick the epoch)")
+    train_features = {k: train_features[k][rows] for k in keep}
     if data.get("packing"):
       train_features = packing.pack(train_features, data.packing, pad_id=tokenizer.pad_id)
     if data.get("pack_each_batch"):
@@ -109,7 +130,9 @@ class FinetuningTask:
                                         name=f"{self.name} {data.eval_split}")
     return TaskInputs(train=train, eval=evaluation, steps_per_epoch=train.steps_per_epoch,
                       eval_metadata=eval_metadata,
-                      width_examples=tuple(train.width_examples()))
+                      width_examples=tuple(train.width_examples()), select=select,
+                      select_metadata=select_metadata,
+                      select_metric=self.select_metric if select is not None else None)
 
   def example_batch(self, batch_size: int):
     t = self.config.data.max_seq_length

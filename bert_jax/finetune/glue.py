@@ -20,8 +20,9 @@ class GlueTask(FinetuningTask):
   packable = True
 
   def __init__(self, config, model_config):
-    super().__init__(config, model_config)
     self.dataset = glue_reader.get_dataset(config.data.dataset)
+    self.select_metric = self.dataset.metrics[0]  # the dataset's first official metric
+    super().__init__(config, model_config)
     self.metric_names = ("loss",) if self.dataset.is_regression else ("loss", "accuracy")
 
   def model_spec(self):

@@ -81,7 +81,8 @@ TASKS = {
 # pick a recipe.
 RECIPES = {"ep10": ({"num_train_epochs": 10}, "10 epochs"),
            "mean": ({"classifier_pooling": "mean"}, "mean of the tokens")}
-DIAGNOSES = (("modernbert", "sst2", 1000, "ep10"), ("modernbert", "sst2", 1000, "mean"))
+DIAGNOSES = (("modernbert", "sst2", 1000, "ep10"), ("modernbert", "sst2", 1000, "mean"),
+             ("vectors", "sst2", 1000, "ep10"), ("vecmlm", "sst2", 1000, "ep10"))
 
 
 def get_sweep():

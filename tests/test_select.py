@@ -1,0 +1,83 @@
+"""Picking the epoch on held-back training examples (config.data.select_fraction)."""
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import orbax.checkpoint as ocp
+import pytest
+
+from bert_jax import trainer
+from bert_jax.finetune import base
+from bert_jax.text.tokenizers import make_tokenizer
+from configs import conll, glue
+
+from test_finetune import _run, small_bert  # noqa: F401 - the module's fixture
+
+
+def test_keep_best_keeps_a_better_score_only():
+  params = {"w": jnp.zeros(3)}
+  state = trainer.SelectingTrainState(step=jnp.int32(4), params={"w": jnp.ones(3)},
+                                      opt_state=(), best_params=params,
+                                      best_score=jnp.float32(-jnp.inf), best_step=jnp.int32(0))
+  state = trainer.keep_best(state, jnp.float32(0.5))
+  assert float(state.best_score) == 0.5 and int(state.best_step) == 4
+  np.testing.assert_array_equal(state.best_params["w"], 1.0)
+  for worse in (0.5, 0.4, float("nan")):  # a tie keeps the earlier step; NaN never wins
+    kept = trainer.keep_best(state.replace(step=jnp.int32(8), params={"w": jnp.full(3, 2.0)}),
+                             jnp.float32(worse))
+    assert float(kept.best_score) == 0.5 and int(kept.best_step) == 4
+    np.testing.assert_array_equal(kept.best_params["w"], 1.0)
+
+
+def test_the_held_back_examples_leave_the_training_rows(small_bert):  # noqa: F811
+  config = glue.get_config("task=sst2,train_examples=40")
+  config.init_from = small_bert
+  config.data.select_fraction = 0.25
+  config.data.pack_each_batch, config.data.batch_size = False, 10
+  task = trainer.make_task(config, trainer.resolve_model_config(config))
+  inputs = task.make_inputs(make_tokenizer(config.data, model_dir=small_bert), 0, 1)
+  held = {tuple(r) for b in inputs.select.epoch_batches(0)
+          for r, v in zip(b["input_ids"], b["valid"]) if v}
+  trained = {tuple(r) for b in inputs.train.epoch_batches(0)
+             for r in b["input_ids"][b["attention_mask"].sum(1) > 0]}
+  assert len(inputs.select_metadata) == 10 and inputs.select_metric == "accuracy"
+  assert len(trained) + len(held) <= 40 and not held & trained
+  # The held-back rows are the examples their metadata names (what scoring reads).
+  tokenizer = make_tokenizer(config.data, model_dir=small_bert)
+  first = tokenizer.encode_for_model([inputs.select_metadata[0].text_a], None,
+                                     max_length=config.data.max_seq_length)["input_ids"][0]
+  assert tuple(next(inputs.select.epoch_batches(0))["input_ids"][0]) == tuple(first)
+
+  with pytest.raises(ValueError, match="select_fraction=1.5: must be in"):
+    config.data.select_fraction = 1.5
+    trainer.make_task(config, trainer.resolve_model_config(config))
+  tagging = conll.get_config("runlocal=True")
+  tagging.init_from, tagging.data.select_fraction = small_bert, 0.1
+  with pytest.raises(ValueError, match="the conll task cannot hold back"):
+    trainer.make_task(tagging, trainer.resolve_model_config(tagging))
+
+
+def test_a_run_ends_on_the_epoch_that_scored_best_on_the_held_back_examples(
+    small_bert, tmp_path):  # noqa: F811
+  config = glue.get_config("task=sst2,runlocal=True")
+  config.data.train_examples, config.data.select_fraction = 200, 0.25  # 50 held back
+  config.num_train_epochs = 4.0
+  config.optim.learning_rate = 1e-3
+  config.checkpoint_every_steps = 1
+  config.max_checkpoints_to_keep = 100
+  results = _run(config, tmp_path, small_bert)
+  with open(tmp_path / "metrics.jsonl") as f:
+    scores = {row["step"]: row["select_accuracy"] for row in map(json.loads, f)
+              if "select_accuracy" in row}
+  per_epoch = results["step"] // 4
+  assert sorted(scores) == [per_epoch * e for e in (1, 2, 3, 4)]
+  best = max(scores, key=lambda s: (scores[s], -s))  # the first of the highest
+  assert results["selected_step"] == best  # its score kept as float32 on device
+  assert results["selected_accuracy"] == pytest.approx(scores[best], rel=1e-6)
+  # The last checkpoint holds the best epoch's params: the ones saved at that step.
+  with ocp.CheckpointManager(os.path.join(tmp_path, "checkpoints")) as manager:
+    at_best, last = (manager.restore(s, args=ocp.args.Composite(
+        state=ocp.args.StandardRestore()))["state"]["params"] for s in (best, results["step"]))
+  jax.tree.map(np.testing.assert_array_equal, last, at_best)
