@@ -10,7 +10,7 @@ config's). Dynamic padding both sides: ours pads each batch to its longest row r
 up to `--pad_to_multiple_of` (the config's; 32), HF to its longest row (what
 DataCollatorWithPadding does, HF's best case). Ours runs what `bert_jax.train` runs per
 step: `next(train_input)` (ArrayInput), `sharding.global_batch`, the jitted
-`trainer.make_train_step` (the loss, clipping, AdamW, the logged norms) built by
+`steps.make_train_step` (the loss, clipping, AdamW, the logged norms) built by
 `trainer.build`; HF runs `model(**batch).loss.backward()`, clipping and AdamW on the
 same rows in the same order. Sides alternate in rounds inside this one process (one
 untimed step of a side, then `--steps_per_round` timed ones), each after its own
@@ -60,7 +60,7 @@ def ours(config):
   """The trainer's step and input: (run(n) -> (real tokens, examples), widths compiled)."""
   import flax.linen as nn
 
-  from bert_jax import sharding, trainer, weights
+  from bert_jax import sharding, steps, trainer, weights
   from bert_jax.text.tokenizers import make_tokenizer
   task = trainer.make_task(config, trainer.resolve_model_config(config))
   tokenizer = make_tokenizer(config.data, model_dir=config.init_from)
@@ -74,7 +74,7 @@ def ours(config):
                                   setup.model_config)
   state = state.replace(params=jax.device_put(params, setup.state_sharding.params))
   replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-  step = jax.jit(trainer.make_train_step(task, setup.model, setup.tx, setup.schedule, 1,
+  step = jax.jit(steps.make_train_step(task, setup.model, setup.tx, setup.schedule, 1,
                                          setup.dropout_rng),
                  in_shardings=(setup.state_sharding, setup.batch_sharding),
                  out_shardings=(setup.state_sharding, replicated), donate_argnums=0)

@@ -50,7 +50,7 @@ def ours(model_config, batch_np):
   """A jitted step built exactly as the trainer builds it; returns a no-arg runner."""
   from flax import linen as nn
 
-  from bert_jax import optim, trainer
+  from bert_jax import optim, steps
   import ml_collections
 
   from bert_jax.pretrain.pipeline import default_data_config
@@ -63,9 +63,9 @@ def ours(model_config, batch_np):
   tx, schedule = optim.make_optimizer(optim_config, 1000)
   batch = jax.tree.map(jnp.asarray, batch_np)
   params = nn.unbox(model.init(jax.random.key(0), batch["input_ids"])["params"])
-  state = trainer.TrainState(step=jnp.zeros((), jnp.int32), params=params,
+  state = steps.TrainState(step=jnp.zeros((), jnp.int32), params=params,
                              opt_state=tx.init(params))
-  step = jax.jit(trainer.make_train_step(task, model, tx, schedule, 1, jax.random.key(1)),
+  step = jax.jit(steps.make_train_step(task, model, tx, schedule, 1, jax.random.key(1)),
                  donate_argnums=0)
   compiled = step.lower(state, batch).compile()
   flops = float(compiled.cost_analysis().get("flops", 0.0))

@@ -14,7 +14,7 @@ import flax.linen as nn
 import jax
 import numpy as np
 
-from bert_jax import trainer
+from bert_jax import steps, trainer
 
 
 def _per_device_bytes(tree, shardings) -> int:
@@ -39,7 +39,7 @@ def compile_report(config) -> dict:
   frozen = None if setup.frozen_abstract is None else jax.tree.map(  # a distillation teacher
       lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
       setup.frozen_abstract, setup.frozen_sharding)
-  step = trainer.make_train_step(setup.task, setup.model, setup.tx, setup.schedule,
+  step = steps.make_train_step(setup.task, setup.model, setup.tx, setup.schedule,
                                  int(config.grad_accum_steps), setup.dropout_rng)
   with jax.set_mesh(setup.mesh), nn.logical_axis_rules(setup.rules):
     compiled = jax.jit(step, in_shardings=(shardings, setup.batch_sharding,

@@ -8,7 +8,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
-from bert_jax import trainer
+from bert_jax import steps, trainer
 from bert_jax.finetune import base
 from bert_jax.text.tokenizers import make_tokenizer
 from configs import conll, glue
@@ -18,14 +18,14 @@ from test_finetune import _run, small_bert  # noqa: F401 - the module's fixture
 
 def test_keep_best_keeps_a_better_score_only():
   params = {"w": jnp.zeros(3)}
-  state = trainer.SelectingTrainState(step=jnp.int32(4), params={"w": jnp.ones(3)},
+  state = steps.SelectingTrainState(step=jnp.int32(4), params={"w": jnp.ones(3)},
                                       opt_state=(), best_params=params,
                                       best_score=jnp.float32(-jnp.inf), best_step=jnp.int32(0))
-  state = trainer.keep_best(state, jnp.float32(0.5))
+  state = steps.keep_best(state, jnp.float32(0.5))
   assert float(state.best_score) == 0.5 and int(state.best_step) == 4
   np.testing.assert_array_equal(state.best_params["w"], 1.0)
   for worse in (0.5, 0.4, float("nan")):  # a tie keeps the earlier step; NaN never wins
-    kept = trainer.keep_best(state.replace(step=jnp.int32(8), params={"w": jnp.full(3, 2.0)}),
+    kept = steps.keep_best(state.replace(step=jnp.int32(8), params={"w": jnp.full(3, 2.0)}),
                              jnp.float32(worse))
     assert float(kept.best_score) == 0.5 and int(kept.best_step) == 4
     np.testing.assert_array_equal(kept.best_params["w"], 1.0)

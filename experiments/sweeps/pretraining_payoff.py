@@ -65,7 +65,7 @@ PREPARE = (
                         for workdir, cmd, _ in MODELS.values())) + (
     (f"{VECMLM[0]}/eval_results.json", VECMLM[1]),)
 METRICS = {"eval_results.json": ("step", "eval_accuracy", "eval_matthews_corrcoef", "eval_f1",
-                                 "train_examples_per_sec")}
+                                 "train_examples_per_sec", "selected_step", "selected_accuracy")}
 
 SST2_SIZES = (500, 1000, 2000, 8000)
 SEEDS = (0, 1, 2)
@@ -76,13 +76,18 @@ TASKS = {
     "cola": ("configs/glue.py:task=cola", (0,), "eval_matthews_corrcoef"),
     "mrpc": ("configs/glue.py:task=mrpc,heldout=0.1", (0,), "eval_f1"),
 }
-# Diagnoses: the curve's recipe changed in one way at one point, both inits alike; run
-# MODEL_TASK_nSIZE-RECIPE_INIT_sSEED. Read on dev, so they explain the curve, they do not
-# pick a recipe.
+# Variants: the curve's recipe changed in one way at one point, both inits alike; run
+# MODEL_TASK_nSIZE-RECIPE_INIT_sSEED. ep10 and mean are diagnoses read on dev: they explain
+# the curve, they do not pick a recipe. sel is a recipe that picks for itself: up to 10
+# epochs, the run ending on the epoch that scored best on 10% of its training sentences
+# held back (config.data.select_fraction; dev never chooses).
 RECIPES = {"ep10": ({"num_train_epochs": 10}, "10 epochs"),
-           "mean": ({"classifier_pooling": "mean"}, "mean of the tokens")}
+           "mean": ({"classifier_pooling": "mean"}, "mean of the tokens"),
+           "sel": ({"num_train_epochs": 10, "data.select_fraction": 0.1},
+                   "best of 10 epochs on 10% held back")}
 DIAGNOSES = (("modernbert", "sst2", 1000, "ep10"), ("modernbert", "sst2", 1000, "mean"),
-             ("vectors", "sst2", 1000, "ep10"), ("vecmlm", "sst2", 1000, "ep10"))
+             ("vectors", "sst2", 1000, "ep10"), ("vecmlm", "sst2", 1000, "ep10")) + tuple(
+                 ("vectors", "sst2", size, "sel") for size in SST2_SIZES)
 
 
 def get_sweep():
