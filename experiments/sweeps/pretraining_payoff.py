@@ -149,7 +149,7 @@ def render(rows, plots_dir) -> str:
   lines = ["| model | task (metric) | training examples | pretrained here | random init | gap | "
            "gap vs seeds |", "|---|---|---|---|---|---|---|"]
   cell = lambda s: f"{100 * s[0]:.2f} [{100 * s[1]:.2f}, {100 * s[2]:.2f}]"  # noqa: E731
-  curves = {}  # model -> the SST-2 sizes it has both inits of
+  curves = {}  # (model, recipe) -> the SST-2 sizes it has both inits of ("": the curve's)
   for model, (_, _, name) in MODELS.items():
     for task, (_, sizes, metric) in TASKS.items():
       for size in sizes:
@@ -162,7 +162,7 @@ def render(rows, plots_dir) -> str:
                      f"{cell(pre)} | {cell(rnd)} | {100 * (pre[0] - rnd[0]):+.2f} | "
                      f"{gap_verdict(pre, rnd)} |")
         if task == "sst2":
-          curves.setdefault(model, []).append(size)
+          curves.setdefault((model, ""), []).append(size)
   for model, task, size, recipe in DIAGNOSES:
     pre = stats.get((model, task, f"{size}-{recipe}", "pretrained"))
     rnd = stats.get((model, task, f"{size}-{recipe}", "random"))
@@ -170,13 +170,17 @@ def render(rows, plots_dir) -> str:
       lines.append(f"| {MODELS[model][2]} | {task} ({TASKS[task][2].removeprefix('eval_')}) | "
                    f"{size}, {RECIPES[recipe][1]} | {cell(pre)} | {cell(rnd)} | "
                    f"{100 * (pre[0] - rnd[0]):+.2f} | {gap_verdict(pre, rnd)} |")
+      if task == "sst2" and recipe == "sel":
+        curves.setdefault((model, recipe), []).append(size)
+  curves = {key: sizes for key, sizes in curves.items() if not key[1] or len(sizes) > 1}
   if curves:
     os.makedirs(plots_dir, exist_ok=True)
     fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.6), squeeze=False,
                              sharey=True)
-    for ax, (model, sizes) in zip(axes[0], curves.items()):
+    for ax, ((model, recipe), sizes) in zip(axes[0], curves.items()):
       for init, color in zip(INITS, ("tab:blue", "tab:gray")):
-        points = [stats[(model, "sst2", str(s), init)] for s in sizes]
+        points = [stats[(model, "sst2", f"{s}-{recipe}" if recipe else str(s), init)]
+                  for s in sizes]
         means = [100 * p[0] for p in points]
         ax.errorbar(sizes, means, yerr=[[m - 100 * p[1] for m, p in zip(means, points)],
                                         [100 * p[2] - m for m, p in zip(means, points)]],
@@ -185,7 +189,8 @@ def render(rows, plots_dir) -> str:
       ax.set_xticks(sizes, [str(s) for s in sizes])
       ax.minorticks_off()
       ax.set_xlabel("SST-2 training sentences")
-      ax.set_title(f"pretrained here vs random init ({MODELS[model][2]})", fontsize=10)
+      ax.set_title(f"pretrained here vs random init ({MODELS[model][2]}"
+                   + (f";\n{RECIPES[recipe][1]})" if recipe else ")"), fontsize=10)
       ax.legend(fontsize=8)
     axes[0][0].set_ylabel("SST-2 dev accuracy (%)")
     fig.tight_layout()
