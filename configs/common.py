@@ -140,7 +140,7 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
       pack_each_batch=False, packed_rows_multiple=1,
       # > 0: this seeded fraction of the training examples (after train_examples) is held
       # back to pick the epoch: scored after every epoch, and the run ends on the params
-      # that scored best there (the eval split never chooses; GLUE; bert_jax/trainer.py).
+      # that scored best there (the eval split never chooses; GLUE, SWAG; bert_jax/trainer.py).
       select_fraction=0.0))
   config.data.update(data_fields)
   config.optim = default_optim_config()

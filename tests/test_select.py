@@ -11,7 +11,7 @@ import pytest
 from bert_jax import steps, trainer
 from bert_jax.finetune import base
 from bert_jax.text.tokenizers import make_tokenizer
-from configs import conll, glue
+from configs import conll, glue, swag
 
 from test_finetune import _run, small_bert  # noqa: F401 - the module's fixture
 
@@ -53,6 +53,13 @@ def test_the_held_back_examples_leave_the_training_rows(small_bert):  # noqa: F8
   with pytest.raises(ValueError, match="select_fraction=1.5: must be in"):
     config.data.select_fraction = 1.5
     trainer.make_task(config, trainer.resolve_model_config(config))
+  choices = swag.get_config("runlocal=True")  # rows are examples of 4 choices
+  choices.init_from, choices.data.select_fraction = small_bert, 0.25
+  task = trainer.make_task(choices, trainer.resolve_model_config(choices))
+  inputs = task.make_inputs(make_tokenizer(choices.data, model_dir=small_bert), 0, 1)
+  held = np.concatenate([b["label"][b["valid"] > 0] for b in inputs.select.epoch_batches(0)])
+  assert len(held) == len(inputs.select_metadata) > 0
+  assert list(held) == [e.label for e in inputs.select_metadata]
   tagging = conll.get_config("runlocal=True")
   tagging.init_from, tagging.data.select_fraction = small_bert, 0.1
   with pytest.raises(ValueError, match="the conll task cannot hold back"):

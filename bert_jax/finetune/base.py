@@ -16,7 +16,7 @@ packed rows; bert_jax/finetune/packing.py), pack_each_batch (instead: each batch
 batch_size examples, in unpacked training's order, packed into as few full-length rows
 as fit, rounded up to a multiple of packed_rows_multiple: packing.PackedBatches),
 select_fraction (training examples held back to pick the epoch: TaskInputs.select; tasks
-with a `select_metric`: GLUE), batch_size, eval_batch_size, seed, plus each family's
+with a `select_metric`: GLUE, SWAG), batch_size, eval_batch_size, seed, plus each family's
 own (GLUE: dataset, heldout_fraction, heldout_seed; SQuAD: doc_stride, max_query_length,
 version_2_with_negative, heldout_fraction, heldout_seed). The tokenizer is the run's one
 (bert_jax/text/tokenizers.py).
@@ -70,7 +70,8 @@ class FinetuningTask:
       raise ValueError(f"config.data.select_fraction={fraction}: must be in [0, 1)")
     if fraction and self.select_metric is None:
       raise ValueError(f"config.data.select_fraction={fraction}: the {self.name} task cannot "
-                       "hold back training examples to pick the epoch (GLUE can); set it to 0")
+                       "hold back training examples to pick the epoch (GLUE and SWAG can); set it "
+                       "to 0")
     if config.data.get("pack_each_batch") and config.data.get("packing"):
       raise ValueError(f"config.data.pack_each_batch (GLUE's and CoNLL's default) with "
                        f"config.data.packing={config.data.packing}: choose one (packing packs "

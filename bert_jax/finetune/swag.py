@@ -17,6 +17,7 @@ class SwagTask(FinetuningTask):
   name = "swag"
   reader = swag_reader
   label_keys = ("label",)
+  select_metric = "accuracy"  # rows are examples: some can be held back to pick the epoch
 
   def model_spec(self):
     return {"task_model": "multiple_choice"}
