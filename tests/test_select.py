@@ -9,7 +9,7 @@ import orbax.checkpoint as ocp
 import pytest
 
 from bert_jax import steps, trainer
-from bert_jax.finetune import base
+from bert_jax.finetune import base, glue_reader, sources
 from bert_jax.text.tokenizers import make_tokenizer
 from configs import conll, glue, swag
 
@@ -88,3 +88,52 @@ def test_a_run_ends_on_the_epoch_that_scored_best_on_the_held_back_examples(
     at_best, last = (manager.restore(s, args=ocp.args.Composite(
         state=ocp.args.StandardRestore()))["state"]["params"] for s in (best, results["step"]))
   jax.tree.map(np.testing.assert_array_equal, last, at_best)
+
+
+def _examples(*texts):
+  return [glue_reader.GlueExample(f"train-{i}", t, None, "1", f"x:{i}")
+          for i, t in enumerate(texts)]
+
+
+def test_phrase_groups_put_each_phrase_with_a_sentence_that_holds_it():
+  examples = _examples(
+      "the film", "a great film", "the film is a great film", "is", "is a great film",
+      "a dull plot ,", "the film", "what a dull plot , sadly", "no part of any  ")
+  groups = glue_reader.phrase_groups(examples)
+  # Roots: rows inside no longer row (2, 7, 8); "is" and "the film" are spans of 2 and
+  # not of 7; the duplicate "the film" (6) goes with its twin; whitespace is not a word.
+  assert list(groups) == [2, 2, 2, 2, 2, 7, 2, 7, 8]
+  # A phrase of two sentences goes with the first root, the longest first.
+  examples = _examples("bad", "so bad", "bad , bad", "it is so bad")
+  assert list(glue_reader.phrase_groups(examples)) == [3, 3, 2, 3]
+  assert glue_reader.row_groups(examples, "mrpc") is None  # pairs: every row apart
+
+
+def test_heldout_mask_draws_whole_groups():
+  plain = sources.heldout_mask(50, 7, [3, 1])
+  expected = np.zeros(50, bool)
+  expected[np.random.default_rng([3, 1]).permutation(50)[:7]] = True
+  np.testing.assert_array_equal(plain, expected)  # without groups: the plain permutation
+  groups = np.repeat(np.arange(10), 5)[np.random.default_rng(0).permutation(50)]
+  for seed in range(5):
+    held = sources.heldout_mask(50, 7, seed, groups)
+    assert held.sum() == 10  # two whole groups of 5: the first reaching 7 rows
+    for g in range(10):
+      assert len(set(held[groups == g])) == 1
+  with pytest.raises(ValueError, match=r"groups has shape \(3,\), expected \(50,\)"):
+    sources.heldout_mask(50, 7, 0, [0, 1, 2])
+
+
+def test_sst2_holds_back_sentences_with_their_phrases(data_dir):
+  examples = glue_reader.read_examples(glue_reader.get_dataset("sst2"), "train", None,
+                                       data_dir=data_dir)
+  groups = glue_reader.phrase_groups(examples)
+  words = [tuple(e.text_a.split()) for e in examples]
+  for i in np.random.default_rng(0).choice(len(examples), 300, replace=False):
+    root = words[groups[i]]  # every row lies inside its group's root
+    assert any(root[s:s + len(words[i])] == words[i] for s in range(len(root)))
+  kept, held = glue_reader.split_heldout(examples, 0.1, seed=0, dataset="sst2")
+  assert len(kept) + len(held) == len(examples)
+  assert not ({groups[int(e.guid.split("-")[1])] for e in kept}
+              & {groups[int(e.guid.split("-")[1])] for e in held})
+  assert abs(len(held) - 0.1 * len(examples)) < 60  # the last group drawn overshoots

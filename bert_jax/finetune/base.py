@@ -15,8 +15,8 @@ this; 0 = always max_seq_length), packing (training rows hold up to this many ex
 packed rows; bert_jax/finetune/packing.py), pack_each_batch (instead: each batch keeps
 batch_size examples, in unpacked training's order, packed into as few full-length rows
 as fit, rounded up to a multiple of packed_rows_multiple: packing.PackedBatches),
-select_fraction (training examples held back to pick the epoch: TaskInputs.select; tasks
-with a `select_metric`: GLUE, SWAG), batch_size, eval_batch_size, seed, plus each family's
+select_fraction (training examples held back to pick the epoch, whole `row_groups` at a
+time: TaskInputs.select; tasks with a `select_metric`: GLUE, SWAG), batch_size, eval_batch_size, seed, plus each family's
 own (GLUE: dataset, heldout_fraction, heldout_seed; SQuAD: doc_stride, max_query_length,
 version_2_with_negative, heldout_fraction, heldout_seed). The tokenizer is the run's one
 (bert_jax/text/tokenizers.py).
@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bert_jax import flops
-from bert_jax.finetune import array_input, packing
+from bert_jax.finetune import array_input, packing, sources
 from bert_jax.models import task_models
 from bert_jax.models.config import BertConfig
 from bert_jax.task import Evaluation, TaskInputs
@@ -100,8 +100,12 @@ class FinetuningTask:
       if count >= len(rows):
         raise ValueError(f"config.data.select_fraction={data.select_fraction} of "
                          f"{len(rows)} training examples leaves none to train on")
-      held = np.zeros(len(rows), bool)
-      held[np.random.default_rng([data.seed, 1]).permutation(len(rows))[:count]] = True
+      groups = self.row_groups(train_metadata)
+      held = sources.heldout_mask(len(rows), count, [data.seed, 1],
+                                  None if groups is None else groups[rows])
+      if held.all():
+        raise ValueError(f"config.data.select_fraction={data.select_fraction} holds back "
+                         f"all {len(rows)} training examples (whole groups: row_groups)")
       select_rows, rows = rows[held], rows[~held]
       select_metadata = [train_metadata[i] for i in select_rows]
       select = array_input.ArrayInput(
@@ -134,6 +138,11 @@ class FinetuningTask:
                       width_examples=tuple(train.width_examples()), select=select,
                       select_metadata=select_metadata,
                       select_metric=self.select_metric if select is not None else None)
+
+  def row_groups(self, train_metadata):
+    """[rows] group ids that a held-back split keeps on one side (None: rows apart)."""
+    del train_metadata
+    return None
 
   def example_batch(self, batch_size: int):
     t = self.config.data.max_seq_length

@@ -25,6 +25,9 @@ class GlueTask(FinetuningTask):
     super().__init__(config, model_config)
     self.metric_names = ("loss",) if self.dataset.is_regression else ("loss", "accuracy")
 
+  def row_groups(self, train_metadata):  # SST-2: a sentence's phrases stay together
+    return glue_reader.row_groups(train_metadata, self.dataset)
+
   def model_spec(self):
     return {"task_model": "sequence_classification", "num_labels": self.dataset.num_labels,
             "feature_layers": list(feature_layers(self.config)),

@@ -59,6 +59,9 @@ class GlueDataset:
   tfds_name: str                 # "glue/<tfds_name>".
   tfds_text: tuple[str, str | None]  # tfds feature names of text_a and text_b.
   tfds_labels: tuple[str, ...] | None  # Our label string for each tfds class index.
+  # Training rows are phrases of longer training rows (SST's parse-tree nodes): a held-back
+  # split keeps each phrase on its sentence's side (phrase_groups).
+  phrase_rows: bool = False
 
   @property
   def is_regression(self) -> bool:
@@ -94,7 +97,7 @@ DATASETS: dict[str, GlueDataset] = {dataset.name: dataset for dataset in (
     GlueDataset("cola", _files("CoLA", *_STANDARD_SPLITS), *_COLA, _BINARY,
              ("matthews_corrcoef",), "cola", ("sentence", None), _BINARY),
     GlueDataset("sst2", _files("SST-2", *_STANDARD_SPLITS), *_SST2, _BINARY,
-             ("accuracy",), "sst2", ("sentence", None), _BINARY),
+             ("accuracy",), "sst2", ("sentence", None), _BINARY, phrase_rows=True),
     GlueDataset("mrpc", _files("MRPC", *_STANDARD_SPLITS),
              *_pair("#1 String", "#2 String", "Quality"), _BINARY,
              ("f1", "accuracy"), "mrpc", ("sentence1", "sentence2"), _BINARY),
@@ -299,24 +302,57 @@ def load_split(config_like, split: str, tokenizer, max_seq_length: int):
   examples = read_examples(dataset, read_split, sources.get(read_split),
                            data_dir=get("data_dir"))
   if fraction and split in ("train", "heldout"):
-    kept, heldout = split_heldout(examples, fraction, get("heldout_seed", 0))
+    kept, heldout = split_heldout(examples, fraction, get("heldout_seed", 0), dataset)
     examples = kept if split == "train" else heldout
   return featurize(examples, dataset, tokenizer, max_seq_length), examples
 
 
 def split_heldout(examples: Sequence[GlueExample], fraction: float,
-                  seed: int = 0) -> tuple[list[GlueExample], list[GlueExample]]:
+                  seed: int = 0, dataset: str | GlueDataset | None = None,
+                  ) -> tuple[list[GlueExample], list[GlueExample]]:
   """(kept, heldout): a seeded random `fraction` of the rows held back for evaluation.
 
   For datasets whose dev set is not at hand (MRPC, RTE here): the same rows are held back
-  for a given seed, so the train split never sees them.
+  for a given seed, so the train split never sees them. A `dataset` with phrase_rows
+  (SST-2) holds back whole sentences with their phrases (row_groups).
   """
   if not 0.0 < fraction < 1.0:
     raise ValueError(f"heldout_fraction must be in (0, 1), got {fraction}.")
   count = min(len(examples) - 1, max(1, round(fraction * len(examples))))
-  heldout = set(np.random.default_rng(seed).permutation(len(examples))[:count].tolist())
-  return ([e for i, e in enumerate(examples) if i not in heldout],
-          [e for i, e in enumerate(examples) if i in heldout])
+  groups = row_groups(examples, dataset) if dataset is not None else None
+  held = task_sources.heldout_mask(len(examples), count, seed, groups)
+  if held.all():
+    raise ValueError(f"heldout_fraction={fraction} holds back every one of the "
+                     f"{len(examples)} rows (whole sentences with their phrases)")
+  return ([e for e, h in zip(examples, held) if not h],
+          [e for e, h in zip(examples, held) if h])
+
+
+def row_groups(examples: Sequence[GlueExample],
+               dataset: str | GlueDataset) -> np.ndarray | None:
+  """[len(examples)] group ids a held-back split must not cut (None: every row apart)."""
+  return phrase_groups(examples) if get_dataset(dataset).phrase_rows else None
+
+
+def phrase_groups(examples: Sequence[GlueExample]) -> np.ndarray:
+  """[len(examples)] ints: each row's sentence, the row index of its root.
+
+  A root is a row whose words are no contiguous part of a longer row's (SST-2: a full
+  sentence); every other row belongs to the first root, longest first, that holds it as a
+  word span. Rows with equal text share a group. A phrase found in several sentences
+  (e.g. "the film") goes with one of them.
+  """
+  words = [tuple(e.text_a.split()) for e in examples]
+  root_of: dict[tuple[str, ...], int] = {}
+  groups = np.empty(len(examples), np.int64)
+  for i in sorted(range(len(words)), key=lambda i: (-len(words[i]), i)):
+    if words[i] not in root_of:  # held by no longer row: a root, claiming its spans
+      w = words[i]
+      for start in range(len(w)):
+        for end in range(start + 1, len(w) + 1):
+          root_of.setdefault(w[start:end], i)
+    groups[i] = root_of[words[i]]
+  return groups
 
 
 def score(predictions, examples: Sequence[GlueExample],

@@ -96,3 +96,20 @@ def split_source(config_like, split: str, default: str | None = None) -> str:
     raise ValueError(f"No source for split {split!r}: set sources[{split!r}] to a file "
                      f"under the data root or '{TFDS_PREFIX}<name>'.")
   return source
+
+
+def heldout_mask(size: int, count: int, seed, groups=None) -> np.ndarray:
+  """[size] bool: a seeded draw of at least `count` rows to hold back, whole groups at a time.
+
+  `groups` ([size] ints, None = every row its own) keeps rows that must not be split
+  (e.g. SST-2's phrases of one sentence) on one side: groups are drawn in a seeded random
+  order until `count` rows are held, so the last group drawn may take a few more. Without
+  groups it is `default_rng(seed).permutation(size)[:count]`.
+  """
+  groups = np.arange(size) if groups is None else np.asarray(groups)
+  if groups.shape != (size,):
+    raise ValueError(f"heldout_mask: groups has shape {groups.shape}, expected ({size},)")
+  names, inverse, sizes = np.unique(groups, return_inverse=True, return_counts=True)
+  order = np.random.default_rng(seed).permutation(len(names))
+  taken = order[:int(np.searchsorted(np.cumsum(sizes[order]), count)) + 1]
+  return np.isin(inverse, taken)
