@@ -311,7 +311,7 @@ def main(argv=None):
                       help="print the commands, one per line; run nothing")
   parser.add_argument("--force", action="store_true", help="re-run runs that have a row")
   parser.add_argument("--results", help="results file (default experiments/results/SWEEP.jsonl)")
-  args = parser.parse_args(argv)
+  args = parser.parse_intermixed_args(argv)  # flags before or among the runs
 
   module = sweeps.load(args.sweep)
   _prepare(args.sweep, module, args.print_only)

@@ -39,7 +39,7 @@ def test_finished_runs_write_one_row_each_and_failures_none(tmp_path, monkeypatc
   assert rows[0]["git_revision"] == runner.git_revision()
   runner.main(["finetune_minilm", "swag", f"--results={path}"])  # has a row: skipped
   assert sweeps.read_results(path)[0]["metrics"]["eval_accuracy"] == 0.5
-  runner.main(["finetune_minilm", "swag", "--force", f"--results={path}"])  # replaced
+  runner.main(["finetune_minilm", "--force", "swag", f"--results={path}"])  # replaced
   assert [row["metrics"]["eval_accuracy"] for row in sweeps.read_results(path)] == [0.75]
 
 
