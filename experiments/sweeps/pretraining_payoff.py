@@ -13,7 +13,13 @@ weights, over training-set sizes, tasks and seeds, for each model in MODELS:
               are random_init plus the vectors, its "random" runs modernbert's;
   vecmlm      both: configs/modernbert.py's 1,500 MLM steps started from the corpus
               vectors with the word table frozen (optim.word_embedding_lr_scale=0), into
-              runs/modernbert_vecmlm; its "random" runs are modernbert's.
+              runs/modernbert_vecmlm; its "random" runs are modernbert's;
+  vec10       vectors, rescaled to std 0.1 (config.init_word_vectors_std; the fresh
+              table's is 0.02, the MLM-trained one's ~0.06): behind the embedding
+              LayerNorm the scale changes no output, only how far Adam's steps (~lr per
+              entry) move the vectors while fine-tuning;
+  vecmlm10    configs/modernbert.py's 1,500 MLM steps from the std-0.1 vectors, the table
+              trained, into runs/modernbert_vectors: the main job's model since session 21.
 
 PREPARE pretrains each when missing. Each run fine-tunes one with the main job's recipe
 (seq 64, lr 5e-4, 3 epochs) from its weights ("pretrained") or from random weights of the
@@ -43,6 +49,12 @@ MODELS = {
     "vecmlm": ("runs/modernbert", "python -m bert_jax.train --config=configs/modernbert.py "
                "--workdir=runs/modernbert",
                "ModernBERT-Tiny, corpus vectors + MLM (table frozen)"),
+    "vec10": ("runs/modernbert", "python -m bert_jax.train --config=configs/modernbert.py "
+              "--workdir=runs/modernbert",
+              "ModernBERT-Tiny shape, corpus vectors at std 0.1 only"),
+    "vecmlm10": ("runs/modernbert", "python -m bert_jax.train --config=configs/modernbert.py "
+                 "--workdir=runs/modernbert",
+                 "ModernBERT-Tiny, MLM from corpus vectors at std 0.1"),
 }
 VECTORS = "runs/corpus/bpe-8k-vectors.npz"
 VECMLM = ("runs/modernbert_vecmlm",
@@ -51,8 +63,15 @@ VECMLM = ("runs/modernbert_vecmlm",
           "--config.eval_every_steps=500 --workdir=runs/modernbert_vecmlm")
 # Model -> what its "pretrained" runs change (vectors: random weights but the table; vecmlm:
 # its own pretraining, while its "random" runs take runs/modernbert's shape like the others).
+VECMLM10 = ("runs/modernbert_vectors",
+            "python -m bert_jax.train --config=configs/modernbert.py "
+            f"--config.init_word_vectors={VECTORS} --config.init_word_vectors_std=0.1 "
+            "--workdir=runs/modernbert_vectors")
 PRETRAINED = {"vectors": {"random_init": True, "init_word_vectors": VECTORS},
-              "vecmlm": {"init_from": VECMLM[0]}}
+              "vecmlm": {"init_from": VECMLM[0]},
+              "vec10": {"random_init": True, "init_word_vectors": VECTORS,
+                        "init_word_vectors_std": 0.1},
+              "vecmlm10": {"init_from": VECMLM10[0]}}
 PREPARE = (
     ("runs/corpus/pretrain.txt",
      "python -m bert_jax.text.prepare --output=runs/corpus/pretrain.txt"),
@@ -63,7 +82,8 @@ PREPARE = (
      f"--output={VECTORS}"),
 ) + tuple(dict.fromkeys((f"{workdir}/eval_results.json", cmd)
                         for workdir, cmd, _ in MODELS.values())) + (
-    (f"{VECMLM[0]}/eval_results.json", VECMLM[1]),)
+    (f"{VECMLM[0]}/eval_results.json", VECMLM[1]),
+    (f"{VECMLM10[0]}/eval_results.json", VECMLM10[1]))
 METRICS = {"eval_results.json": ("step", "eval_accuracy", "eval_matthews_corrcoef", "eval_f1",
                                  "train_examples_per_sec", "selected_step", "selected_accuracy")}
 
