@@ -35,6 +35,7 @@ the spread. ~1-3 min a run on the 2-core CPU.
 """
 import os
 import statistics
+import textwrap
 
 from experiments import sweeps
 
@@ -195,9 +196,13 @@ def render(rows, plots_dir) -> str:
   curves = {key: sizes for key, sizes in curves.items() if not key[1] or len(sizes) > 1}
   if curves:
     os.makedirs(plots_dir, exist_ok=True)
-    fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.6), squeeze=False,
+    cols = min(3, len(curves))
+    rows_ = -(-len(curves) // cols)
+    fig, axes = plt.subplots(rows_, cols, figsize=(5 * cols, 3.9 * rows_), squeeze=False,
                              sharey=True)
-    for ax, ((model, recipe), sizes) in zip(axes[0], curves.items()):
+    for ax in axes.flat[len(curves):]:
+      ax.set_visible(False)
+    for ax, ((model, recipe), sizes) in zip(axes.flat, curves.items()):
       for init, color in zip(INITS, ("tab:blue", "tab:gray")):
         points = [stats[(model, "sst2", f"{s}-{recipe}" if recipe else str(s), init)]
                   for s in sizes]
@@ -209,10 +214,12 @@ def render(rows, plots_dir) -> str:
       ax.set_xticks(sizes, [str(s) for s in sizes])
       ax.minorticks_off()
       ax.set_xlabel("SST-2 training sentences")
-      ax.set_title(f"pretrained here vs random init ({MODELS[model][2]}"
-                   + (f";\n{RECIPES[recipe][1]})" if recipe else ")"), fontsize=10)
+      ax.set_title(textwrap.fill(MODELS[model][2] + (f"; {RECIPES[recipe][1]}" if recipe else ""),
+                                 48), fontsize=9)
       ax.legend(fontsize=8)
-    axes[0][0].set_ylabel("SST-2 dev accuracy (%)")
+    for row in axes:
+      row[0].set_ylabel("SST-2 dev accuracy (%)")
+    fig.suptitle("SST-2 dev accuracy: pretrained here vs random init", fontsize=11)
     fig.tight_layout()
     fig.savefig(os.path.join(plots_dir, "pretraining_payoff.png"), dpi=90)
     plt.close(fig)
