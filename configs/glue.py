@@ -9,7 +9,8 @@ under the data root (mnli evaluates dev_matched; dev_mismatched via
 --config.data.eval_split=dev_mismatched); "tfds:glue/<name>" reads tfds instead.
 `train_examples=N` trains on the first N examples of a shuffled copy (quick runs);
 `heldout=0.1` evaluates on a random 10% of the train rows instead of dev (MRPC and RTE,
-whose dev files are not in ../shared/data; the train split then skips those rows);
+whose dev files are not in ../shared/data; the train split then skips those rows; SST-2
+holds back whole sentences with their phrases and scores the sentences, as its dev set);
 `runlocal=True` is a smoke test. Writes WORKDIR/eval_results.json
 (+ predictions_<task>.tsv with --config.predict=true). Each training batch's examples are
 packed into as few rows as fit (`data.pack_each_batch`, the losses of dynamic padding);

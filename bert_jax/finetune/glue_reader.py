@@ -29,6 +29,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
+from absl import logging
 import numpy as np
 
 from bert_jax.finetune import metrics
@@ -314,7 +315,8 @@ def split_heldout(examples: Sequence[GlueExample], fraction: float,
 
   For datasets whose dev set is not at hand (MRPC, RTE here): the same rows are held back
   for a given seed, so the train split never sees them. A `dataset` with phrase_rows
-  (SST-2) holds back whole sentences with their phrases (row_groups).
+  (SST-2) holds back whole sentences with their phrases (row_groups) and, as its dev set
+  holds whole sentences, scores the sentences only: their phrases are in neither list.
   """
   if not 0.0 < fraction < 1.0:
     raise ValueError(f"heldout_fraction must be in (0, 1), got {fraction}.")
@@ -324,8 +326,12 @@ def split_heldout(examples: Sequence[GlueExample], fraction: float,
   if held.all():
     raise ValueError(f"heldout_fraction={fraction} holds back every one of the "
                      f"{len(examples)} rows (whole sentences with their phrases)")
+  scored = held if groups is None else held & (groups == np.arange(len(examples)))
+  if groups is not None:
+    logging.info("held out %d whole sentences; their other %d phrases are neither trained "
+                 "on nor scored", scored.sum(), held.sum() - scored.sum())
   return ([e for e, h in zip(examples, held) if not h],
-          [e for e, h in zip(examples, held) if h])
+          [e for e, h in zip(examples, scored) if h])
 
 
 def row_groups(examples: Sequence[GlueExample],
