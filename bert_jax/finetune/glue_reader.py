@@ -29,7 +29,6 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
-from absl import logging
 import numpy as np
 
 from bert_jax.finetune import metrics
@@ -328,8 +327,8 @@ def split_heldout(examples: Sequence[GlueExample], fraction: float,
                      f"{len(examples)} rows (whole sentences with their phrases)")
   scored = held if groups is None else held & (groups == np.arange(len(examples)))
   if groups is not None:
-    logging.info("held out %d whole sentences; their other %d phrases are neither trained "
-                 "on nor scored", scored.sum(), held.sum() - scored.sum())
+    print(f"{get_dataset(dataset).name} held out: {scored.sum()} whole sentences scored; "
+          f"their other {held.sum() - scored.sum()} phrases neither trained on nor scored")
   return ([e for e, h in zip(examples, held) if not h],
           [e for e, h in zip(examples, scored) if h])
 
