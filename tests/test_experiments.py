@@ -257,7 +257,8 @@ def test_pretraining_payoff_learning_curve_section(tmp_path):
   # The std-0.1 pair: the vectors rescaled, and MLM from them (its own pretraining).
   assert runs["vec10_sst2_n8000_pretrained_s0"]["overrides"] == {
       **runs["vectors_sst2_n8000_pretrained_s0"]["overrides"], "init_word_vectors_std": 0.1}
-  assert runs["vecmlm10_cola_nall_pretrained_s0"]["overrides"]["init_from"] == "runs/modernbert_vectors"
+  assert (runs["vecmlm10_cola_nall_pretrained_s0"]["overrides"]["init_from"]
+          == "runs/modernbert_vectors")
   assert runs["vec10_sst2_n500_random_s1"] == runs["modernbert_sst2_n500_random_s1"]
   # A diagnosis (one recipe change at one point) gets its own row after the curve's.
   rows += [_row(f"modernbert_sst2_n1000-ep10_{init}_s{seed}", {"step": 313, "eval_accuracy": a},

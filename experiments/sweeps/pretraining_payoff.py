@@ -40,34 +40,28 @@ import textwrap
 from experiments import sweeps
 
 # Model -> (its pretraining workdir, the command that makes it, its name on the page).
+_MODERNBERT = ("runs/modernbert",
+               "python -m bert_jax.train --config=configs/modernbert.py --workdir=runs/modernbert")
 MODELS = {
-    "modernbert": ("runs/modernbert", "python -m bert_jax.train --config=configs/modernbert.py "
-                   "--workdir=runs/modernbert", "ModernBERT-Tiny"),
+    "modernbert": (*_MODERNBERT, "ModernBERT-Tiny"),
     "tiny": ("runs/tiny", "python -m bert_jax.train --config=configs/tiny.py "
              "--workdir=runs/tiny", "BERT-Tiny"),
-    "vectors": ("runs/modernbert", "python -m bert_jax.train --config=configs/modernbert.py "
-                "--workdir=runs/modernbert", "ModernBERT-Tiny shape, corpus vectors only"),
-    "vecmlm": ("runs/modernbert", "python -m bert_jax.train --config=configs/modernbert.py "
-               "--workdir=runs/modernbert",
-               "ModernBERT-Tiny, corpus vectors + MLM (table frozen)"),
-    "vec10": ("runs/modernbert", "python -m bert_jax.train --config=configs/modernbert.py "
-              "--workdir=runs/modernbert",
-              "ModernBERT-Tiny shape, corpus vectors at std 0.1 only"),
-    "vecmlm10": ("runs/modernbert", "python -m bert_jax.train --config=configs/modernbert.py "
-                 "--workdir=runs/modernbert",
-                 "ModernBERT-Tiny, MLM from corpus vectors at std 0.1"),
+    "vectors": (*_MODERNBERT, "ModernBERT-Tiny shape, corpus vectors only"),
+    "vecmlm": (*_MODERNBERT, "ModernBERT-Tiny, corpus vectors + MLM (table frozen)"),
+    "vec10": (*_MODERNBERT, "ModernBERT-Tiny shape, corpus vectors at std 0.1 only"),
+    "vecmlm10": (*_MODERNBERT, "ModernBERT-Tiny, MLM from corpus vectors at std 0.1"),
 }
 VECTORS = "runs/corpus/bpe-8k-vectors.npz"
 VECMLM = ("runs/modernbert_vecmlm",
           "python -m bert_jax.train --config=configs/modernbert.py "
           f"--config.init_word_vectors={VECTORS} --config.optim.word_embedding_lr_scale=0.0 "
           "--config.eval_every_steps=500 --workdir=runs/modernbert_vecmlm")
-# Model -> what its "pretrained" runs change (vectors: random weights but the table; vecmlm:
-# its own pretraining, while its "random" runs take runs/modernbert's shape like the others).
 VECMLM10 = ("runs/modernbert_vectors",
             "python -m bert_jax.train --config=configs/modernbert.py "
             f"--config.init_word_vectors={VECTORS} --config.init_word_vectors_std=0.1 "
             "--workdir=runs/modernbert_vectors")
+# Model -> what its "pretrained" runs change (vectors: random weights but the table; vecmlm:
+# its own pretraining, while its "random" runs take runs/modernbert's shape like the others).
 PRETRAINED = {"vectors": {"random_init": True, "init_word_vectors": VECTORS},
               "vecmlm": {"init_from": VECMLM[0]},
               "vec10": {"random_init": True, "init_word_vectors": VECTORS,
