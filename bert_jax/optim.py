@@ -46,11 +46,12 @@ def learning_rate_schedule(optim: ml_collections.ConfigDict, total_steps: int):
 def weight_decay_mask(params):
   """True where weight decay applies: kernels and embedding tables only."""
   def decays(path, _):
-    return _names(path)[-1] not in _NO_DECAY_LEAVES
+    return path_names(path)[-1] not in _NO_DECAY_LEAVES
   return jax.tree_util.tree_map_with_path(decays, params)
 
 
-def _names(path) -> list[str]:
+def path_names(path) -> list[str]:
+  """The dict keys of a pytree path (flax's box attributes skipped)."""
   names = [getattr(k, "key", getattr(k, "name", None)) for k in path]
   return [n for n in names if n not in (None, "value")]  # skip flax box attributes
 
@@ -65,7 +66,7 @@ def layer_depths(params) -> tuple[int, dict]:
   final norm, heads). A shared layer (ALBERT's `shared_layer`) has no one depth: refused."""
   depths, scanned = {}, None
   for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
-    names = _names(path)
+    names = path_names(path)
     where = "/".join(names)
     if names[:2] == ["bert", "embeddings"]:
       depths[where] = 0
@@ -90,7 +91,7 @@ def scale_by_layer_depth(decay: float) -> optax.GradientTransformation:
     num_layers, depths = layer_depths(updates)
 
     def scale(path, u):
-      depth = depths.get("/".join(_names(path)), num_layers + 1)
+      depth = depths.get("/".join(path_names(path)), num_layers + 1)
       if depth == "scanned":  # [L, ...]: layer i at depth i + 1
         factors = decay ** (num_layers - jnp.arange(num_layers, dtype=u.dtype))
         return u * factors.reshape((num_layers,) + (1,) * (u.ndim - 1))
@@ -105,7 +106,7 @@ def scale_word_embeddings(factor: float) -> optax.GradientTransformation:
   def update(updates, state, params=None):
     del params
     return jax.tree_util.tree_map_with_path(
-        lambda path, u: u * factor if "word_embeddings" in _names(path) else u,
+        lambda path, u: u * factor if "word_embeddings" in path_names(path) else u,
         updates), state
   return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
 

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bert_jax import checkpoint
+from bert_jax import checkpoint, optim
 from bert_jax.convert import hf, tf_checkpoint
 from bert_jax.models import task_models
 from bert_jax.models.config import BertConfig
@@ -255,12 +255,43 @@ def fresh_start(config, get_params, model_config: BertConfig, frozen=None, froze
   elif frozen is not None and frozen.init_trainable is not None:
     params, notes = frozen.init_trainable(get_params(), frozen_host)
     lines.append("Initialised from the frozen params" + _notes(notes))
+  if int(config.get("reinit_layers", 0)):
+    if params is None or not config.init_from:
+      raise ValueError(f"config.reinit_layers={config.reinit_layers}: it re-initialises "
+                       "layers of init_from's weights; set init_from and random_init=false")
+    params, note = reinit_top_layers(params, get_params(), int(config.reinit_layers))
+    lines.append(f"Re-initialised (config.reinit_layers): {note}")
   if config.get("init_word_vectors"):
     params, notes = init_word_vectors(get_params() if params is None else params,
                                       config.init_word_vectors, model_config,
                                       float(config.get("init_word_vectors_std", 0.0)))
     lines.append(f"Word embeddings from {config.init_word_vectors} ({'; '.join(notes)})")
   return params, lines
+
+
+def reinit_top_layers(params: dict, fresh: dict, count: int) -> tuple[dict, str]:
+  """(params with the top `count` encoder layers taken from `fresh`, a one-line note):
+  re-initialising the layers nearest the pretraining heads before fine-tuning (Zhang et
+  al. 2021, "Revisiting few-sample BERT fine-tuning"). Layers are `bert/encoder/layer_i`
+  or the stacked `bert/encoder/layers` (optim.layer_depths; a shared ALBERT layer is
+  refused there); everything else keeps its loaded value."""
+  num_layers, depths = optim.layer_depths(fresh)
+  if not 0 < count <= num_layers:
+    raise ValueError(f"config.reinit_layers={count}: expected 1 to the encoder's "
+                     f"{num_layers} layers")
+  first = num_layers - count  # layers first .. L-1 are re-initialised
+
+  def pick(path, loaded, new):
+    depth = depths.get("/".join(optim.path_names(path)))
+    if depth == "scanned":
+      return np.concatenate([np.asarray(loaded)[:first], np.asarray(new)[first:]])
+    if isinstance(depth, int) and depth > first:  # depth i + 1 for layer_i
+      return new
+    return loaded
+
+  params = jax.tree_util.tree_map_with_path(pick, params, fresh)
+  layers = ", ".join(f"layer_{i}" for i in range(first, num_layers))
+  return params, f"{layers} of {num_layers} from the fresh init"
 
 
 def _notes(notes) -> str:

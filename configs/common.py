@@ -117,6 +117,9 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
   # True: only the architecture and vocabulary come from init_from, the weights are random
   # (the "what did pretraining buy" baseline: the same fine-tuning from scratch).
   config.random_init = False
+  # K > 0: the top K encoder layers start from the fresh init instead of init_from's weights
+  # (Zhang et al. 2021's re-initialisation for small-data fine-tuning).
+  config.reinit_layers = 0
   # With random_init: an .npz of bert_jax.pretrain.word_vectors to start the word
   # embeddings from (the rest of the encoder random), rescaled to this std (0: the fresh
   # table's).
