@@ -102,7 +102,8 @@ RECIPES = {"ep10": ({"num_train_epochs": 10}, "10 epochs"),
                    "best of 10 epochs on 10% held back")}
 DIAGNOSES = (("modernbert", "sst2", 1000, "ep10"), ("modernbert", "sst2", 1000, "mean"),
              ("vectors", "sst2", 1000, "ep10"), ("vecmlm", "sst2", 1000, "ep10")) + tuple(
-                 ("vectors", "sst2", size, "sel") for size in SST2_SIZES)
+                 (model, "sst2", size, "sel") for model in ("vectors", "vecmlm10")
+                 for size in SST2_SIZES)
 
 
 def get_sweep():
