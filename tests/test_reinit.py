@@ -2,9 +2,9 @@
 import jax
 import jax.numpy as jnp
 import ml_collections
-from flax import linen as nn
 import numpy as np
 import pytest
+from flax import linen as nn
 
 from bert_jax import weights
 from bert_jax.models import task_models

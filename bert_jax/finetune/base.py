@@ -17,9 +17,9 @@ batch_size examples, in unpacked training's order, packed into as few full-lengt
 as fit, rounded up to a multiple of packed_rows_multiple: packing.PackedBatches),
 select_fraction (training examples held back to pick the epoch, whole `row_groups` at a
 time: TaskInputs.select; tasks with a `select_metric`: GLUE, SWAG), batch_size,
-eval_batch_size, seed, plus each family's own (GLUE: dataset, heldout_fraction, heldout_seed; SQuAD: doc_stride, max_query_length,
-version_2_with_negative, heldout_fraction, heldout_seed). The tokenizer is the run's one
-(bert_jax/text/tokenizers.py).
+eval_batch_size, seed, plus each family's own (GLUE: dataset, heldout_fraction,
+heldout_seed; SQuAD: doc_stride, max_query_length, version_2_with_negative,
+heldout_fraction, heldout_seed). The tokenizer is the run's one (bert_jax/text/tokenizers.py).
 """
 import math
 
