@@ -21,7 +21,7 @@ import orbax.checkpoint as ocp
 from jax.experimental import multihost_utils
 
 from bert_jax.models.config import BertConfig
-from bert_jax.models.layout import unstack_layers
+from bert_jax.models.layout import stacked_layout, unstack_layers
 
 MODEL_CONFIG = "model_config.json"
 
@@ -72,7 +72,7 @@ def load_model_params(path: str) -> tuple[BertConfig, dict]:
       raise FileNotFoundError(f"{path}: no params/ folder and no checkpoints/ folder")
     params = ocp.StandardCheckpointer().restore(target)
   if config.scan_layers:
-    params = unstack_layers(params, config.num_hidden_layers)
+    params = unstack_layers(params, *stacked_layout(config))
   return config, params
 
 

@@ -6,9 +6,11 @@
 Compiles the exact train step for the configured mesh from abstract shapes (nothing is
 allocated) and reports per-device bytes of params and optimizer state (from their
 shardings), XLA's compiled memory analysis (arguments, outputs, temporaries = activations
-and workspace), and FLOPs per step (XLA's count for one device, and the model count).
+and workspace), FLOPs per step (XLA's count for one device, and the model count) and the
+seconds the trace, lowering and XLA compile took on this host.
 """
 import json
+import time
 
 import flax.linen as nn
 import jax
@@ -41,10 +43,12 @@ def compile_report(config) -> dict:
       setup.frozen_abstract, setup.frozen_sharding)
   step = steps.make_train_step(setup.task, setup.model, setup.tx, setup.schedule,
                                  int(config.grad_accum_steps), setup.dropout_rng)
+  start = time.perf_counter()
   with jax.set_mesh(setup.mesh), nn.logical_axis_rules(setup.rules):
     compiled = jax.jit(step, in_shardings=(shardings, setup.batch_sharding,
                                            setup.frozen_sharding),
                        donate_argnums=0).lower(state, batch, frozen).compile()
+  compile_seconds = time.perf_counter() - start
   memory = compiled.memory_analysis()
   cost = compiled.cost_analysis() or {}
   if isinstance(cost, list):  # older jax returned one dict per program
@@ -65,6 +69,7 @@ def compile_report(config) -> dict:
       "temp_bytes_per_device": int(memory.temp_size_in_bytes),
       "xla_flops_per_device": float(cost.get("flops", 0.0)),
       "model_flops_per_step": float(setup.task.step_flops(batch)),
+      "compile_seconds": compile_seconds,  # trace + lower + XLA compile, this host
   }
   report["peak_bytes_per_device"] = (report["argument_bytes_per_device"] +
                                      report["output_bytes_per_device"] -
@@ -82,5 +87,6 @@ def format_report(report: dict) -> str:
     lines.append(f"  {key:30s} {gib(report[key])}")
   lines.append(f"  {'model TFLOPs per step':30s} {report['model_flops_per_step'] / 1e12:8.3f}")
   lines.append(f"  {'XLA TFLOPs per device':30s} {report['xla_flops_per_device'] / 1e12:8.3f}")
+  lines.append(f"  {'compile seconds':30s} {report['compile_seconds']:8.1f}")
   lines.append("JSON: " + json.dumps(report))
   return "\n".join(lines)

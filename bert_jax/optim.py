@@ -19,6 +19,7 @@ import re
 import jax
 import jax.numpy as jnp
 import ml_collections
+import numpy as np
 import optax
 
 _NO_DECAY_LEAVES = ("bias", "scale", "output_bias")  # LayerNorm scale/bias, every bias
@@ -61,9 +62,10 @@ _LAYER = re.compile(r"layer_(\d+)$")
 
 def layer_depths(params) -> tuple[int, dict]:
   """(L, {param path: depth}) of an encoder's params for layer-wise decay: depth 0 for
-  `bert/embeddings`, i + 1 for `bert/encoder/layer_i`, "scanned" for the stacked
-  `bert/encoder/layers` (depth i + 1 along their leading axis), L + 1 for the rest (pooler,
-  final norm, heads). A shared layer (ALBERT's `shared_layer`) has no one depth: refused."""
+  `bert/embeddings`, i + 1 for `bert/encoder/layer_i`, an int array for the stacked
+  `bert/encoder/layers` (the depth of each entry along their leading axis: they follow the
+  unrolled layers, e.g. ModernBERT's layer_0 under scan), L + 1 for the rest (pooler, final
+  norm, heads). A shared layer (ALBERT's `shared_layer`) has no one depth: refused."""
   depths, scanned = {}, None
   for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
     names = path_names(path)
@@ -78,9 +80,11 @@ def layer_depths(params) -> tuple[int, dict]:
         depths[where], scanned = "scanned", jnp.shape(leaf)[0]
       elif (match := _LAYER.match(names[2])):
         depths[where] = int(match.group(1)) + 1
-  unrolled = [d for d in depths.values() if isinstance(d, int) and d > 0]
-  num_layers = scanned if scanned is not None else max(unrolled, default=0)
-  return num_layers, depths
+  below = max((d for d in depths.values() if isinstance(d, int)), default=0)  # unrolled count
+  if scanned is not None:
+    stacked = np.arange(below + 1, below + scanned + 1)
+    depths = {k: (stacked if d == "scanned" else d) for k, d in depths.items()}
+  return below + (scanned or 0), depths
 
 
 def scale_by_layer_depth(decay: float) -> optax.GradientTransformation:
@@ -92,9 +96,9 @@ def scale_by_layer_depth(decay: float) -> optax.GradientTransformation:
 
     def scale(path, u):
       depth = depths.get("/".join(path_names(path)), num_layers + 1)
-      if depth == "scanned":  # [L, ...]: layer i at depth i + 1
-        factors = decay ** (num_layers - jnp.arange(num_layers, dtype=u.dtype))
-        return u * factors.reshape((num_layers,) + (1,) * (u.ndim - 1))
+      if isinstance(depth, np.ndarray):  # stacked layers: one depth per leading index
+        factors = jnp.asarray(decay ** (num_layers + 1 - depth), u.dtype)
+        return u * factors.reshape(depth.shape + (1,) * (u.ndim - 1))
       return u * decay ** (num_layers + 1 - depth)  # the top (L + 1): x 1
     return jax.tree_util.tree_map_with_path(scale, updates), state
   return optax.GradientTransformation(lambda params: optax.EmptyState(), update)

@@ -24,7 +24,7 @@ from bert_jax import checkpoint, optim
 from bert_jax.convert import hf, tf_checkpoint
 from bert_jax.models import task_models
 from bert_jax.models.config import BertConfig
-from bert_jax.models.layout import stack_layers
+from bert_jax.models.layout import stack_layers, stacked_layout
 
 
 def detect_format(path: str) -> str:
@@ -113,7 +113,7 @@ def load_pretrained(path: str, heads: str = "auto", **config_overrides):
     spec = {"task_model": "encoder", "add_pooling_layer": "pooler" in params}
   config = config.replace(**config_overrides)
   if config.scan_layers:
-    params = stack_layers(params, config.num_hidden_layers)
+    params = stack_layers(params, *stacked_layout(config))
   params = jax.tree.map(lambda x: jnp.asarray(np.asarray(x, np.float32)), params)
   return task_models.build(config, spec), {"params": params}
 
@@ -133,7 +133,7 @@ def init_params(params: dict, path: str, model_config: BertConfig):
     raise ValueError(f"init_from {path}: vocab_size {pretrained_config.vocab_size} != "
                      f"config.model.vocab_size {model_config.vocab_size}")
   if model_config.scan_layers:
-    pretrained = stack_layers(pretrained, model_config.num_hidden_layers)
+    pretrained = stack_layers(pretrained, *stacked_layout(model_config))
   return _merge(params, pretrained, path)
 
 
@@ -283,8 +283,9 @@ def reinit_top_layers(params: dict, fresh: dict, count: int) -> tuple[dict, str]
 
   def pick(path, loaded, new):
     depth = depths.get("/".join(optim.path_names(path)))
-    if depth == "scanned":
-      return np.concatenate([np.asarray(loaded)[:first], np.asarray(new)[first:]])
+    if isinstance(depth, np.ndarray):  # stacked layers: depth i + 1 for layer i
+      fresh_rows = (depth > first).reshape(depth.shape + (1,) * (np.ndim(loaded) - 1))
+      return np.where(fresh_rows, np.asarray(new), np.asarray(loaded))
     if isinstance(depth, int) and depth > first:  # depth i + 1 for layer_i
       return new
     return loaded

@@ -345,7 +345,14 @@ def test_family_pretraining_pretrains_each_family_then_fine_tunes_it_on_sst2(tmp
                          0.75, "eval_mlm_accuracy": 0.05, "sst2": {"eval_accuracy": 0.6}},
              sweep="family_pretraining")
   assert tables.markdown(module.COLUMNS, [row]).splitlines()[-1] == (
-      "| electra | 300 | rtd_accuracy 80.00 (all-original 75.00) | 5.00 | 60.00 | yes |")
+      "| electra | 300 |  | rtd_accuracy 80.00 (all-original 75.00) | 5.00 | 60.00 | yes |")
+  # ALBERT runs at 4 layers (CHANGES_OF), and its row says so from its command.
+  albert = lines[2 * list(module.FAMILIES).index("albert")]
+  assert "--config.model.num_hidden_layers=4 " in albert
+  row = {**_row("albert", {"step": 1000, "eval_sop_accuracy": 0.7}, sweep="family_pretraining"),
+         "command": albert}
+  assert tables.markdown(module.COLUMNS, [row]).splitlines()[-1].startswith(
+      "| albert | 1000 | num_hidden_layers=4 | sop_accuracy 70.00 |")
 
 
 def test_sop_rows_carry_the_order_their_labels_claim_and_the_probe_reads_it(tmp_path,

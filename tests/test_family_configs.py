@@ -66,8 +66,9 @@ def bpe_vocab(corpus, tmp_path_factory):
 
 def test_modernbert_config_pretrains_exports_to_hf_and_fine_tunes(corpus, bpe_vocab, data_dir,
                                                                    tmp_path):
-  """configs/modernbert.py: its loss falls in 12 steps at 30% masking; the workdir converts
-  to an HF folder that ModernBertForMaskedLM loads with our logits; it fine-tunes on SST-2."""
+  """configs/modernbert.py, pretrained with scanned layers: its loss falls in 12 steps at 30%
+  masking; the workdir (layers 1-2 stacked in its checkpoint) converts to an HF folder that
+  ModernBertForMaskedLM loads with our logits; it fine-tunes on SST-2 unrolled."""
   torch = pytest.importorskip("torch")
   transformers = pytest.importorskip("transformers")
   import numpy as np
@@ -77,7 +78,8 @@ def test_modernbert_config_pretrains_exports_to_hf_and_fine_tunes(corpus, bpe_vo
   _cli("-m", "bert_jax.train",
        f"--config=configs/modernbert.py:corpus={corpus},vocab={bpe_vocab},vocab_size=1000,"
        "runlocal=True", f"--workdir={workdir}", "--config.num_train_steps=12",
-       "--config.log_every_steps=1", "--config.eval_every_steps=0", "--config.data.cache_dir=")
+       "--config.log_every_steps=1", "--config.eval_every_steps=0", "--config.data.cache_dir=",
+       "--config.model.scan_layers=True")
   with open(os.path.join(workdir, "metrics.jsonl")) as f:
     losses = [row["mlm_loss"] for row in map(json.loads, f) if "mlm_loss" in row]
   assert len(losses) == 12 and np.mean(losses[-3:]) < np.mean(losses[:3]) - 0.3, losses
@@ -86,7 +88,8 @@ def test_modernbert_config_pretrains_exports_to_hf_and_fine_tunes(corpus, bpe_vo
   with open(os.path.join(workdir, "model_config.json")) as f:
     model = json.load(f)
   assert (model["family"], model["num_hidden_layers"], model["global_attn_every_n_layers"],
-          model["pad_token_id"], model["attention_bias"]) == ("modernbert", 3, 3, 1, False)
+          model["pad_token_id"], model["attention_bias"], model["scan_layers"]) == (
+              "modernbert", 3, 3, 1, False, True)
   assert os.path.isfile(os.path.join(workdir, "merges.txt"))  # the tokenizer travels along
 
   folder = str(tmp_path / "modernbert_hf")

@@ -18,11 +18,12 @@ from flax import linen as nn
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from bert_jax import checkpoint, sharding  # noqa: E402
+from bert_jax import checkpoint, optim, sharding, weights  # noqa: E402
 from bert_jax.convert import families, hf, mapping  # noqa: E402
-from bert_jax.models import modernbert  # noqa: E402
+from bert_jax.models import layout, modernbert  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
+from bert_jax.models.layers import attention_probs  # noqa: E402
 from bert_jax.models.task_models import TASK_MODELS, BertForPreTraining  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402
 from tests.hf_reference import hf_state, random_hf_model  # noqa: E402
@@ -104,6 +105,61 @@ def test_window_is_hf_bidirectional_sliding_window():
     np.testing.assert_array_equal(ours, theirs)
 
 
+@pytest.mark.parametrize("remat_policy", ["none", "dots"])
+def test_scanned_layers_equal_hf_and_the_unrolled_model(remat_policy):
+  """scan_layers: layer_0 unrolled (no attention LayerNorm), layers 1-2 (one local, one
+  global) stacked and scanned: every hidden state and the MLM logits within TOL of HF's,
+  attention weights and gradients equal to the unrolled model's, layer-wise depths and
+  re-initialising the top layer placed on the stacked axis."""
+  config = CONFIGS["modernbert_h48_l3"]
+  scan = config.replace(scan_layers=True, remat_policy=remat_policy)
+  ids, types, mask = _batch(config, LENGTHS, MAX_LEN, seed=1)
+  hf_mlm = _random_hf(config, 0, "ModernBertForMaskedLM")
+  params, _ = hf.state_to_params(hf.normalize_names(hf_state(hf_mlm), "t", "modernbert"),
+                                 config, "t")
+  stacked = layout.stack_layers(params, *layout.stacked_layout(scan))
+  encoder = stacked["bert"]["encoder"]
+  assert sorted(encoder) == ["final_layer_norm", "layer_0", "layers"]
+  assert encoder["layers"]["layer"]["attention"]["qkv"]["kernel"].shape == (2, 48, 3, 3, 16)
+  init = nn.unbox(BertForPreTraining(scan).init(jax.random.key(0), ids)["params"])
+  assert jax.tree.map(np.shape, init) == jax.tree.map(np.shape, stacked)
+  unstacked = layout.unstack_layers(stacked, *layout.stacked_layout(scan))
+  assert jax.tree.all(jax.tree.map(np.array_equal, unstacked, params))
+
+  ref = _hf_forward(hf_mlm, config, ids, types, mask)
+  out, state = BertForPreTraining(scan).apply(
+      {"params": stacked}, ids, types, mask, output_hidden_states=True,
+      mutable=["intermediates"])
+  _assert_parity(out, ref, config, mask, ref.logits)
+  _, unrolled_state = BertForPreTraining(config).apply(
+      {"params": params}, ids, types, mask, mutable=["intermediates"])
+  probs = attention_probs(state["intermediates"], 3)
+  assert len(probs) == 3
+  for ours, theirs in zip(probs, attention_probs(unrolled_state["intermediates"], 3)):
+    np.testing.assert_allclose(ours, theirs, atol=1e-6)
+
+  def loss(cfg, p):
+    return (BertForPreTraining(cfg).apply({"params": p}, ids, types, mask).mlm_logits ** 2).mean()
+  grads = jax.grad(lambda p: loss(config, p))(params)
+  scanned_grads = layout.unstack_layers(jax.grad(lambda p: loss(scan, p))(stacked),
+                                        *layout.stacked_layout(scan))
+  for path, a in mapping.flatten(grads).items():
+    np.testing.assert_allclose(mapping.flatten(scanned_grads)[path], a, rtol=1e-4,
+                               atol=1e-6, err_msg=path)
+
+  num_layers, depths = optim.layer_depths(stacked)
+  assert num_layers == 3 and depths["bert/encoder/layer_0/mlp/wo/kernel"] == 1
+  np.testing.assert_array_equal(depths["bert/encoder/layers/layer/mlp/wo/kernel"], [2, 3])
+  fresh = jax.tree.map(np.zeros_like, stacked)
+  reinit, note = weights.reinit_top_layers(stacked, fresh, 1)
+  assert note == "layer_2 of 3 from the fresh init"
+  wo = reinit["bert"]["encoder"]["layers"]["layer"]["mlp"]["wo"]["kernel"]
+  np.testing.assert_array_equal(wo[0], encoder["layers"]["layer"]["mlp"]["wo"]["kernel"][0])
+  assert not np.any(wo[1])
+  np.testing.assert_array_equal(reinit["bert"]["encoder"]["layer_0"]["mlp"]["wo"]["kernel"],
+                                encoder["layer_0"]["mlp"]["wo"]["kernel"])
+
+
 @pytest.fixture
 def family_parity(monkeypatch):
   """tests/test_family_parity.py with these configs: its family-generic checks run here."""
@@ -167,9 +223,6 @@ def test_bad_configs_are_one_line_errors():
     with pytest.raises(ValueError, match=message) as error:
       families.config_from_hf(config, "c.json")
     assert "\n" not in str(error.value) and str(error.value).startswith("c.json: ")
-  with pytest.raises(ValueError, match="scan_layers=True is not supported by modernbert"):
-    BertModel(CONFIGS["modernbert_h48_l3"].replace(scan_layers=True)).init(
-        jax.random.key(0), np.zeros((1, 4), np.int32))
 
 
 def test_wrong_shape_names_tensor_and_both_shapes(tmp_path, family_parity):

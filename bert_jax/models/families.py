@@ -58,6 +58,9 @@ class Family:
     architecture: the modules that build the embeddings and the layer stack, a key of
       `bert_jax.models.bert.ARCHITECTURES`: "bert" (bert.py: learned positions, post-LN
       layers) or "modernbert" (modernbert.py: RoPE, pre-norm GeGLU layers, local attention).
+    unrolled_layers: under `scan_layers`, the leading layers that stay `layer_i` (their params
+      differ from the rest: ModernBERT's layer 0 has no attention LayerNorm); the others
+      are stacked (`bert_jax.models.layout`).
   """
   description: str
   position_ids: Callable[[jax.Array, "BertConfig"], jax.Array]
@@ -68,6 +71,7 @@ class Family:
   mlm_activation: Optional[str] = None
   always_project: bool = False
   architecture: str = "bert"
+  unrolled_layers: int = 0
 
 
 FAMILIES = {
@@ -99,7 +103,8 @@ FAMILIES = {
         description="ModernBERT (Warner et al. 2024): RoPE, pre-norm GeGLU layers without "
                     "biases, alternating global/local attention, no segments, MLM only",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
-        sentence_heads=(), pretraining_pooler=False, architecture="modernbert"),
+        sentence_heads=(), pretraining_pooler=False, architecture="modernbert",
+        unrolled_layers=1),
 }
 
 

@@ -311,12 +311,14 @@ def attention_probs(intermediates, num_layers: int) -> list[jax.Array]:
   encoder = find(intermediates)
   if encoder is None:
     raise ValueError("no encoder in the intermediates: apply with mutable=['intermediates']")
-  if "layers" in encoder:  # scanned: one [L, B, N, F, T] array
-    stacked = encoder["layers"]["layer"]["attention"]["attention_probs"][0]
-    return [stacked[i] for i in range(num_layers)]
   if "attention" in encoder.get("shared_layer", {}):  # one module, sown at each of L calls
     return list(encoder["shared_layer"]["attention"]["attention_probs"])
-  return [encoder[f"layer_{i}"]["attention"]["attention_probs"][0] for i in range(num_layers)]
+  probs = [encoder[f"layer_{i}"]["attention"]["attention_probs"][0]
+           for i in range(num_layers) if f"layer_{i}" in encoder]  # unrolled, in order
+  if "layers" in encoder:  # scanned, after them: one [L - unrolled, B, N, F, T] array
+    stacked = encoder["layers"]["layer"]["attention"]["attention_probs"][0]
+    probs += [stacked[i] for i in range(num_layers - len(probs))]
+  return probs
 
 
 def attention_mask_bias(attention_mask, dtype=jnp.float32):

@@ -75,25 +75,28 @@ def window_bias(length: int, local_attention: int):
 
 
 class Attention(nn.Module):
-  """Fused-QKV self-attention with RoPE, global or sliding-window, and its output projection."""
+  """Fused-QKV self-attention with RoPE, global or sliding-window, and its output projection.
+
+  is_global: a Python bool (unrolled layers) or a traced bool scalar (scanned layers, one
+  per layer); it picks the RoPE base and whether the window bias applies.
+  """
   config: BertConfig
-  is_global: bool
 
   @nn.compact
-  def __call__(self, hidden, mask_bias, deterministic: bool, positions=None):
+  def __call__(self, hidden, mask_bias, deterministic: bool, positions=None, is_global=True):
     cfg = self.config
     h, n, d = cfg.hidden_size, cfg.num_attention_heads, cfg.head_dim
     qkv = HeadProjection(cfg, (h, 3, n, d), ("embed", None, "heads", "kv"),
                          (None, "heads", "kv"), "bth,hcnd->btcnd", use_bias=cfg.attention_bias,
                          name="qkv")(hidden)  # [B, T, 3, N, D]
     query, key, value = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
-    theta = cfg.global_rope_theta if self.is_global else cfg.local_rope_theta
+    theta = jnp.where(is_global, cfg.global_rope_theta, cfg.local_rope_theta)
     query, key = rotary(query, theta, positions), rotary(key, theta, positions)
     query = query / jnp.sqrt(d).astype(cfg.compute_dtype)
     logits = jnp.einsum("bfnd,btnd->bnft", query, key,
                         preferred_element_type=jnp.float32)  # [B, N, F, T]
-    if not self.is_global:
-      mask_bias = mask_bias + window_bias(hidden.shape[1], cfg.local_attention)
+    window = window_bias(hidden.shape[1], cfg.local_attention)
+    mask_bias = mask_bias + jnp.where(is_global, jnp.zeros_like(window), window)
     probs = jax.nn.softmax(logits + mask_bias, axis=-1)
     self.sow("intermediates", "attention_probs", probs)  # see layers.attention_probs
     dropout = Dropout(cfg.attention_probs_dropout_prob)
@@ -124,19 +127,18 @@ class GeGLU(nn.Module):
 
 
 class Layer(nn.Module):
-  """One pre-norm layer; the first has no attention LayerNorm."""
+  """One pre-norm layer; the first has no attention LayerNorm. is_global: see Attention."""
   config: BertConfig
-  is_global: bool
   attention_norm: bool
 
   @nn.compact
-  def __call__(self, hidden, mask_bias, deterministic: bool, positions=None):
+  def __call__(self, hidden, mask_bias, deterministic: bool, positions=None, is_global=True):
     cfg = self.config
     attention_in = hidden
     if self.attention_norm:
       attention_in = layer_norm(cfg, "attention_layer_norm")(hidden).astype(cfg.compute_dtype)
-    hidden = hidden + Attention(cfg, self.is_global, name="attention")(
-        attention_in, mask_bias, deterministic, positions)
+    hidden = hidden + Attention(cfg, name="attention")(
+        attention_in, mask_bias, deterministic, positions, is_global)
     mlp_in = layer_norm(cfg, "mlp_layer_norm")(hidden).astype(cfg.compute_dtype)
     hidden = hidden + GeGLU(cfg, name="mlp")(mlp_in, deterministic)
     return nn.with_logical_constraint(hidden, ACT_BTH)
@@ -146,9 +148,29 @@ def is_global_layer(config: BertConfig, index: int) -> bool:
   return index % config.global_attn_every_n_layers == 0
 
 
+# Layer 0 stays unrolled under scan_layers (it has no attention LayerNorm, so its params
+# differ from the others'); layers 1 .. L-1 are stacked (families.Family.unrolled_layers).
+UNROLLED_LAYERS = 1
+
+
+class _ScannedLayer(nn.Module):
+  """Adapts Layer to nn.scan's (carry, x) -> (carry, y): x is the layer's is_global."""
+  config: BertConfig
+  deterministic: bool
+
+  @nn.compact
+  def __call__(self, hidden, is_global, mask_bias, positions):
+    layer_cls = remat_layer(Layer, self.config.remat_policy)
+    hidden = layer_cls(self.config, attention_norm=True, name="layer")(
+        hidden, mask_bias, self.deterministic, positions, is_global)
+    return hidden, hidden
+
+
 class Encoder(nn.Module):
   """L layers (`layer_0` ...), then the final LayerNorm. Same call as bert.Encoder.
 
+  With scan_layers, layer 0 is `layer_0` and layers 1 .. L-1 are `layers/layer`, stacked on
+  a leading [L - 1] axis and run by `nn.scan`, each told whether it is global.
   hidden_states (when asked): the embeddings, then each layer's output, the last one
   after the final LayerNorm (as HF's).
   """
@@ -158,15 +180,25 @@ class Encoder(nn.Module):
   def __call__(self, hidden, mask_bias, deterministic: bool, output_hidden_states: bool,
                positions=None):
     cfg = self.config
-    if cfg.scan_layers:
-      raise ValueError("BertConfig: scan_layers=True is not supported by modernbert (its "
-                       "layers differ: global/local attention, no attention norm in layer 0)")
     layer_cls = remat_layer(Layer, cfg.remat_policy)
+    unrolled = UNROLLED_LAYERS if cfg.scan_layers else cfg.num_hidden_layers
     all_states = [hidden]
-    for i in range(cfg.num_hidden_layers):
-      hidden = layer_cls(cfg, is_global_layer(cfg, i), attention_norm=i > 0,
-                         name=f"layer_{i}")(hidden, mask_bias, deterministic, positions)
+    for i in range(min(unrolled, cfg.num_hidden_layers)):
+      hidden = layer_cls(cfg, attention_norm=i > 0, name=f"layer_{i}")(
+          hidden, mask_bias, deterministic, positions, is_global_layer(cfg, i))
       all_states.append(hidden)
+    stacked = cfg.num_hidden_layers - unrolled
+    if stacked > 0:
+      scanned = nn.scan(
+          _ScannedLayer, variable_axes={"params": 0, "intermediates": 0},
+          split_rngs={"params": True, "dropout": True},
+          in_axes=(0, nn.broadcast, nn.broadcast), length=stacked,
+          metadata_params={nn.PARTITION_NAME: "layers"})
+      is_global = jnp.array([is_global_layer(cfg, i)
+                             for i in range(unrolled, cfg.num_hidden_layers)])
+      hidden, per_layer = scanned(cfg, deterministic, name="layers")(
+          hidden, is_global, mask_bias, positions)
+      all_states += [per_layer[i] for i in range(stacked)]
     hidden = layer_norm(cfg, "final_layer_norm")(hidden).astype(cfg.compute_dtype)
     all_states[-1] = hidden
     return hidden, (tuple(all_states) if output_hidden_states else None)
