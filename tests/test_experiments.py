@@ -236,7 +236,7 @@ def test_pretraining_payoff_learning_curve_section(tmp_path):
                              "10.00] | 15.00 [15.00, 15.00] | -5.00 | fewer than 3 seeds |")
   assert os.path.getsize(tmp_path / "pretraining_payoff.png") > 1000
   runs = runner.sweeps.load("pretraining_payoff").get_sweep()
-  assert len(runs) == 288 and runs["modernbert_sst2_n8000_random_s2"]["overrides"] == {
+  assert len(runs) == 312 and runs["modernbert_sst2_n8000_random_s2"]["overrides"] == {
       "init_from": "runs/modernbert", "random_init": True, "data.max_seq_length": 64,
       "optim.learning_rate": "5e-4", "seed": 2, "data.seed": 2, "data.pack_each_batch": False}
   assert runs["modernbert_sst2_n1000-ep10_pretrained_s0"]["overrides"] == {
@@ -267,6 +267,26 @@ def test_pretraining_payoff_learning_curve_section(tmp_path):
   lines = module.render(rows, str(tmp_path)).splitlines()
   assert lines[5] == ("| ModernBERT-Tiny | sst2 (accuracy) | 1000, 10 epochs | 66.00 [66.00, "
                       "66.00] | 64.00 [64.00, 64.00] | +2.00 | pretrained better on every seed |")
+
+
+def test_pretraining_payoff_retrains_for_the_epochs_its_sel_run_picked():
+  module = sweeps.load("pretraining_payoff")
+  # 10 epochs of 225 steps; the held-back score was best after step 675: epoch 3.
+  rows = [_row("vecmlm10_sst2_n8000-sel_random_s2",
+               {"step": 2250, "selected_step": 675, "eval_accuracy": 0.7},
+               sweep="pretraining_payoff"), _row("other", {"step": 5}, sweep="pretraining_payoff")]
+  assert module.picked_epochs(rows) == {"vecmlm10_sst2_n8000-sel_random_s2": 3}
+  runs = module.get_sweep()  # from the committed rows
+  committed = module.picked_epochs(module._committed_rows())
+  for name, spec in runs.items():
+    if "-retrain_" in name:
+      sel = runs[name.replace("-retrain_", "-sel_")]["overrides"]
+      want = {k: v for k, v in sel.items() if k != "data.select_fraction"}
+      assert spec == {**runs[name.replace("-retrain_", "-sel_")], "overrides": {
+          **want, "num_train_epochs": committed[name.replace("-retrain_", "-sel_")]}}
+  assert sum("-retrain_" in name for name in runs) == 24
+  assert 1 <= runs["vecmlm10_sst2_n8000-retrain_random_s2"]["overrides"][
+      "num_train_epochs"] <= module.SEL_EPOCHS
 
 
 def test_payoff_causes_compares_each_candidate_with_its_own_random_init():

@@ -27,12 +27,15 @@ same shape and vocabulary (config.random_init, "random"): SST-2 on fixed random 
 training sentences (train_examples; the subset's seed is the run's seed) scored on dev,
 CoLA on all its training sentences scored on dev (Matthews correlation), MRPC on 90% of its
 training pairs scored on the other 10% (F1; its dev file is not here). Seeds 0, 1, 2 give
-the spread. ~1-3 min a run on the 2-core CPU.
+the spread. ~1-3 min a run on the 2-core CPU. DIAGNOSES add variants of the recipe at some
+points (RECIPES), among them sel (the epoch picked on held-back training sentences) and
+retrain (that many epochs again, on all of them; its runs appear once their sel rows exist).
 
   python -m experiments.run pretraining_payoff                 # every run, in order
   python -m experiments.run pretraining_payoff --print         # the commands, for a cluster
   python -m experiments.report                                 # the learning curve + table
 """
+import json
 import os
 import statistics
 import textwrap
@@ -95,31 +98,62 @@ TASKS = {
 # MODEL_TASK_nSIZE-RECIPE_INIT_sSEED. ep10 and mean are diagnoses read on dev: they explain
 # the curve, they do not pick a recipe. sel is a recipe that picks for itself: up to 10
 # epochs, the run ending on the epoch that scored best on 10% of its training sentences
-# held back (config.data.select_fraction; dev never chooses).
+# held back (config.data.select_fraction; dev never chooses). retrain completes sel: the
+# same run again on all its training sentences (none held back) for as many epochs as its
+# sel run picked, so that the weights scored are the end of an annealed schedule, not a
+# checkpoint from the middle of sel's 10-epoch decay (EPOCHS_FROM: the sel run's row).
+SEL_EPOCHS = 10
 RECIPES = {"ep10": ({"num_train_epochs": 10}, "10 epochs"),
            "mean": ({"classifier_pooling": "mean"}, "mean of the tokens"),
-           "sel": ({"num_train_epochs": 10, "data.select_fraction": 0.1},
-                   "best of 10 epochs on 10% held back")}
+           "sel": ({"num_train_epochs": SEL_EPOCHS, "data.select_fraction": 0.1},
+                   "best of 10 epochs on 10% held back"),
+           "retrain": ({}, "the epochs sel picked, retrained on all")}
+EPOCHS_FROM = {"retrain": "sel"}
 DIAGNOSES = (("modernbert", "sst2", 1000, "ep10"), ("modernbert", "sst2", 1000, "mean"),
              ("vectors", "sst2", 1000, "ep10"), ("vecmlm", "sst2", 1000, "ep10")) + tuple(
                  (model, "sst2", size, "sel") for model in ("vectors", "vecmlm10")
-                 for size in SST2_SIZES)
+                 for size in SST2_SIZES) + tuple(
+                 ("vecmlm10", "sst2", size, "retrain") for size in SST2_SIZES)
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results",
+                       "pretraining_payoff.jsonl")
+
+
+def picked_epochs(rows) -> dict:
+  """{sel run name: the epoch its run ended on}: selected_step over the steps of one of its
+  SEL_EPOCHS epochs (rows: the sweep's results)."""
+  return {row["run"]: round(row["metrics"]["selected_step"] * SEL_EPOCHS /
+                            row["metrics"]["step"])
+          for row in rows if "selected_step" in row.get("metrics", {})}
+
+
+def _committed_rows():
+  if not os.path.isfile(RESULTS):
+    return []
+  with open(RESULTS) as f:
+    return [json.loads(line) for line in f if line.strip()]
 
 
 def get_sweep():
   points = [(model, task, size, "") for model in MODELS
             for task, (_, sizes, _) in TASKS.items() for size in sizes]
   points += [(model, task, size, f"-{recipe}") for model, task, size, recipe in DIAGNOSES]
+  epochs = picked_epochs(_committed_rows())
   runs = {}
   for model, task, size, recipe in points:
     for init in INITS:
       for seed in SEEDS:
-        runs[f"{model}_{task}_n{size or 'all'}{recipe}_{init}_s{seed}"] = {
+        name = f"{model}_{task}_n{size or 'all'}{recipe}_{init}_s{seed}"
+        source = EPOCHS_FROM.get(recipe[1:])
+        if source and name.replace(f"-{recipe[1:]}_", f"-{source}_") not in epochs:
+          continue  # its sel run has no row yet
+        runs[name] = {
             "config": TASKS[task][0].format(size=size),
             "overrides": {"init_from": MODELS[model][0], "random_init": init == "random",
                           "data.max_seq_length": 64, "optim.learning_rate": "5e-4",
                           "seed": seed, "data.seed": seed, **sweeps.PADDED,
                           **(RECIPES[recipe[1:]][0] if recipe else {}),
+                          **({"num_train_epochs": epochs[name.replace(
+                              f"-{recipe[1:]}_", f"-{source}_")]} if source else {}),
                           **(PRETRAINED.get(model, {}) if init == "pretrained" else {})}}
   return runs
 
@@ -186,7 +220,7 @@ def render(rows, plots_dir) -> str:
       lines.append(f"| {MODELS[model][2]} | {task} ({TASKS[task][2].removeprefix('eval_')}) | "
                    f"{size}, {RECIPES[recipe][1]} | {cell(pre)} | {cell(rnd)} | "
                    f"{100 * (pre[0] - rnd[0]):+.2f} | {gap_verdict(pre, rnd)} |")
-      if task == "sst2" and recipe == "sel":
+      if task == "sst2" and recipe in ("sel", "retrain"):
         curves.setdefault((model, recipe), []).append(size)
   curves = {key: sizes for key, sizes in curves.items() if not key[1] or len(sizes) > 1}
   if curves:
