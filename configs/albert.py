@@ -25,7 +25,11 @@ peak learning rate is 5e-4, not 2e-3. With the std-0.02 projection at 2e-3 all f
 sharing modes stalled at the most frequent piece (held-out MLM 3.9-4.8% to step 1,000),
 and with fan_in at 2e-3 the not-shared L4 model still did; with fan_in at 5e-4 both
 not-shared and all-shared L4 leave it by step 500 (5.93% and 5.68%), while 1e-3 trains the
-not-shared model faster (7.41%) and stalls the all-shared one.
+not-shared model faster (7.41%) and stalls the all-shared one. Its SOP head needs depth
+more than params: at these 2 layers it stays at chance on the held-out pairs (50.63% at step
+1,000 of 64-token rows), at `--config.model.num_hidden_layers=4` (the same 2.2 M shared
+params, twice the compute) it reads 64.38 / 70.63 / 69.38% at steps 500 / 750 / 1,000
+(session 23, on 320 of them; experiments/sweeps/family_pretraining.py runs ALBERT so).
 """
 import os
 
