@@ -1,15 +1,18 @@
 """Compile time of the pretraining step, layers unrolled (a Python loop) vs scanned (nn.scan).
 
-  python bench/compile_time.py                          # BERT-Base and ModernBERT-base
+  python bench/compile_time.py                          # BERT-Base, ModernBERT-, ALBERT-base
   python bench/compile_time.py --models=modernbert-base --seq=512
 
 For each model, compiles the exact train step twice from abstract shapes, as
 `python -m bert_jax.train --compile_only` does (bert_jax/compile_report.py; nothing is
 allocated, one device): once with `model.scan_layers=False`, once with True (ModernBERT's
-layer 0 stays unrolled, its other layers are stacked). Prints a markdown table: seconds to
-trace, lower and compile each (after one untimed warm-up compile of a 1-layer model), the
-unrolled / scanned ratio, and XLA's temporaries (GiB) per layout. Needs the WordPiece vocabulary of ../shared/data (BERT) and the main job's
-byte-level BPE (runs/corpus/bpe-8k, ModernBERT); the host is printed with the table.
+layer 0 stays unrolled, its other layers are stacked; ALBERT's one shared layer is scanned
+with its params as they are). Prints a markdown table: seconds to trace, lower and compile
+each (after one untimed warm-up compile of a 1-layer model), the unrolled / scanned ratio,
+and XLA's temporaries (GiB) per layout. Needs the WordPiece vocabulary of ../shared/data
+(BERT), the main job's byte-level BPE (runs/corpus/bpe-8k, ModernBERT) and
+configs/albert.py's SentencePiece vocabulary (runs/corpus/spm-8k); the host is printed
+with the table.
 """
 import argparse
 import os
@@ -23,7 +26,7 @@ import jax  # noqa: E402
 
 from bert_jax import compile_report, run_report  # noqa: E402
 from bert_jax.models.config import config_for_size  # noqa: E402
-from configs import base, modernbert  # noqa: E402
+from configs import albert, base, modernbert  # noqa: E402
 
 GIB = 2 ** 30
 
@@ -44,12 +47,21 @@ def modernbert_base(seq: int, batch: int):
   return config
 
 
-MODELS = {"bert-base": bert_base, "modernbert-base": modernbert_base}
+def albert_base(seq: int, batch: int):
+  config = albert.get_config()
+  config.model.update(config_for_size("albert-base-v2", vocab_size=8192).to_json_dict())
+  config.model.projection_init = "fan_in"
+  config.data.max_seq_length = seq
+  config.data.batch_size = batch
+  return config
+
+
+MODELS = {"bert-base": bert_base, "modernbert-base": modernbert_base, "albert-base": albert_base}
 
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--models", default="bert-base,modernbert-base",
+  parser.add_argument("--models", default="bert-base,modernbert-base,albert-base",
                       help=f"comma-separated, of {sorted(MODELS)}")
   parser.add_argument("--seq", type=int, default=128)
   parser.add_argument("--batch", type=int, default=8)

@@ -42,18 +42,21 @@ def sentencepiece_vocab(corpus, tmp_path_factory):
 
 def test_albert_config_pretrains_and_its_workdir_fine_tunes(corpus, sentencepiece_vocab,
                                                             data_dir, tmp_path):
+  """configs/albert.py pretrains with its shared layer scanned; the workdir fine-tunes on
+  SST-2 unrolled (the params are the same tree either way)."""
   workdir = str(tmp_path / "albert")
   _cli("-m", "bert_jax.train",
        f"--config=configs/albert.py:corpus={corpus},vocab={sentencepiece_vocab},"
        "vocab_size=1000,runlocal=True", f"--workdir={workdir}",
-       "--config.num_train_steps=6", "--config.eval_every_steps=0", "--config.data.cache_dir=")
+       "--config.num_train_steps=6", "--config.eval_every_steps=0", "--config.data.cache_dir=",
+       "--config.model.scan_layers=True")
   with open(os.path.join(workdir, "eval_results.json")) as f:
     results = json.load(f)
   assert {"eval_mlm_accuracy", "eval_sop_accuracy"} <= set(results)
   with open(os.path.join(workdir, "model_config.json")) as f:
     model = json.load(f)
-  assert (model["family"], model["layer_sharing"], model["embedding_size"]) == ("albert", "all",
-                                                                                64)
+  assert (model["family"], model["layer_sharing"], model["embedding_size"],
+          model["scan_layers"]) == ("albert", "all", 64, True)
   assert os.path.isfile(os.path.join(workdir, "spiece.model"))  # the tokenizer travels along
 
   _fine_tunes_on_sst2(workdir, data_dir, str(tmp_path / "albert_sst2"))

@@ -22,9 +22,11 @@ transformers = pytest.importorskip("transformers")
 
 from bert_jax import checkpoint  # noqa: E402
 from bert_jax.convert import families, hf, mapping  # noqa: E402
+from bert_jax.models import layout  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
 from bert_jax.models.families import family_of  # noqa: E402
+from bert_jax.models.layers import attention_probs  # noqa: E402
 from bert_jax.models.task_models import (BertForPreTraining,  # noqa: E402
                                          BertForReplacedTokenDetection)
 from bert_jax.weights import load_pretrained  # noqa: E402
@@ -202,6 +204,42 @@ def test_hf_to_ours_parity(name):
     out = BertForReplacedTokenDetection(config).apply({"params": params}, ids, types, mask,
                                                       output_hidden_states=True)
     _assert_discriminator_parity(out, ref, config, mask)
+
+
+def test_albert_shared_layer_scans_equal_to_hf_and_the_unrolled_model():
+  """scan_layers with every sub-layer shared: the one `shared_layer` (params not stacked,
+  the same tree as unrolled) run by nn.scan, with and without remat: every hidden state,
+  the MLM and SOP logits within TOL of HF's ALBERT; attention weights and gradients equal
+  to the unrolled model's. Part-shared layers cannot scan (a one-line error)."""
+  config = CONFIGS["albert_h48_l3"]
+  ids, types, mask = _batch(config, [11, 5, 1], 11, seed=1)
+  hf_mlm = _sharpened(random_hf_model(config, seed=0, cls_name="AlbertForPreTraining"))
+  params, _ = hf.state_to_params(hf.normalize_names(hf_state(hf_mlm), "t", "albert"),
+                                 config, "t")
+  assert layout.stack_layers(params, *layout.stacked_layout(config)) == params
+  ref = _hf_forward(hf_mlm, config, ids, types, mask)
+  _, unrolled = BertForPreTraining(config).apply(
+      {"params": params}, ids, types, mask, mutable=["intermediates"])
+
+  def loss(cfg, p):
+    return (BertForPreTraining(cfg).apply({"params": p}, ids, types, mask).mlm_logits ** 2).mean()
+  grads = mapping.flatten(jax.grad(lambda p: loss(config, p))(params))
+  for remat_policy in ("none", "full"):
+    scan = config.replace(scan_layers=True, remat_policy=remat_policy)
+    init = nn.unbox(BertForPreTraining(scan).init(jax.random.key(0), ids)["params"])
+    assert jax.tree.map(np.shape, init) == jax.tree.map(np.shape, params)
+    out, state = BertForPreTraining(scan).apply(
+        {"params": params}, ids, types, mask, output_hidden_states=True,
+        mutable=["intermediates"])
+    _assert_parity(out, ref, config, mask, _mlm_logits(ref))
+    for ours, theirs in zip(attention_probs(state["intermediates"], 3),
+                            attention_probs(unrolled["intermediates"], 3), strict=True):
+      np.testing.assert_allclose(ours, theirs, atol=1e-6)
+    scanned = mapping.flatten(jax.grad(lambda p, c=scan: loss(c, p))(params))
+    for path, value in grads.items():
+      np.testing.assert_allclose(scanned[path], value, rtol=1e-4, atol=1e-6, err_msg=path)
+  with pytest.raises(ValueError, match="layer_sharing='ffn' needs scan_layers=False"):
+    config.replace(layer_sharing="ffn", scan_layers=True)
 
 
 def test_roberta_position_ids_count_real_tokens_from_pad_plus_one():

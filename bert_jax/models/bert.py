@@ -169,11 +169,25 @@ class _ScannedLayer(nn.Module):
     return hidden, hidden
 
 
+def _scan_shared(layer, hidden, mask_bias, deterministic: bool, num_layers: int):
+  """The one `shared_layer` applied num_layers times under nn.scan: its params broadcast to
+  every step (not stacked), a dropout key split per step, its sown attention stacked.
+  Returns (the last output, every step's output stacked [L, B, T, H])."""
+  def body(module, carry, mask_bias):
+    carry = module(carry, mask_bias, deterministic)
+    return carry, carry
+  return nn.scan(body, variable_broadcast="params", variable_axes={"intermediates": 0},
+                 split_rngs={"params": False, "dropout": True}, in_axes=nn.broadcast,
+                 length=num_layers)(layer, hidden, mask_bias)
+
+
 class Encoder(nn.Module):
   """L Transformer layers: unrolled (`layer_0` ...) or scanned (`layers`, stacked).
 
   With cross-layer sharing (`config.layer_sharing`), the shared sub-layers' params are one
-  module, `shared_layer`, applied by every layer; `layer_i` hold what is not shared.
+  module, `shared_layer`, applied by every layer; `layer_i` hold what is not shared. With
+  every sub-layer shared ("all", ALBERT's) and scan_layers, that one module runs under
+  nn.scan (the same params, one compiled layer).
   """
   config: BertConfig
 
@@ -185,7 +199,13 @@ class Encoder(nn.Module):
     del positions
     cfg = self.config
     all_states = [hidden]  # the embeddings, then each layer's output
-    if cfg.scan_layers:
+    shared_parts, own_parts = LAYER_SHARING[cfg.layer_sharing]
+    if cfg.scan_layers and not own_parts:  # one shared layer: scanned, params broadcast
+      shared = _remat_layer_class(cfg.remat_policy)(cfg, shared_parts, name="shared_layer")
+      hidden, per_layer = _scan_shared(shared, hidden, mask_bias, deterministic,
+                                       cfg.num_hidden_layers)
+      all_states += [per_layer[i] for i in range(cfg.num_hidden_layers)]
+    elif cfg.scan_layers:
       scanned = nn.scan(
           _ScannedLayer, variable_axes={"params": 0, "intermediates": 0},
           split_rngs={"params": True, "dropout": True},
@@ -195,7 +215,6 @@ class Encoder(nn.Module):
       all_states += [per_layer[i] for i in range(cfg.num_hidden_layers)]
     else:
       layer_cls = _remat_layer_class(cfg.remat_policy)
-      shared_parts, own_parts = LAYER_SHARING[cfg.layer_sharing]
       shared = layer_cls(cfg, shared_parts, name="shared_layer") if shared_parts else None
       for i in range(cfg.num_hidden_layers):
         own = layer_cls(cfg, own_parts, name=f"layer_{i}") if own_parts else None

@@ -60,7 +60,8 @@ class BertConfig:
       at use; softmax, LayerNorm statistics and logits for losses are computed in float32.
     scan_layers: stack the layers' params on a leading axis and run them with `nn.scan`
       (faster compiles for deep models). The checkpoint layout differs; see
-      `bert_jax.models.layout`.
+      `bert_jax.models.layout`. With layer_sharing="all" the one shared layer is scanned
+      with its params as they are (nothing to stack).
     remat_policy: rematerialisation of each layer: "none", "full" or "dots" (save matmul
       outputs only).
     pre_layer_norm: LayerNorm before each sub-layer plus a final one (an ablation; BERT
@@ -161,9 +162,9 @@ class BertConfig:
     if self.layer_sharing not in LAYER_SHARING:
       raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r} is not one of "
                        f"{LAYER_SHARING}")
-    if self.layer_sharing != "none" and self.scan_layers:
+    if self.layer_sharing not in ("none", "all") and self.scan_layers:
       raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r} needs "
-                       "scan_layers=False (shared layers are not stacked)")
+                       "scan_layers=False (part-shared layers are not stacked; 'all' scans)")
     if self.embedding_size is not None and self.embedding_size <= 0:
       raise ValueError(f"BertConfig: embedding_size={self.embedding_size} is not positive")
 

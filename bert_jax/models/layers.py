@@ -312,7 +312,10 @@ def attention_probs(intermediates, num_layers: int) -> list[jax.Array]:
   if encoder is None:
     raise ValueError("no encoder in the intermediates: apply with mutable=['intermediates']")
   if "attention" in encoder.get("shared_layer", {}):  # one module, sown at each of L calls
-    return list(encoder["shared_layer"]["attention"]["attention_probs"])
+    sown = encoder["shared_layer"]["attention"]["attention_probs"]
+    if len(sown) == 1 and sown[0].ndim == 5:  # scanned: one [L, B, N, F, T] array
+      return list(sown[0])
+    return list(sown)
   probs = [encoder[f"layer_{i}"]["attention"]["attention_probs"][0]
            for i in range(num_layers) if f"layer_{i}" in encoder]  # unrolled, in order
   if "layers" in encoder:  # scanned, after them: one [L - unrolled, B, N, F, T] array

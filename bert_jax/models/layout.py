@@ -21,9 +21,9 @@ def stack_layers(params, num_layers: int, first: int = 0):
   """encoder/layer_i/... (i >= first) -> encoder/layers/layer/... with a leading [L - first]
   axis; layer_0 .. layer_{first - 1} stay as they are."""
   def stack(encoder):
-    if "layers" in encoder or num_layers <= first:
-      return encoder
     names = [f"layer_{i}" for i in range(first, num_layers)]
+    if "layers" in encoder or not any(name in encoder for name in names):
+      return encoder  # stacked already, or one shared layer (ALBERT's), or nothing to stack
     rest = {k: v for k, v in encoder.items() if k not in names}  # e.g. final_layer_norm
     layers = [encoder[name] for name in names]
     return {"layers": {"layer": jax.tree.map(lambda *xs: jnp.stack(xs), *layers)}, **rest}
