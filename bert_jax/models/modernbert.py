@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from bert_jax.models.config import BertConfig
+from bert_jax.models.families import family_of
 from bert_jax.models.layers import (ACT_BTH, ACT_BTI, ACT_BTND, Dropout, HeadProjection, activation,
                                     dense_init, layer_norm, remat_layer, zeros_init)
 
@@ -148,11 +149,6 @@ def is_global_layer(config: BertConfig, index: int) -> bool:
   return index % config.global_attn_every_n_layers == 0
 
 
-# Layer 0 stays unrolled under scan_layers (it has no attention LayerNorm, so its params
-# differ from the others'); layers 1 .. L-1 are stacked (families.Family.unrolled_layers).
-UNROLLED_LAYERS = 1
-
-
 class _ScannedLayer(nn.Module):
   """Adapts Layer to nn.scan's (carry, x) -> (carry, y): x is the layer's is_global."""
   config: BertConfig
@@ -181,7 +177,8 @@ class Encoder(nn.Module):
                positions=None):
     cfg = self.config
     layer_cls = remat_layer(Layer, cfg.remat_policy)
-    unrolled = UNROLLED_LAYERS if cfg.scan_layers else cfg.num_hidden_layers
+    # Under scan, layer 0 (no attention LayerNorm: its params differ) stays unrolled.
+    unrolled = (family_of(cfg).unrolled_layers if cfg.scan_layers else cfg.num_hidden_layers)
     all_states = [hidden]
     for i in range(min(unrolled, cfg.num_hidden_layers)):
       hidden = layer_cls(cfg, attention_norm=i > 0, name=f"layer_{i}")(

@@ -144,16 +144,19 @@ def get_sweep():
       for seed in SEEDS:
         name = f"{model}_{task}_n{size or 'all'}{recipe}_{init}_s{seed}"
         source = EPOCHS_FROM.get(recipe[1:])
-        if source and name.replace(f"-{recipe[1:]}_", f"-{source}_") not in epochs:
-          continue  # its sel run has no row yet
+        picked = {}  # the epoch count its source run picked, if it takes one
+        if source:
+          source_run = name.replace(f"-{recipe[1:]}_", f"-{source}_")
+          if source_run not in epochs:
+            continue  # its sel run has no row yet
+          picked = {"num_train_epochs": epochs[source_run]}
         runs[name] = {
             "config": TASKS[task][0].format(size=size),
             "overrides": {"init_from": MODELS[model][0], "random_init": init == "random",
                           "data.max_seq_length": 64, "optim.learning_rate": "5e-4",
                           "seed": seed, "data.seed": seed, **sweeps.PADDED,
                           **(RECIPES[recipe[1:]][0] if recipe else {}),
-                          **({"num_train_epochs": epochs[name.replace(
-                              f"-{recipe[1:]}_", f"-{source}_")]} if source else {}),
+                          **picked,
                           **(PRETRAINED.get(model, {}) if init == "pretrained" else {})}}
   return runs
 
