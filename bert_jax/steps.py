@@ -2,7 +2,8 @@
 
   TrainState (step, params, opt_state); SelectingTrainState adds the params that scored
   best on held-back training examples (config.data.select_fraction) and keep_best updates
-  them; make_train_step: (state, batch, frozen) -> (state, metrics), one optimizer update
+  them; make_train_step: (state, batch, frozen) -> (state, metrics: the loss terms,
+  learning_rate, grad_norm; the trainer adds param_norm where it logs), one optimizer update
   over grad-accumulated micro-batches; make_eval_step: the deterministic forward whose
   outputs a task's evaluate() collects.
 """
@@ -39,7 +40,8 @@ def keep_best(state: SelectingTrainState, score) -> SelectingTrainState:
                        best_step=pick(state.step, state.best_step))
 
 
-def _tree_norm(tree):
+def tree_norm(tree):
+  """The global L2 norm of a tree's leaves (in float32)."""
   return jnp.sqrt(sum(jnp.sum(jnp.square(x.astype(jnp.float32))) for x in jax.tree.leaves(tree)))
 
 
@@ -82,8 +84,7 @@ def make_train_step(task, model, tx, schedule, accum: int, dropout_rng):
     updates, opt_state = tx.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     metrics = task.metrics(sums, denominators)
-    metrics.update(learning_rate=schedule(state.step), grad_norm=_tree_norm(grads),
-                   param_norm=_tree_norm(params))
+    metrics.update(learning_rate=schedule(state.step), grad_norm=tree_norm(grads))
     return state.replace(step=state.step + 1, params=params, opt_state=opt_state), metrics
 
   return train_step

@@ -25,7 +25,7 @@ from bert_jax import optim
 from bert_jax import run_report
 from bert_jax import sharding
 from bert_jax.steps import (SelectingTrainState, TrainState, keep_best, make_eval_step,
-                            make_train_step)
+                            make_train_step, tree_norm)
 from bert_jax.stop_signals import StopSignals
 from bert_jax import weights
 from bert_jax import workdir as workdir_lib
@@ -299,6 +299,8 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
   select_every = inputs.steps_per_epoch if inputs.select is not None else 0
   held_back = dataclasses.replace(inputs, eval=inputs.select,
                                   eval_metadata=inputs.select_metadata)
+  p_param_norm = jax.jit(tree_norm, in_shardings=(state_sharding.params,),
+                         out_shardings=replicated)
   p_keep_best = jax.jit(keep_best, in_shardings=(state_sharding, replicated),
                         out_shardings=state_sharding, donate_argnums=0)
 
@@ -330,20 +332,29 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
   last_saved = restored_step
   global_batch = None  # the last step's, for the compiled cost in the run report
 
-  def check_finite():
-    """Stops at the first step whose loss, gradient or params are not finite (a sync at
-    log and checkpoint steps only, which wait for the device anyway)."""
-    values = jax.device_get([(s, m["loss"], m["grad_norm"], m["param_norm"])
-                             for s, m in unchecked])
+  def check_finite() -> float:
+    """Stops at the first step whose loss or gradient is not finite, or if the params now
+    are not; returns their norm (a sync at log and checkpoint steps only, which wait for the
+    device anyway). Finite gradients keep finite params finite, so checking the params
+    when the run logs or saves is enough, and the step itself skips a pass over them."""
+    values = jax.device_get([(s, m["loss"], m["grad_norm"]) for s, m in unchecked])
     unchecked.clear()
-    for s, loss, grad_norm, param_norm in values:
-      if not np.isfinite([loss, grad_norm, param_norm]).all():
-        kept = (f"the last good checkpoint is step {last_saved} in {checkpoints.directory}"
-                if last_saved is not None else "no checkpoint was saved")
+    with jax.set_mesh(mesh):
+      param_norm = float(jax.device_get(p_param_norm(state.params)))
+    kept = (f"the last good checkpoint is step {last_saved} in {checkpoints.directory}"
+            if last_saved is not None else "no checkpoint was saved")
+    advice = ("Rerunning the command resumes from it: change what diverged first, e.g. "
+              "--config.optim.learning_rate")
+    for s, loss, grad_norm in values:
+      if not np.isfinite([loss, grad_norm]).all():
         raise FloatingPointError(
-            f"step {s}: loss {loss}, grad_norm {grad_norm}, param_norm {param_norm} are not "
-            f"all finite; stopped before saving ({kept}). Rerunning the command resumes "
-            "from it: change what diverged first, e.g. --config.optim.learning_rate")
+            f"step {s}: loss {loss}, grad_norm {grad_norm} are not all finite; stopped "
+            f"before saving ({kept}). {advice}")
+    if not np.isfinite(param_norm):
+      raise FloatingPointError(
+          f"step {step}: param_norm {param_norm}: the params are not all finite; stopped "
+          f"before saving ({kept}). {advice}")
+    return param_norm
 
   def save(at_step):
     nonlocal last_saved
@@ -393,8 +404,8 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
       invocation.steady_flops += step_flops
 
     if step % config.log_every_steps == 0 or step == total_steps:
-      check_finite()
-      metrics = jax.device_get(metrics)
+      param_norm = check_finite()
+      metrics = {**jax.device_get(metrics), "param_norm": param_norm}
       now = time.time()
       metrics["tokens_per_sec"] = tokens_since / max(now - time_since, 1e-9)
       metrics["mfu"] = flops_since / max(now - time_since, 1e-9) / peak_flops

@@ -3,6 +3,7 @@ import json
 import os
 import sys
 
+import jax
 import numpy as np
 import pytest
 
@@ -34,8 +35,14 @@ def test_training_reduces_loss_and_writes_outputs(corpus, tmp_path):
   assert np.mean([losses[s] for s in range(26, 31)]) < losses[1] - 0.5
   rows = read_rows(str(tmp_path))
   required = {"step", "loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy",
-              "learning_rate", "tokens_per_sec"}
+              "learning_rate", "tokens_per_sec", "grad_norm", "param_norm"}
   assert required <= set(rows[0])
+  # param_norm is computed where the run logs (not in the step): the final params' norm.
+  import bert_jax
+  _, variables = bert_jax.load_pretrained(str(tmp_path))
+  norm = np.sqrt(sum(np.sum(np.square(np.asarray(x))) for x in jax.tree.leaves(variables)))
+  last = [r for r in rows if "param_norm" in r][-1]
+  assert last["step"] == 30 and abs(last["param_norm"] - norm) < 1e-5 * norm
   assert any("eval_mlm_accuracy" in r for r in rows)
   assert "eval_mlm_accuracy" in final
   assert os.listdir(tmp_path / "tensorboard")
