@@ -112,3 +112,30 @@ def test_word_embeddings_train_at_their_scale_and_zero_freezes_them():
   config.word_embedding_lr_scale = 1.5
   with pytest.raises(ValueError, match="word_embedding_lr_scale=1.5: expected 0 <= s <= 1"):
     optim.make_optimizer(config, 10)
+
+
+@pytest.mark.parametrize("max_norm", [1e3, 1.0])  # below the threshold, then above it
+def test_clip_by_global_norm_equals_optax_and_torch(max_norm):
+  """One scalar for the whole tree: optax's per-leaf clip to float32 rounding (exactly
+  below the threshold), and torch's clip_grad_norm_ (whose 1e-6 is the only difference)."""
+  import optax
+  torch = pytest.importorskip("torch")
+  keys = jax.random.split(jax.random.key(3), 3)
+  grads = {"a": jax.random.normal(keys[0], (7, 5)),
+           "b": {"c": jax.random.normal(keys[1], (11,)), "d": 3 * jax.random.normal(keys[2], (2, 3))}}
+  ours, _ = optim.clip_by_global_norm(max_norm).update(grads, optax.EmptyState())
+  theirs, _ = optax.clip_by_global_norm(max_norm).update(grads, optax.EmptyState())
+  tensors = [torch.zeros(x.shape, requires_grad=True) for x in jax.tree.leaves(grads)]
+  for t, x in zip(tensors, jax.tree.leaves(grads)):
+    t.grad = torch.tensor(np.asarray(x))
+  torch.nn.utils.clip_grad_norm_(tensors, max_norm)
+  for g, a, b, t in zip(jax.tree.leaves(grads), jax.tree.leaves(ours), jax.tree.leaves(theirs),
+                        tensors):
+    if max_norm > 100:
+      np.testing.assert_array_equal(a, g)
+      np.testing.assert_array_equal(b, g)
+    np.testing.assert_allclose(a, b, rtol=3e-7, atol=0)
+    np.testing.assert_allclose(a, t.grad.numpy(), rtol=2e-6, atol=0)
+  norm = np.sqrt(sum(np.sum(np.square(np.asarray(x, np.float64))) for x in jax.tree.leaves(ours)))
+  if max_norm < 100:
+    assert norm == pytest.approx(max_norm, rel=1e-6)
