@@ -5,12 +5,16 @@
 # CPU, minutes) starting its word table from those vectors at std 0.1, show its MLM head's
 # guesses for two masks, then fine-tune that model on SST-2 (8,000 training sentences,
 # 3 epochs; dev accuracy) and, as the baseline pretraining has to beat, the same model
-# from random weights (config.random_init), printing both dev accuracies.
-# Re-running resumes from runs/modernbert_vectors and runs/modernbert_vectors_sst2*
+# from random weights (config.random_init), each with fine-tuning seeds 0, 1, 2, printing
+# both sides' dev accuracies (mean [range]) and whether the ranges are apart.
+# Re-running resumes from runs/modernbert_vectors and runs/modernbert_vectors_sst2_*
 # (finished runs just report again). Arguments go to the pretraining command (e.g.
 # --config.num_train_steps=200).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SEEDS="${SEEDS:-0 1 2}"  # fine-tuning seeds, each side (SEEDS=0 for a quicker look)
+# The fine-tunings of one seed compile the same programs: XLA's persistent cache keeps them.
+export JAX_COMPILATION_CACHE_DIR="${JAX_COMPILATION_CACHE_DIR:-$PWD/runs/xla_cache}"
 bash scripts/setup.sh
 python -m bert_jax.text.prepare --output=runs/corpus/pretrain.txt
 python -m bert_jax.text.learn_vocab --kind=bpe --input=runs/corpus/pretrain.txt \
@@ -22,18 +26,32 @@ python -m bert_jax.train --config=configs/modernbert.py \
     --config.init_word_vectors_std=0.1 --workdir=runs/modernbert_vectors "$@"
 python -m bert_jax.fill_mask --model=runs/modernbert_vectors \
     "he said that <mask> was the best <mask> of the year ."
-python -m bert_jax.train --config=configs/glue.py:task=sst2,train_examples=8000 \
-    --config.init_from=runs/modernbert_vectors --config.data.max_seq_length=64 \
-    --config.optim.learning_rate=5e-4 --workdir=runs/modernbert_vectors_sst2
-python -m bert_jax.train --config=configs/glue.py:task=sst2,train_examples=8000 \
-    --config.init_from=runs/modernbert_vectors --config.random_init=true \
-    --config.data.max_seq_length=64 --config.optim.learning_rate=5e-4 \
-    --workdir=runs/modernbert_vectors_sst2_random
-python - <<'PY'
+for seed in $SEEDS; do
+  for init in pretrained random; do
+    extra=()
+    if [ "$init" = random ]; then extra=(--config.random_init=true); fi
+    python -m bert_jax.train --config=configs/glue.py:task=sst2,train_examples=8000 \
+        --config.init_from=runs/modernbert_vectors "${extra[@]}" \
+        --config.data.max_seq_length=64 --config.optim.learning_rate=5e-4 \
+        --config.seed="$seed" --config.data.seed="$seed" \
+        --workdir="runs/modernbert_vectors_sst2_${init}_s${seed}"
+  done
+done
+SEEDS="$SEEDS" python - <<'PY'
 import json
-acc = {name: json.load(open(f"runs/{name}/eval_results.json"))["eval_accuracy"]
-       for name in ("modernbert_vectors_sst2", "modernbert_vectors_sst2_random")}
-print(f"SST-2 dev accuracy, 8,000 training sentences: pretrained here "
-      f"{acc['modernbert_vectors_sst2']:.4f}, random init "
-      f"{acc['modernbert_vectors_sst2_random']:.4f}")
+import os
+
+seeds = os.environ["SEEDS"].split()
+acc = {init: [100 * json.load(open(f"runs/modernbert_vectors_sst2_{init}_s{s}/eval_results.json"))
+              ["eval_accuracy"] for s in seeds] for init in ("pretrained", "random")}
+cell = lambda a: f"{sum(a) / len(a):.2f} [{min(a):.2f}, {max(a):.2f}]"  # noqa: E731
+print(f"SST-2 dev accuracy (%), 8,000 training sentences, fine-tuning seeds {' '.join(seeds)}:")
+for init, name in (("pretrained", "pretrained here"), ("random", "random init")):
+  print(f"  {name:16s} {cell(acc[init])}  (" + ", ".join(f"{a:.2f}" for a in acc[init]) + ")")
+gap = sum(acc["pretrained"]) / len(seeds) - sum(acc["random"]) / len(seeds)
+verdict = ("pretrained above random init on every seed, by more than the seeds' spread"
+           if min(acc["pretrained"]) > max(acc["random"]) else
+           "random init above on every seed" if max(acc["pretrained"]) < min(acc["random"])
+           else "the seeds' ranges overlap")
+print(f"  gap {gap:+.2f} points: {verdict}")
 PY
