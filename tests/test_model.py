@@ -8,7 +8,8 @@ import pytest
 from bert_jax.models import task_models as tasks
 from bert_jax.models.config import BertConfig, config_for_size
 from bert_jax.models.bert import BertModel
-from bert_jax.models.layers import attention_probs, dropout, dropout_keep_mask
+from bert_jax.models.layers import (attention_probs, dropout, dropout_keep_mask,
+                                    random_words)
 from bert_jax.models.layout import stack_layers, unstack_layers
 
 SMALL = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
@@ -154,6 +155,23 @@ def test_dropout_masks_drop_at_the_rate_independently_and_keep_the_expectation(r
   assert (y[~keep] == 0).all()
   np.testing.assert_array_equal(y, dropout(x, rate, jax.random.key(3)))
   assert not np.array_equal(y, dropout(x, rate, jax.random.key(4)))
+
+
+@pytest.mark.parametrize("key", [jax.random.key(0), jax.random.fold_in(jax.random.key(5), 9),
+                                 jax.random.PRNGKey(7)])  # typed keys and a raw uint32 one
+def test_dropout_bits_are_jax_random_bits(key):
+  """random_words writes threefry out round by round: jax.random.bits's exact words, eager
+  and jitted, so the masks did not change with it (the 16-bit halves of each word: low,
+  then high, as a little-endian bitcast)."""
+  for shape in [(1,), (7,), (3, 5), (2, 3, 16, 33)]:
+    want = np.asarray(jax.random.bits(key, shape, jnp.uint32))
+    np.testing.assert_array_equal(random_words(key, shape), want)
+    np.testing.assert_array_equal(jax.jit(random_words, static_argnums=1)(key, shape), want)
+  shape, threshold = (4, 6, 9), round(0.9 * 65536)
+  words = jax.random.bits(key, (4, 6, 5), jnp.uint32)
+  halves = np.asarray(jax.lax.bitcast_convert_type(words, jnp.uint16)).reshape(4, 6, 10)[..., :9]
+  keep, _ = dropout_keep_mask(key, 0.1, shape)
+  np.testing.assert_array_equal(keep, halves < threshold)
 
 
 def test_dropout_edge_rates():

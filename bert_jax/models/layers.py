@@ -17,6 +17,7 @@ from typing import Optional
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from bert_jax.models.config import BertConfig
 
@@ -121,10 +122,50 @@ def dropout_keep_mask(rng, rate: float, shape) -> tuple[jax.Array, float]:
     raise ValueError("dropout needs an array of at least one axis")
   threshold = round((1.0 - rate) * _KEEP_LEVELS)
   last = shape[-1]
-  words = jax.random.bits(rng, (*shape[:-1], (last + 1) // 2), jnp.uint32)
-  halves = jax.lax.bitcast_convert_type(words, jnp.uint16)  # [..., ceil(last / 2), 2]
+  words = random_words(rng, (*shape[:-1], (last + 1) // 2))
+  # Each word's low 16 bits, then its high 16 (a little-endian bitcast's order).
+  halves = jnp.stack([words & 0xFFFF, words >> 16], axis=-1)  # [..., ceil(last / 2), 2]
   halves = halves.reshape(*shape[:-1], 2 * words.shape[-1])[..., :last]
-  return halves.astype(jnp.uint32) < threshold, threshold / _KEEP_LEVELS
+  return halves < threshold, threshold / _KEEP_LEVELS
+
+
+_ROTATIONS = (13, 15, 26, 6, 17, 29, 16, 24)  # Threefry-2x32's, round r uses r % 8
+
+
+def _threefry2x32(k0, k1, x0, x1):
+  """Threefry-2x32, 20 rounds (Salmon et al. 2011, "Parallel random numbers: as easy as
+  1, 2, 3"): the counter pair (x0, x1) under the key (k0, k1); uint32 arrays that
+  broadcast. Written out round by round, so XLA fuses it into the loop that uses it."""
+  ks = (k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA))
+  x0, x1 = x0 + ks[0], x1 + ks[1]
+  for r in range(20):
+    rot = _ROTATIONS[r % 8]
+    x0 = x0 + x1
+    x1 = ((x1 << np.uint32(rot)) | (x1 >> np.uint32(32 - rot))) ^ x0
+    if r % 4 == 3:  # a key injection after every 4 rounds
+      s = r // 4 + 1
+      x0 = x0 + ks[s % 3]
+      x1 = x1 + ks[(s + 1) % 3] + np.uint32(s)
+  return x0, x1
+
+
+def random_words(rng, shape) -> jax.Array:
+  """uint32[shape]: jax.random.bits(rng, shape, jnp.uint32), the same bits for a threefry
+  key (JAX's default, its partitionable counters: element i hashes the counter (0, i) and
+  keeps the XOR of the two outputs), computed by `_threefry2x32` above. JAX lowers threefry
+  on CPU as a 5-step while loop whose every step writes its arrays out; written out here it
+  fuses with the dropout mask that reads it. Other keys go to jax.random.bits."""
+  size = int(np.prod(shape))
+  typed = jnp.issubdtype(rng.dtype, jax.dtypes.prng_key)
+  impl = str(jax.random.key_impl(rng)) if typed else jax.config.jax_default_prng_impl
+  if ("threefry" not in impl or size >= 2 ** 32
+      or not jax.config.jax_threefry_partitionable):
+    return jax.random.bits(rng, shape, jnp.uint32)
+  key = jax.random.key_data(rng) if typed else rng
+  index = sum(jax.lax.broadcasted_iota(jnp.uint32, shape, axis) * np.uint32(stride)
+              for axis, stride in enumerate(np.cumprod((1,) + tuple(shape[:0:-1]))[::-1]))
+  out0, out1 = _threefry2x32(key[0], key[1], np.uint32(0), index)
+  return out0 ^ out1
 
 
 def dropout(x, rate: float, rng):
