@@ -122,7 +122,8 @@ def test_clip_by_global_norm_equals_optax_and_torch(max_norm):
   torch = pytest.importorskip("torch")
   keys = jax.random.split(jax.random.key(3), 3)
   grads = {"a": jax.random.normal(keys[0], (7, 5)),
-           "b": {"c": jax.random.normal(keys[1], (11,)), "d": 3 * jax.random.normal(keys[2], (2, 3))}}
+           "b": {"c": jax.random.normal(keys[1], (11,)),
+                 "d": 3 * jax.random.normal(keys[2], (2, 3))}}
   ours, _ = optim.clip_by_global_norm(max_norm).update(grads, optax.EmptyState())
   theirs, _ = optax.clip_by_global_norm(max_norm).update(grads, optax.EmptyState())
   tensors = [torch.zeros(x.shape, requires_grad=True) for x in jax.tree.leaves(grads)]

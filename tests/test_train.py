@@ -7,6 +7,7 @@ import jax
 import numpy as np
 import pytest
 
+import bert_jax
 from bert_jax import trainer
 from configs import glue, tiny
 from tests.conftest import set_fields, sigkill_when, tiny_pretraining_config
@@ -38,7 +39,6 @@ def test_training_reduces_loss_and_writes_outputs(corpus, tmp_path):
               "learning_rate", "tokens_per_sec", "grad_norm", "param_norm"}
   assert required <= set(rows[0])
   # param_norm is computed where the run logs (not in the step): the final params' norm.
-  import bert_jax
   _, variables = bert_jax.load_pretrained(str(tmp_path))
   norm = np.sqrt(sum(np.sum(np.square(np.asarray(x))) for x in jax.tree.leaves(variables)))
   last = [r for r in rows if "param_norm" in r][-1]

@@ -162,8 +162,9 @@ def random_words(rng, shape) -> jax.Array:
       or not jax.config.jax_threefry_partitionable):
     return jax.random.bits(rng, shape, jnp.uint32)
   key = jax.random.key_data(rng) if typed else rng
+  strides = np.cumprod((1,) + tuple(shape[:0:-1]))[::-1]  # row-major, the last axis 1
   index = sum(jax.lax.broadcasted_iota(jnp.uint32, shape, axis) * np.uint32(stride)
-              for axis, stride in enumerate(np.cumprod((1,) + tuple(shape[:0:-1]))[::-1]))
+              for axis, stride in enumerate(strides))  # each element's flat index
   out0, out1 = _threefry2x32(key[0], key[1], np.uint32(0), index)
   return out0 ^ out1
 
