@@ -171,9 +171,11 @@ def validate_config(config: ml_collections.ConfigDict) -> None:
       raise ValueError(f"config.{name}={config[name]}: must be >= 0")
   if config.num_train_steps == 0:
     if config.task == "pretraining":
-      raise ValueError("config.num_train_steps=0: pretraining counts its length in steps "
-                       "(the stream's epochs have no fixed length); set it > 0")
-    if not config.get("num_train_epochs", 0) > 0:
+      if not config.get("init_from"):  # else: evaluate init_from's model, train nothing
+        raise ValueError("config.num_train_steps=0: pretraining counts its length in steps "
+                         "(the stream's epochs have no fixed length); set it > 0, or set "
+                         "config.init_from to only evaluate that model on held-out data")
+    elif not config.get("num_train_epochs", 0) > 0:
       raise ValueError(f"config.num_train_steps=0 and config.num_train_epochs="
                        f"{config.get('num_train_epochs')}: set one of them > 0")
 
@@ -202,7 +204,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
   inputs = task.make_inputs(tokenizer, jax.process_index(), jax.process_count())
   train_input = inputs.train
   total_steps = int(config.num_train_steps)
-  if total_steps <= 0:
+  if total_steps <= 0 and config.get("num_train_epochs", 0) > 0:  # else evaluation only
     total_steps = max(1, round(config.num_train_epochs * inputs.steps_per_epoch))
   workdir_lib.check_same_model(workdir, task.model_config.to_json_dict(), task.model_spec())
 

@@ -85,6 +85,19 @@ def test_albert_sweeps_vary_the_sentence_task_sharing_and_embedding_width(prepar
   assert {(c.data.example_builder, c.objectives) for c, _, _ in sop.values()} == {
       ("doc_sentences", "mlm"), ("nsp_pairs", "mlm,nsp"), ("sop", "mlm,sop"),
       ("sop_equal_lengths", "mlm,sop")}
+  # The paper's cross columns: the NSP and SOP runs evaluate their own head on the other
+  # task's pairs of the same held-out documents, training nothing.
+  for run, (config, _, stages) in sop.items():
+    cross = stages.get("cross")
+    if run.startswith(("nsp_", "sop_s")):
+      assert (cross.data.example_builder, cross.objectives) == (
+          {"nsp": ("sop", "mlm,nsp_on_sop"), "sop": ("nsp_pairs", "mlm,sop_on_nsp")}[
+              run.split("_")[0]])
+      assert cross.num_train_steps == 0
+      assert (cross.seed, cross.data.seed, cross.data.eval_held_out_docs) == (
+          config.seed, config.data.seed, config.data.eval_held_out_docs)
+    else:
+      assert cross is None, run
   sharing = configs_of("albert_sharing")
   for run, (config, _, _) in sharing.items():
     assert config.model.layer_sharing == run.rsplit("_s", 1)[0]
@@ -204,9 +217,10 @@ def test_bert_masking_split_variants_are_table_8_rows():
 def test_results_page_shows_the_papers_numbers_before_a_sweep_runs(tmp_path):
   lines = report.render("albert_sop", sweeps.load("albert_sop"), [], str(tmp_path)).splitlines()
   assert lines[2] == ("| variant | paper: SST-2 dev accuracy | paper: downstream Avg | "
-                      "paper: intrinsic accuracy of its own head (NSP on NSP, SOP on SOP) |")
-  assert "| MLM only (single segments) | 89.9 | 79.0 |  |" in lines
-  assert "| MLM + SOP (ALBERT) | 90.3 | 80.1 | 86.5 |" in lines
+                      "paper: intrinsic accuracy of its own head (NSP on NSP, SOP on SOP) | "
+                      "paper: its head on the other task (NSP on SOP, SOP on NSP) |")
+  assert "| MLM only (single segments) | 89.9 | 79.0 |  |  |" in lines
+  assert "| MLM + SOP (ALBERT) | 90.3 | 80.1 | 86.5 | 78.9 |" in lines
   assert any(line.startswith("Paper: Lan et al. 2019 (ALBERT") for line in lines)
   assert lines[-1] == "Not run yet: `python -m experiments.run albert_sop`."
   assert not os.listdir(tmp_path)  # no plots without runs

@@ -116,6 +116,28 @@ def test_sop_pretrains_with_its_own_head(corpus, tmp_path):
     trainer.train_and_evaluate(small_config(corpus, **{"data.example_builder": "sop"}),
                                str(tmp_path / "nsp_on_sop"))
 
+  # num_train_steps=0 + init_from evaluates the pretrained model and trains nothing: on its
+  # own task it gives the run's own held-out numbers, with the run's head, not a new one.
+  again = str(tmp_path / "again")
+  results = trainer.train_and_evaluate(
+      small_config(corpus, objectives="mlm,sop", num_train_steps=0, init_from=str(tmp_path),
+                   **{"data.example_builder": "sop"}), again)
+  with open(os.path.join(str(tmp_path), "eval_results.json")) as f:
+    own = json.load(f)
+  for key in ("eval_sop_accuracy", "eval_sop_loss", "eval_mlm_accuracy", "eval_mlm_loss"):
+    assert results[key] == pytest.approx(own[key], rel=1e-5, abs=1e-6), key
+  assert not os.path.exists(os.path.join(again, "checkpoints")) or not os.listdir(
+      os.path.join(again, "checkpoints"))
+  # ALBERT's Table 5 cross column: the SOP head scored on NSP pairs (label 0 = B follows A
+  # in both tasks), read from the checkpoint's sop_head.
+  cross = trainer.train_and_evaluate(
+      small_config(corpus, objectives="mlm,sop_on_nsp", num_train_steps=0,
+                   init_from=str(tmp_path)), str(tmp_path / "cross"))
+  assert 0.0 <= cross["eval_sop_on_nsp_accuracy"] <= 1.0
+  assert cross["eval_mlm_loss"] != pytest.approx(own["eval_mlm_loss"], rel=1e-5)  # NSP rows
+  assert objectives.OBJECTIVES["sop_on_nsp"].sentence_head == "sop"
+  assert objectives.OBJECTIVES["nsp_on_sop"].label_fields == ("sentence_order_labels",)
+
 
 @pytest.mark.parametrize("builder", ["sop", "sop_equal_lengths"])
 def test_inspect_reports_the_sop_swapped_share(corpus, vocab_path, builder):

@@ -90,8 +90,14 @@ def _sbo_metrics(sums, denominators):
 
 
 # ------------------------------------------------------------ sentence-level heads
-def sentence_objective(name: str, label_field: str) -> Objective:
-  """A 2-way classification of each example from its pooled [CLS] (NSP; SOP alike).
+def sentence_objective(name: str, label_field: str, head: str | None = None) -> Objective:
+  """A 2-way classification of each example from its pooled [CLS] (NSP; SOP alike), read
+  from the sentence head `head` (default: the term's own name).
+
+  Label 0 is "B follows A" in both tasks (NSP: the true next segment; SOP: the original
+  order), so a head trained on one task scores on the other's pairs as it stands: ALBERT's
+  Table 5 cross columns, `nsp_on_sop` and `sop_on_nsp` below, run as an evaluation of a
+  pretrained workdir (config.init_from, num_train_steps=0, the other task's builder).
 
   Packed rows (config.data.packing) hold K pairs each: logits [B, K, 2], labels [B, K] and
   example_mask [B, K] weigh the slots (0 = empty), so the loss and accuracy are the mean
@@ -102,7 +108,7 @@ def sentence_objective(name: str, label_field: str) -> Objective:
     return jnp.ones(batch[label_field].shape, jnp.float32)
 
   def sums(outputs, batch):
-    loss, correct = xent_sums(outputs.sentence_logits[name], batch[label_field],
+    loss, correct = xent_sums(outputs.sentence_logits[head or name], batch[label_field],
                               weights(batch))
     return {f"{name}_loss": loss, f"{name}_correct": correct}
 
@@ -113,7 +119,7 @@ def sentence_objective(name: str, label_field: str) -> Objective:
     return {f"{name}_loss": sums_[f"{name}_loss"] / denominators_[name],
             f"{name}_accuracy": sums_[f"{name}_correct"] / denominators_[name]}
 
-  return Objective(name, sums, denominators, metrics, sentence_head=name,
+  return Objective(name, sums, denominators, metrics, sentence_head=head or name,
                    label_fields=(label_field,))
 
 
@@ -123,6 +129,9 @@ OBJECTIVES = {
                                    "masked_lm_weights")),
     "nsp": sentence_objective("nsp", "next_sentence_labels"),
     "sop": sentence_objective("sop", "sentence_order_labels"),  # ALBERT's sentence order
+    # One task's head on the other's pairs (ALBERT's Table 5: an NSP head on SOP pairs).
+    "nsp_on_sop": sentence_objective("nsp_on_sop", "sentence_order_labels", head="nsp"),
+    "sop_on_nsp": sentence_objective("sop_on_nsp", "next_sentence_labels", head="sop"),
     # SpanBERT's: every masked token from its span's boundary tokens + its place in the span.
     "sbo": Objective("sbo", _sbo_sums, _mlm_denominators, _sbo_metrics, span_head=True,
                      label_fields=("masked_lm_ids", "masked_lm_weights", "masked_lm_span_left",
