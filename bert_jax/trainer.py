@@ -175,6 +175,10 @@ def validate_config(config: ml_collections.ConfigDict) -> None:
         raise ValueError("config.num_train_steps=0: pretraining counts its length in steps "
                          "(the stream's epochs have no fixed length); set it > 0, or set "
                          "config.init_from to only evaluate that model on held-out data")
+      if not (config.data.get("eval_held_out_docs") or config.data.get("eval_files")):
+        raise ValueError("config.num_train_steps=0 evaluates config.init_from's model, but "
+                         "there is no held-out data: set config.data.eval_held_out_docs "
+                         "or config.data.eval_files")
     elif not config.get("num_train_epochs", 0) > 0:
       raise ValueError(f"config.num_train_steps=0 and config.num_train_epochs="
                        f"{config.get('num_train_epochs')}: set one of them > 0")

@@ -87,6 +87,9 @@ def test_a_refused_rerun_leaves_the_workdir_byte_identical(corpus, reference, tm
 @pytest.mark.parametrize("changes, message", [
     ({"data.batch_size": 0}, r"config.data.batch_size=0: must be > 0"),
     ({"num_train_steps": 0}, r"config.num_train_steps=0: pretraining counts its length in steps"),
+    ({"num_train_steps": 0, "init_from": "/nonexistent", "data.eval_held_out_docs": 0,
+      "data.eval_files": ()}, r"config.num_train_steps=0 evaluates config.init_from's model, "
+     r"but there is no held-out data"),
     ({"init_from": "/nonexistent"}, r"/nonexistent: no such file or folder"),
 ])
 def test_bad_values_are_refused_before_the_workdir_exists(corpus, tmp_path, changes, message):
