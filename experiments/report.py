@@ -48,11 +48,11 @@ same variant on its own metric. How "held" is decided: see experiments/report.py
 """
 
 
-def _cell(stats, scale: float) -> str:
+def _cell(stats) -> str:
   if stats is None:
     return ""
   mean, low, high, _ = stats
-  return f"{scale * mean:.2f} [{scale * low:.2f}, {scale * high:.2f}]"
+  return f"{mean:.2f} [{low:.2f}, {high:.2f}]"
 
 
 def verdict(module, rows) -> str:
@@ -100,23 +100,23 @@ def sweep_evaluations(module) -> tuple:
 
 
 def _plot_bars(name, module, rows, path):
-  evaluations = [(e[0], ablation.summary(rows, e[1]), ablation.percent_scale(e))
+  evaluations = [(e[0], ablation.summary(rows, e[1], ablation.shown(e)))
                  for e in sweep_evaluations(module)]
-  evaluations = [(header, s, scale) for header, s, scale in evaluations if s]
+  evaluations = [(header, s) for header, s in evaluations if s]
   if not evaluations:
     return False
   variants = list(module.VARIANTS)
   fig, axes = plt.subplots(1, len(evaluations), figsize=(3.3 * len(evaluations), 3.6),
                            squeeze=False)
-  for ax, (header, stats, scale) in zip(axes[0], evaluations):
+  for ax, (header, stats) in zip(axes[0], evaluations):
     shown = [v for v in variants if v in stats]
-    means = [scale * stats[v][0] for v in shown]
-    errors = [[scale * (stats[v][0] - stats[v][1]) for v in shown],
-              [scale * (stats[v][2] - stats[v][0]) for v in shown]]
+    means = [stats[v][0] for v in shown]
+    errors = [[stats[v][0] - stats[v][1] for v in shown],
+              [stats[v][2] - stats[v][0] for v in shown]]
     ax.bar(range(len(shown)), means, yerr=errors, capsize=3, color="tab:blue")
     ax.set_xticks(range(len(shown)), shown, rotation=45, ha="right", fontsize=7)
     ax.set_title(header, fontsize=9)
-    low = min(scale * stats[v][1] for v in shown)
+    low = min(stats[v][1] for v in shown)
     ax.set_ylim(max(0.0, low - 5), None)
   fig.suptitle(name, fontsize=10)
   fig.tight_layout()
@@ -177,10 +177,9 @@ def render(name: str, module, rows: list[dict], plots_dir: str) -> str:
               if any(v in x for x in s) else "not run")]
   summaries = []
   for evaluation in sweep_evaluations(module):
-    stats = ablation.summary(rows, evaluation[1])
+    stats = ablation.summary(rows, evaluation[1], ablation.shown(evaluation))
     summaries.append(stats)
-    columns.append((evaluation[0], lambda v, s, stats=stats, scale=ablation.percent_scale(
-        evaluation): _cell(stats.get(v), scale)))
+    columns.append((evaluation[0], lambda v, s, stats=stats: _cell(stats.get(v))))
   columns += [(header, lambda v, s, cell=cell: cell(v)) for header, cell in _paper_columns(paper)]
   variants = list(module.VARIANTS)  # the ones not run yet keep the paper's side in view
   lines.append(tables.markdown(

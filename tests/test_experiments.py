@@ -3,6 +3,7 @@
 No training: --print runs nothing (tests/test_experiment_runs.py covers carrying runs out).
 """
 import json
+import math
 import os
 import subprocess
 import sys
@@ -190,6 +191,26 @@ def test_ablation_results_page_from_a_small_results_file(tmp_path):
   assert report.stalled_runs(rows[:3] + [flat]) == ["mlm_only_s1"]
   assert ("Stalled (1 of 4 runs): mlm_only_s1." in
           report.render("bert_objectives", module, rows[:3] + [flat], str(tmp_path)))
+
+
+def test_a_perplexity_column_is_the_mean_of_each_seeds_exp_loss(tmp_path):
+  """bert_model_size shows BERT Table 6's LM column: exp(held-out MLM loss) per seed, then
+  the mean and range of those (not exp of the mean loss)."""
+  module = sweeps.load("bert_model_size")
+  rows = []
+  for run, loss in (("l2_h128_s0", 5.0), ("l2_h128_s1", 6.0)):
+    row = _ablation_row(run, 0.7)
+    row["metrics"]["eval_mlm_loss"] = loss
+    rows.append({**row, "sweep": "bert_model_size"})
+  lines = report.render("bert_model_size", module, rows, str(tmp_path)).splitlines()
+  header = next(line for line in lines if line.startswith("| variant |"))
+  assert header.startswith("| variant | seeds | held-out MLM acc | held-out MLM perplexity | "
+                           "SST-2 dev acc |")
+  mean = (math.exp(5.0) + math.exp(6.0)) / 2
+  row = next(line for line in lines if line.startswith("| L2/H128 (BERT-Tiny) |"))
+  assert row.startswith(f"| L2/H128 (BERT-Tiny) | 2 | 20.00 [20.00, 20.00] | {mean:.2f} "
+                        f"[{math.exp(5.0):.2f}, {math.exp(6.0):.2f}] | 70.00 [70.00, 70.00] |")
+  assert dict(module.COLUMNS)["held-out MLM perplexity"](rows[0]) == f"{math.exp(5.0):.2f}"
 
 
 def test_committed_results_page_is_up_to_date():

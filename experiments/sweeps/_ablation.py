@@ -64,7 +64,7 @@ STAGES = {
 }
 
 # The numbers the results page shows per variant: (column, metric path in a row), values
-# in [0, 1] (a third element where they are not: percent_scale).
+# in [0, 1] (a third element where they are not: `shown`).
 EVALUATIONS = (
     ("held-out MLM acc", ("eval_mlm_accuracy",)),
     ("SST-2 dev acc", ("sst2", "eval_accuracy")),
@@ -115,28 +115,33 @@ def metric(row: dict, path: tuple[str, ...]):
   return value
 
 
-def percent_scale(evaluation: tuple) -> float:
-  """What turns an evaluation's values into %: 100 for fractions, or the evaluation's third
-  element (SQuAD's official EM/F1 are already %: (header, path, 1.0))."""
-  return evaluation[2] if len(evaluation) > 2 else 100.0
+def shown(evaluation: tuple):
+  """What turns an evaluation's value in a row into the page's number: x 100 for a
+  fraction (the default), x the third element where that is a number (SQuAD's official
+  EM/F1 are already %: (header, path, 1.0)), or the third element itself where it is a
+  function (a perplexity: math.exp of a loss)."""
+  how = evaluation[2] if len(evaluation) > 2 else 100.0
+  return how if callable(how) else (lambda value: how * value)
 
 
 def columns(variants: dict, evaluations=EVALUATIONS):
   """COLUMNS of an ablation sweep's per-run table: run, label, every evaluation (a sweep
   with a stage of its own passes EVALUATIONS plus its column)."""
   def cell(evaluation):
-    path, scale = evaluation[1], percent_scale(evaluation)
-    return lambda row: ("" if metric(row, path) is None else f"{scale * metric(row, path):.2f}")
+    path, show = evaluation[1], shown(evaluation)
+    return lambda row: ("" if metric(row, path) is None else f"{show(metric(row, path)):.2f}")
   return ((("run", lambda row: row["run"]),
            ("variant", lambda row: variants[variant_of(row["run"])][1]))
           + tuple((evaluation[0], cell(evaluation)) for evaluation in evaluations))
 
 
-def summary(rows: list[dict], path: tuple[str, ...]) -> dict:
-  """{variant: (mean, min, max, seeds)} of one evaluation over the rows that have it."""
+def summary(rows: list[dict], path: tuple[str, ...], show=None) -> dict:
+  """{variant: (mean, min, max, seeds)} of one metric over the rows that have it, each
+  row's value passed through show (`shown(evaluation)`) first where given."""
   groups = {}
   for row in rows:
     value = metric(row, path)
     if value is not None:
-      groups.setdefault(variant_of(row["run"]), []).append(value)
+      groups.setdefault(variant_of(row["run"]), []).append(
+          value if show is None else show(value))
   return {v: (statistics.mean(x), min(x), max(x), len(x)) for v, x in groups.items()}

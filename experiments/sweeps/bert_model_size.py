@@ -14,10 +14,15 @@ The smaller sizes train at 2e-3, the recipe the ablation baseline was chosen wit
   python -m experiments.run bert_model_size
   python -m experiments.report
 """
+import math
+
 from experiments.sweeps import _ablation as ablation
 
 PREPARE = ablation.PREPARE
 METRICS = ablation.METRICS
+# The paper's LM column: perplexity of the held-out masked tokens, exp(held-out MLM loss).
+EVALUATIONS = (ablation.EVALUATIONS[:1] + (("held-out MLM perplexity", ("eval_mlm_loss",),
+                                            math.exp),) + ablation.EVALUATIONS[1:])
 
 
 def _size(layers, hidden):
@@ -47,4 +52,4 @@ PAPER = {
     "order": ("l2_h128", "l4_h256_lr1e3"),  # expected worse, expected better (one that trains)
 }
 get_sweep = ablation.sweep(VARIANTS)
-COLUMNS = ablation.columns(VARIANTS)
+COLUMNS = ablation.columns(VARIANTS, EVALUATIONS)
