@@ -37,7 +37,7 @@ VARIANTS = {
 PAPER = {
     "source": "Lan et al. 2019 (ALBERT, arXiv 1909.11942v6), Table 5 (ALBERT-base), SST-2 "
               "dev accuracy, the downstream Avg (SQuAD1.1, SQuAD2.0, MNLI, SST-2, RACE) and "
-              "the intrinsic accuracy of each head on its own task",
+              "the intrinsic accuracy of each head on its own task and on the other's",
     "metric": "SST-2 dev accuracy",
     "ours": ("sst2", "eval_accuracy"),
     "values": {"none": 89.9, "nsp": 91.1, "sop": 90.3},
