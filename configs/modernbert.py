@@ -43,14 +43,15 @@ What differs from the paper, because the codebase does not have it or it is a si
 The main job's model (scripts/main_job.sh), which since session 21 adds
 `--config.init_word_vectors=runs/corpus/bpe-8k-vectors.npz --config.init_word_vectors_std=0.1`
 (the corpus' PPMI + SVD vectors, bert_jax.pretrain.word_vectors, at 5x the fresh table's
-std: held-out MLM 22.69 / 26.84% at steps 500 / 1,500; README, "The vectors' scale").
+std: held-out MLM 22.69 / 26.84% at steps 500 / 1,500; experiments/PAYOFF.md, "The vectors' scale").
 Without them, measured in the main job (session 11, a fresh clone,
 alone on 2 cores): 1,500 steps of 32 x 128 tokens in 485 s (~13,600 tokens/s; MFU 29.9% in
 its run report); held-out MLM accuracy 19.40 / 22.28 / 23.78% at steps 500 /
 1,000 / 1,500 (30% of the tokens masked; ln 8192 = 9.01, final held-out loss 5.02). Fine-tuned
 on 8,000 SST-2 sentences (3 epochs, lr 5e-4, seq 64), seeds 0-2: dev accuracy 76.99 [76.72,
 77.41] against 76.53 [75.92, 77.18] from random weights of the same shape (README,
-"Does pretraining here pay off?", has the learning curve and the variants tried).
+"Does pretraining here pay off?", has the learning curve; experiments/PAYOFF.md the variants
+tried).
 """
 import os
 

@@ -24,8 +24,8 @@ rescaled to the fresh table's standard deviation; the other rows keep their fres
 Measured on the prepared corpus (7.2 M byte-level BPE tokens, 8k pieces, window 5, d 128):
 the counting and the SVD take 17-37 s on 2 cores, and a logistic probe on the mean of a
 sentence's vectors (experiments/payoff_diagnosis.py's, 4,000 SST-2 sentences, dev) reads
-72.4% with them against 58.4% with random vectors (README, "Does pretraining here
-pay off?").
+72.4% with them against 58.4% with random vectors (experiments/PAYOFF.md,
+"Corpus word vectors").
 """
 import os
 import time
