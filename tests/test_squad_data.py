@@ -47,7 +47,7 @@ def _gold_logits(features):
 def _representable(examples, tokenizer, max_answer_length=30):
   """Answers that are whole pieces of their context and short enough to be found."""
   contexts = squad.tokenize_contexts([e.context for e in examples], tokenizer)
-  pieces = tokenizer.encode([e.answers[0].text for e in examples])
+  pieces = tokenizer.encode_words([e.answers[0].text for e in examples])
   kept = []
   for example, context, answer in zip(examples, contexts, pieces):
     start, end = squad.answer_piece_span(context, example.answers[0], answer)
@@ -69,6 +69,43 @@ def test_gold_spans_give_em_100_on_v1(v1_examples, tokenizer):
   predictions = squad_postprocess.postprocess(**_gold_logits(features), metadata=metadata)
   same = sum(predictions.best_text[e.qid] == e.answers[0].text for e in examples)
   assert same >= 0.98 * len(examples)  # Original casing and spacing, not normalised.
+
+
+@pytest.fixture(scope="module")
+def family_tokenizers(v1_examples, tmp_path_factory):
+  """Byte-level BPE (RoBERTa's kind) and SentencePiece (ALBERT's) learned on contexts."""
+  from bert_jax.text import bpe, sentencepiece_vocab
+  folder = tmp_path_factory.mktemp("squad_vocabs")
+  text = folder / "contexts.txt"
+  text.write_text("".join(c + "\n" for c in sorted({e.context for e in v1_examples[2000:]})),
+                  encoding="utf-8")
+  model = sentencepiece_vocab.train_sentencepiece([str(text)], str(folder / "spiece"),
+                                                  vocab_size=2000, num_threads=2)
+  return {"bpe": bpe.train_bpe([str(text)], str(folder / "bpe"), vocab_size=2000),
+          "sentencepiece": sentencepiece_vocab.SentencePieceTokenizer(model)}
+
+
+@pytest.mark.parametrize("kind", ["bpe", "sentencepiece"])
+def test_gold_spans_give_em_100_with_the_family_tokenizers(v1_examples, family_tokenizers,
+                                                          kind):
+  # RoBERTa / ModernBERT (byte-level BPE) and ALBERT (SentencePiece) answer texts come back
+  # from their own pieces, in the context's characters.
+  tokenizer = family_tokenizers[kind]
+  examples = _representable(v1_examples[:300], tokenizer)
+  # The rest end inside a word's pieces ("1889" in "(1889)," is "Ġ(", "1889", "),"):
+  # labelled with the whole word, as BERT's run_squad labels a piece it cannot narrow.
+  assert len(examples) >= 0.9 * 300
+  features, metadata = squad.featurize(examples, tokenizer, max_seq_length=192,
+                                       doc_stride=64)
+  result = squad_postprocess.score(_gold_logits(features), metadata)
+  assert result == {"exact_match": 100.0, "f1": 100.0, "total": len(examples),
+                    "missing": 0}
+  predictions = squad_postprocess.postprocess(**_gold_logits(features), metadata=metadata)
+  assert all(predictions.best_text[e.qid] == e.answers[0].text for e in examples)
+  if kind == "bpe":  # Context words read as in running text: 'Ġword', not a text start.
+    context = metadata.contexts[0]
+    assert context.pieces[:len(tokenizer.encode([" " + context.words[0]])[0])] == (
+        tokenizer.encode([" " + context.words[0]])[0])
 
 
 def test_v2_null_answers_and_threshold(v2_examples, tokenizer):

@@ -143,6 +143,24 @@ def test_bpe_encode_for_model_matches_hf(ours_bpe, hf_roberta):
     ours_bpe.encode_for_model(["a"], ["b"], max_length=3)
 
 
+def test_bpe_split_words_equal_hf_roberta_with_prefix_space(bpe_folder, ours_bpe,
+                                                           sample_lines):
+  # Word-level tasks (CoNLL, SQuAD's context) encode whitespace words one by one, each as
+  # it reads inside running text: HF RoBERTa's is_split_into_words with add_prefix_space.
+  hf = transformers.RobertaTokenizerFast.from_pretrained(bpe_folder, add_prefix_space=True)
+  for line in sample_lines[:200]:
+    words = line.split()
+    if not words:
+      continue
+    encoding = hf(words, is_split_into_words=True, add_special_tokens=False)
+    theirs = [[] for _ in words]
+    for piece, word in zip(encoding["input_ids"], encoding.word_ids()):
+      theirs[word].append(piece)
+    assert ours_bpe.encode_words(words) == theirs, line
+  assert ours_bpe.encode_words(["the"]) == [[ours_bpe.vocab.index("Ġthe")]]
+  assert ours_bpe.encode_words(["the"]) != ours_bpe.encode(["the"])
+
+
 def test_bpe_in_tf_data_and_the_pretraining_reader(ours_bpe, tmp_path):
   texts = ["Hello world!", "", "Tokenizers run in front of the graph.", "é中🙂"]
   expected = ours_bpe.encode(texts)

@@ -17,7 +17,9 @@ API (the same shape as glue.py, squad.py and swag.py):
   word_tags(predicted_ids, word_index, sentences) -> (tags per word, cut word count)
   score(logits, metadata) -> {precision, recall, f1, per_type, cut_words}
 
-One sentence is one sequence: [CLS] pieces [SEP], cut at max_seq_length. Words that
+One sentence is one sequence: [CLS] pieces [SEP], cut at max_seq_length, each word's
+pieces those it has inside running text (`tokenizer.encode_words`: byte-level BPE's
+`Ġword`, as HF RoBERTa encodes split words with add_prefix_space). Words that
 do not fit are predicted "O" at scoring time and counted in `cut_words`; the scores
 are still over every gold entity. A word the tokenizer maps to no piece (e.g. only
 control characters) is fed as [UNK], so every word keeps a first sub-token.
@@ -123,7 +125,7 @@ def read_examples(source: str, split: str = "train", *,
 # ------------------------------------------------------------------------------------
 def word_pieces(sentences: Sequence[Sentence], tokenizer) -> list[list[list[int]]]:
   """Piece ids per word per sentence, from one batched tokenizer call."""
-  flat = tokenizer.encode([w for s in sentences for w in s.words])
+  flat = tokenizer.encode_words([w for s in sentences for w in s.words])
   pieces, start = [], 0
   for sentence in sentences:
     words = flat[start:start + len(sentence.words)]

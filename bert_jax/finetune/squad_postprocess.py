@@ -21,7 +21,8 @@ windows are ranked by start + end logit; the best n_best_size distinct texts for
 n-best list. v2.0 adds the null candidate (the window with the lowest [CLS] start+end
 score) and null_score_diff = null score - best non-null span score.
 
-Final text: the predicted pieces are detokenized ('##' glued) and looked up in the
+Final text: the predicted pieces are detokenized (the tokenizer's `span_text`: WordPiece's
+'##' glued, byte-level BPE's and SentencePiece's own decoding) and looked up in the
 tokenizer's normalised words of the original words they came from; the match is
 projected back, character by character ignoring whitespace, onto the original
 context, so casing, accents and spacing are those of the context (as BERT's
@@ -69,8 +70,7 @@ class _NormalizedWords:
 
   def __init__(self, metadata: SquadMetadata):
     contexts = metadata.contexts
-    ragged = metadata.tokenizer.split_words([w for c in contexts for w in c.words])
-    flat = [[w.decode("utf-8") for w in word] for word in ragged.to_list()]
+    flat = metadata.tokenizer.normalized_words([w for c in contexts for w in c.words])
     self._words, start = [], 0
     for context in contexts:
       self._words.append(flat[start:start + len(context.words)])
@@ -100,18 +100,18 @@ def _alignable(text: str, drop_marks: bool) -> tuple[str, list[int]]:
 
 
 def project_to_original(pred_text: str, normalized_text: str, original_text: str,
-                        lower_case: bool = True) -> str:
+                        strips_accents: bool = True) -> str:
   """The part of original_text that pred_text (found in normalized_text) came from.
 
   normalized_text is the tokenizer's words of original_text joined by spaces;
-  lower_case tells whether the tokenizer stripped accents.
+  strips_accents tells whether the tokenizer dropped the text's accents.
   """
   start = normalized_text.find(pred_text)
   if not pred_text or start < 0:
     return original_text
   normalized_positions = [i for i, c in enumerate(normalized_text) if c != " "]
   bare_normalized = normalized_text.replace(" ", "")
-  bare_original, original_positions = _alignable(original_text, lower_case)
+  bare_original, original_positions = _alignable(original_text, strips_accents)
   if len(bare_normalized) != len(bare_original):
     return original_text
   to_bare = {position: i for i, position in enumerate(normalized_positions)}
@@ -125,9 +125,7 @@ def project_to_original(pred_text: str, normalized_text: str, original_text: str
 def _final_text(metadata: SquadMetadata, normalized: _NormalizedWords, feature: int,
                 start: int, end: int, context_index: int) -> str:
   """The answer text of pieces [start, end] of a feature, in the context's characters."""
-  vocab = metadata.tokenizer.vocab
-  pieces = " ".join(vocab[i] for i in metadata.input_ids[feature, start:end + 1])
-  pred_text = " ".join(pieces.replace(" ##", "").replace("##", "").split())
+  pred_text = metadata.tokenizer.span_text(metadata.input_ids[feature, start:end + 1])
   first_word = int(metadata.token_to_word[feature, start])
   last_word = int(metadata.token_to_word[feature, end])
   context = metadata.contexts[context_index]
@@ -136,7 +134,7 @@ def _final_text(metadata: SquadMetadata, normalized: _NormalizedWords, feature: 
       context.word_starts[last_word] + len(context.words[last_word])]
   return project_to_original(
       pred_text, normalized.joined(context_index, first_word, last_word), original_text,
-      metadata.tokenizer.lower_case)
+      metadata.tokenizer.strips_accents)
 
 
 # ------------------------------------------------------------------------------------

@@ -21,8 +21,10 @@ API (the same shape as glue.py, conll.py and swag.py; scoring in squad_postproce
   split_by_article(examples, heldout_fraction, seed=0) -> (kept, heldout)
 
 Alignment follows BERT's run_squad: the context is split on whitespace into words
-(char -> word), each word into WordPiece pieces (word -> pieces), and the answer's word
-span is narrowed to the pieces that spell the tokenized answer. A query longer than
+(char -> word), each word into the tokenizer's pieces as the word reads inside running
+text (word -> pieces; `encode_words`, so byte-level BPE words keep their `Ġ`), and the
+answer's word span is narrowed to the pieces that spell the tokenized answer (encoded
+the same way). A query longer than
 max_query_length pieces is cut; the context is cut into windows of
 max_seq_length - query - 3 pieces, each starting doc_stride pieces after the previous.
 A piece seen by several windows belongs ("max context") to the one where it has the
@@ -200,7 +202,7 @@ def split_by_article(examples: Sequence[SquadExample], heldout_fraction: float,
 # ------------------------------------------------------------------------------------
 @dataclasses.dataclass
 class ContextTokens:
-  """One context split into whitespace words and WordPiece pieces."""
+  """One context split into whitespace words and the tokenizer's pieces."""
   text: str
   words: list[str]
   word_starts: list[int]        # Character offset of each word.
@@ -225,7 +227,7 @@ def split_whitespace(context: str) -> tuple[list[str], list[int], np.ndarray]:
 def tokenize_contexts(contexts: Sequence[str], tokenizer) -> list[ContextTokens]:
   """ContextTokens of each context, with one batched tokenizer call."""
   splits = [split_whitespace(c) for c in contexts]
-  flat = tokenizer.encode([w for words, _, _ in splits for w in words])
+  flat = tokenizer.encode_words([w for words, _, _ in splits for w in words])
   result, offset = [], 0
   for text, (words, starts, char_to_word) in zip(contexts, splits):
     word_pieces = flat[offset:offset + len(words)]
@@ -310,7 +312,7 @@ def featurize(examples: Sequence[SquadExample], tokenizer, max_seq_length: int,
   queries = [q[:max_query_length]
              for q in tokenizer.encode([e.question for e in examples])]
   first_answers = [e.answers[0] for e in examples if e.answers]
-  answer_pieces = iter(tokenizer.encode([a.text for a in first_answers]))
+  answer_pieces = iter(tokenizer.encode_words([a.text for a in first_answers]))
   rows = {key: [] for key in ("input_ids", "start_positions", "end_positions",
                               "example_index", "token_to_word", "max_context",
                               "doc_offset")}

@@ -163,6 +163,14 @@ class BPETokenizer(wordpiece.SubwordTokenizer):
     """
     return wordpiece.python_tokenize(self._encode_batch, texts)
 
+  def encode_words(self, words: Sequence[str]) -> list[list[int]]:
+    """Each text with the space before it (`Ġword`), as HF RoBERTa encodes split words.
+
+    (`is_split_into_words=True` with `add_prefix_space=True`): a word keeps the ids it
+    has inside running text, not those of a text's first word.
+    """
+    return self.encode([" " + word for word in words])
+
   def decode(self, ids: Sequence[int]) -> str:
     """The text of the ids (bytes decoded back), <pad> dropped, other specials shown."""
     return self._tokenizer.decode([int(i) for i in ids if int(i) != self.pad_id],

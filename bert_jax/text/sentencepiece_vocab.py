@@ -166,6 +166,7 @@ class SentencePieceTokenizer(tokenizer.SubwordTokenizer):
     self._set_special_ids(SPECIAL_PIECES)
     self.do_lower_case = lower_case
     self.keep_accents = keep_accents
+    self.strips_accents = not keep_accents
     folds_case = self._processor.normalize("ABC") == self._processor.normalize("abc")
     self.lower_case = lower_case or folds_case
     self._special_split = re.compile(

@@ -248,6 +248,7 @@ class SubwordTokenizer(abc.ABC):
   """
   vocab: list[str]
   lower_case: bool
+  strips_accents: bool = False  # Whether the text loses its accents (combining marks).
   pair_separators: int = 1
   second_type_id: int = 1
 
@@ -278,6 +279,27 @@ class SubwordTokenizer(abc.ABC):
     if not texts:
       return []
     return self.tokenize(tf.constant(texts, tf.string)).to_list()
+
+  def encode_words(self, words: Sequence[str]) -> list[list[int]]:
+    """Each text's ids as it reads inside running text, after a space (word-level tasks).
+
+    For texts split on whitespace (CoNLL's words, SQuAD's context words and answers).
+    Here the same as `encode`; a tokenizer whose pieces carry the space before a word
+    (byte-level BPE's `Ġ`) overrides it.
+    """
+    return self.encode(words)
+
+  def span_text(self, ids: Sequence[int]) -> str:
+    """The normalised text that a run of pieces spells, single spaces between words.
+
+    With `normalized_words`, what SQuAD's postprocessing aligns to the context's own
+    characters (`squad_postprocess.project_to_original`).
+    """
+    return " ".join(self.decode(ids).split())
+
+  def normalized_words(self, words: Sequence[str]) -> list[list[str]]:
+    """Each whitespace-free word's normalised text, as the words `span_text` separates."""
+    return [[self.span_text(ids)] for ids in self.encode_words(words)]
 
   def encode_for_model(self, texts_a: Sequence[str],
                        texts_b: Sequence[str] | None = None,
@@ -395,6 +417,19 @@ class WordPieceTokenizer(SubwordTokenizer):
       f.write("".join(token + "\n" for token in self.vocab))
     with open(os.path.join(folder, "tokenizer_config.json"), "w", encoding="utf-8") as f:
       json.dump({"do_lower_case": self.lower_case, "tokenizer_class": "BertTokenizer"}, f)
+
+  @property
+  def strips_accents(self) -> bool:
+    return self.lower_case  # BERT's uncased normalisation strips accents too (rule 4).
+
+  def span_text(self, ids: Sequence[int]) -> str:
+    """Pieces joined by spaces, '##' continuations glued (a leading one dropped)."""
+    return " ".join(self.decode(ids).replace(CONTINUATION_PREFIX, "").split())
+
+  def normalized_words(self, words: Sequence[str]) -> list[list[str]]:
+    """BERT's normalised words of each word (punctuation split off, lowercased)."""
+    return [[w.decode("utf-8") for w in word]
+            for word in self.split_words(list(words)).to_list()]
 
   def split_words(self, texts: tf.Tensor) -> tf.RaggedTensor:
     """Normalised words [N, (words)] before WordPiece; over-long words -> sentinel."""
