@@ -40,10 +40,12 @@ def read_model_config(directory: str) -> BertConfig:
   return BertConfig.from_json_file(os.path.join(directory, MODEL_CONFIG))
 
 
-def save_model(directory: str, config: BertConfig, params, vocab_path: str | None = None):
-  """Writes a saved model (see module docstring); `params` as the model uses them."""
+def save_model(directory: str, config: BertConfig, params, vocab_path: str | None = None,
+               spec: dict | None = None):
+  """Writes a saved model (see module docstring); `params` as the model uses them; `spec`,
+  the task model (task_models.build's), is recorded in model_config.json as a workdir's."""
   directory = os.path.abspath(directory)
-  write_model_config(directory, config)
+  write_model_config(directory, config, **({"model": spec} if spec else {}))
   target = os.path.join(directory, "params")
   if os.path.exists(target):
     shutil.rmtree(target)

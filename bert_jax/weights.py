@@ -11,7 +11,9 @@ so a fine-tuned workdir loads as its task model (classifier, tagger, QA, multipl
 with its head. HF and TF checkpoints load as BertForPreTraining (with the family's MLM
 and sentence heads) or BertModel; an HF folder's config.json `model_type` picks the family
 (bert, roberta, distilbert, albert, electra; see bert_jax/convert/families.py); ELECTRA's
-discriminator folder loads as BertForReplacedTokenDetection.
+discriminator folder loads as BertForReplacedTokenDetection, and an HF fine-tuned folder
+whose head is ours (its `architectures`: BertForSequenceClassification,
+RobertaForTokenClassification, AlbertForQuestionAnswering, ...) as that task model.
 """
 import json
 import os
@@ -88,6 +90,10 @@ def model_spec(path: str, params: dict) -> dict:
       recorded = json.load(f).get("model")
     if recorded:
       return recorded
+  if "bert" in params and detect_format(path) == "hf":
+    spec = hf.task_spec(path)  # a fine-tuned HF class (BertForSequenceClassification, ...)
+    if spec:
+      return spec
   if "rtd_head" in params:  # ELECTRA's discriminator
     return {"task_model": "replaced_token_detection"}
   if "mlm_head" in params:

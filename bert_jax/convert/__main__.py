@@ -5,16 +5,22 @@
 
 Input may be an HF folder (config.json + model.safetensors), a Google TF checkpoint
 (bert_config.json + bert_model.ckpt.*), a bert_jax saved model or a training workdir
-(latest checkpoint). A vocab.txt beside the input is copied to the output.
+(latest checkpoint). A fine-tuned model keeps its task: a workdir's classifier becomes
+HF's ...ForSequenceClassification (num_labels in config.json) where HF's head is ours
+(convert/families.py, `task_classes`), and back. The tokenizer files beside the input
+(vocab.txt, vocab.json + merges.txt or spiece.model, and its tokenizer_config.json) are
+copied to the output.
 """
 import os
+import shutil
 
 from absl import flags
 
 from bert_jax import checkpoint
 from bert_jax import cli
 from bert_jax.convert import hf
-from bert_jax.weights import load_params
+from bert_jax.text import tokenizers
+from bert_jax.weights import load_params, model_spec
 
 if __name__ == "__main__":  # flags exist only when run as a program
   _INPUT = flags.DEFINE_string("input", None, "Weights to read (HF, TF, or bert_jax).")
@@ -24,17 +30,26 @@ if __name__ == "__main__":  # flags exist only when run as a program
                              "Keep the MLM/NSP heads when present (auto), require or drop them.")
 
 
+TOKENIZER_SETTINGS = ("tokenizer_config.json", "special_tokens_map.json")
+
+
 def convert(input_path: str, output: str, to: str = "native", heads: str = "auto") -> None:
-  config, params, with_heads = load_params(input_path, heads)
-  folder = input_path if os.path.isdir(input_path) else os.path.dirname(input_path)
-  vocab = os.path.join(folder, "vocab.txt")
-  vocab = vocab if os.path.exists(vocab) else None
+  config, params, _ = load_params(input_path, heads)
+  # The task model (a fine-tuned classifier stays one); heads="none" keeps the encoder.
+  spec = model_spec(input_path, params) if "bert" in params else None
   if to == "hf":
-    hf.save(output, config.replace(scan_layers=False), params, vocab_path=vocab)
+    hf.save(output, config.replace(scan_layers=False), params, spec=spec)
   else:
-    checkpoint.save_model(output, config.replace(scan_layers=False), params, vocab_path=vocab)
-  print(f"Wrote {to} model to {output} ({'with' if with_heads else 'without'} "
-        f"pretraining heads, L{config.num_hidden_layers}/H{config.hidden_size})")
+    checkpoint.save_model(output, config.replace(scan_layers=False), params, spec=spec)
+  folder = input_path if os.path.isdir(input_path) else os.path.dirname(input_path)
+  try:
+    kind, files = tokenizers.folder_kind(folder)
+  except FileNotFoundError:
+    kind, files = "no", []  # weights without a tokenizer beside them
+  for name in files + [n for n in TOKENIZER_SETTINGS if os.path.isfile(os.path.join(folder, n))]:
+    shutil.copyfile(os.path.join(folder, name), os.path.join(output, name))
+  print(f"Wrote {to} model to {output} ({spec['task_model'] if spec else 'encoder'}, "
+        f"L{config.num_hidden_layers}/H{config.hidden_size}, {kind} tokenizer)")
 
 
 def main(argv):

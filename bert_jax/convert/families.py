@@ -20,17 +20,37 @@ class HFFamily:
   encoder_class / pretraining_class: HF's classes of the bare encoder and of the
   pretraining model (what `architectures` names, by whether the heads are written).
   other_head_classes: (our task model, HF class) of further HF classes with heads
-  (ELECTRA's discriminator next to its generator)."""
+  (ELECTRA's discriminator next to its generator).
+  task_classes: (our fine-tuning task model, HF class) where HF's head is ours exactly
+  (BERT's pooler + linear classifier, a linear tagger, a linear span head); families
+  whose HF heads differ (DistilBERT's ReLU pre_classifier, ELECTRA's GELU head,
+  ModernBERT's dense + norm head) list only the tasks that agree."""
   config_from_hf: Callable[[dict, str], BertConfig]
   config_to_hf: Callable[[BertConfig], dict]
   encoder_class: str
   pretraining_class: str
   other_head_classes: tuple[tuple[str, str], ...] = ()
+  task_classes: tuple[tuple[str, str], ...] = ()
 
   @property
   def head_classes(self) -> dict[str, str]:
     """Our task model (`task_models.TASK_MODELS` name) -> the HF class with its heads."""
-    return {"pretraining": self.pretraining_class, **dict(self.other_head_classes)}
+    return {"pretraining": self.pretraining_class, **dict(self.other_head_classes),
+            **dict(self.task_classes)}
+
+  def task_of_class(self, hf_class: str) -> str | None:
+    """Our fine-tuning task model of an HF class name (None: not a task class here)."""
+    return {cls: task for task, cls in self.task_classes}.get(hf_class)
+
+
+def _task_classes(hf_name: str, tasks=("sequence_classification", "token_classification",
+                                       "question_answering", "multiple_choice")):
+  """(task model, HF class) of each task, e.g. ("token_classification",
+  "BertForTokenClassification") for hf_name "Bert"."""
+  suffix = {"sequence_classification": "ForSequenceClassification",
+            "token_classification": "ForTokenClassification",
+            "question_answering": "ForQuestionAnswering", "multiple_choice": "ForMultipleChoice"}
+  return tuple((task, hf_name + suffix[task]) for task in tasks)
 
 
 # --- BERT and RoBERTa: HF's config uses BertConfig's field names -----------------------
@@ -204,16 +224,24 @@ def _modernbert_to_hf(config: BertConfig) -> dict[str, Any]:
   return raw
 
 
+_TOKENS_AND_SPANS = ("token_classification", "question_answering")
+
 FAMILIES = {
-    "bert": HFFamily(_bert_from_hf, BertConfig.to_hf_dict, "BertModel", "BertForPreTraining"),
+    "bert": HFFamily(_bert_from_hf, BertConfig.to_hf_dict, "BertModel", "BertForPreTraining",
+                     task_classes=_task_classes("Bert")),
+    # RobertaForSequenceClassification's head is our pooler + classifier under other names
+    # (mapping.NAMES["roberta"].task_names).
     "roberta": HFFamily(_roberta_from_hf, _roberta_to_hf, "RobertaModel",
-                        "RobertaForMaskedLM"),
+                        "RobertaForMaskedLM", task_classes=_task_classes("Roberta")),
     "distilbert": HFFamily(_distilbert_from_hf, _distilbert_to_hf, "DistilBertModel",
-                           "DistilBertForMaskedLM"),
-    "albert": HFFamily(_albert_from_hf, _albert_to_hf, "AlbertModel", "AlbertForPreTraining"),
+                           "DistilBertForMaskedLM",
+                           task_classes=_task_classes("DistilBert", _TOKENS_AND_SPANS)),
+    "albert": HFFamily(_albert_from_hf, _albert_to_hf, "AlbertModel", "AlbertForPreTraining",
+                       task_classes=_task_classes("Albert")),
     # The generator is the MLM model; the discriminator our replaced_token_detection model.
     "electra": HFFamily(_electra_from_hf, _electra_to_hf, "ElectraModel", "ElectraForMaskedLM",
-                        (("replaced_token_detection", "ElectraForPreTraining"),)),
+                        (("replaced_token_detection", "ElectraForPreTraining"),),
+                        task_classes=_task_classes("Electra", _TOKENS_AND_SPANS)),
     "modernbert": HFFamily(_modernbert_from_hf, _modernbert_to_hf, "ModernBertModel",
                            "ModernBertForMaskedLM"),
 }

@@ -6,7 +6,9 @@ modernbert: the table in convert/families.py); its tensor names are
 DistilBertModel, AlbertModel, ElectraModel, ModernBertModel) and its HF classes with heads
 (BertForPreTraining, RobertaForMaskedLM, DistilBertForMaskedLM, AlbertForPreTraining,
 ElectraForMaskedLM (the generator), ElectraForPreTraining (the discriminator),
-ModernBertForMaskedLM), with or without the family prefix (`bert.`, `roberta.`, `model.`,
+ModernBertForMaskedLM), the fine-tuning classes whose heads are ours (`task_classes` in
+families.py: BertForSequenceClassification, RobertaForTokenClassification, ...; the class
+in config.json's `architectures` names the task), with or without the family prefix (`bert.`, `roberta.`, `model.`,
 ...), old-style LayerNorm `gamma`/`beta` names, sharded safetensors with an index. Only
 safetensors are read: a folder with just
 `pytorch_model.bin` is refused (no pickle).
@@ -23,17 +25,70 @@ from bert_jax.models.config import BertConfig
 _BUFFERS = ("position_ids", "token_type_ids")  # non-parameter buffers some versions saved
 
 
-def read_config(folder: str) -> BertConfig:
-  """The folder's config.json, any family (its model_type picks the reader)."""
+def _read_json(folder: str) -> tuple[dict, str]:
   path = os.path.join(folder, "config.json")
   if not os.path.exists(path):
     raise FileNotFoundError(f"{folder}: no config.json (is this an HF model folder?)")
   try:
     with open(path) as f:
-      raw = json.load(f)
+      return json.load(f), path
   except json.JSONDecodeError as e:
     raise ValueError(f"{path}: not valid JSON ({e})") from None
+
+
+def read_config(folder: str) -> BertConfig:
+  """The folder's config.json, any family (its model_type picks the reader)."""
+  raw, path = _read_json(folder)
   return families.config_from_hf(raw, path)
+
+
+_LABELLED = ("sequence_classification", "token_classification")  # specs with num_labels
+_FINE_TUNING = _LABELLED + ("question_answering", "multiple_choice")
+_INIT_SHAPES = {"multiple_choice": (1, 1, 2)}  # input ids to init a model with: [B, C, T]
+_TASK_SUFFIXES = ("ForSequenceClassification", "ForTokenClassification",
+                  "ForQuestionAnswering", "ForMultipleChoice")
+
+
+def task_spec(folder: str) -> dict | None:
+  """The fine-tuning task model (a `task_models` spec) of a folder whose config.json names
+  one of its family's HF task classes in `architectures` (e.g. BertForSequenceClassification
+  with 3 labels -> {"task_model": "sequence_classification", "num_labels": 3}); else None."""
+  raw, path = _read_json(folder)
+  family = families.hf_family(raw.get("model_type", "bert"), path)
+  classes = raw.get("architectures") or ()
+  tasks = [family.task_of_class(name) for name in classes]
+  task = next((t for t in tasks if t), None)
+  if task is None:
+    other = [c for c in classes if c.endswith(_TASK_SUFFIXES)]
+    if other:
+      ours = ", ".join(c for _, c in family.task_classes) or "none"
+      raise ValueError(f"{path}: {other[0]}'s head is not one of ours (HF classes with "
+                       f"ours: {ours}); heads='none' loads its encoder")
+    return None
+  spec = {"task_model": task}
+  if task in _LABELLED:
+    spec["num_labels"] = len(raw["id2label"]) if raw.get("id2label") else int(
+        raw.get("num_labels", 2))
+  return spec
+
+
+def _export_spec(spec: dict, config: BertConfig) -> str:
+  """The HF class of a fine-tuned model's spec, or a one-line error saying why none."""
+  family = families.hf_family(config.family)
+  task = spec["task_model"]
+  if task not in dict(family.task_classes):
+    raise ValueError(f"HF {config.family} has no class with our {task} head (HF classes "
+                     f"with ours: {', '.join(c for _, c in family.task_classes) or 'none'})")
+  if spec.get("feature_layers") or spec.get("pooling", "pooler") != "pooler":
+    raise ValueError(f"a {task} head on feature_layers={spec.get('feature_layers')} / "
+                     f"pooling={spec.get('pooling')!r} has no HF class (HF reads the pooler)")
+  return dict(family.task_classes)[task]
+
+
+def _build_spec(spec: dict) -> dict:
+  """The fields of a spec that decide the params (what expected_shapes builds)."""
+  keep = ("task_model", "num_labels") if spec["task_model"] in _LABELLED else ("task_model",)
+  return {k: spec[k] for k in keep if k in spec}
 
 
 def read_state(folder: str) -> dict[str, np.ndarray]:
@@ -82,26 +137,31 @@ def normalize_names(state: dict[str, np.ndarray], source: str,
 
 
 def state_to_params(state: dict[str, np.ndarray], config: BertConfig, source: str,
-                    heads: str = "auto") -> tuple[dict, bool]:
-  """Canonical HF state -> our nested params. Returns (params, has_pretraining_heads).
+                    heads: str = "auto", spec: dict | None = None) -> tuple[dict, bool]:
+  """Canonical HF state -> our nested params. Returns (params, has_heads).
 
-  heads: "auto" (take the pretraining heads when present), "pretraining" (require them)
-  or "none" (drop every head tensor: `cls.`, `lm_head.`, `vocab_*.` by family). The
-  model the params are for (`expected_shapes`) decides which tensors must be there; any
-  tensor left unconsumed is an error.
+  heads: "auto" (take the heads when present), "pretraining" (require them) or "none"
+  (drop every head tensor: `cls.`, `lm_head.`, `classifier.`, ... by family). spec: the
+  fine-tuning task model the state is for (`task_spec`: its HF class's names), else the
+  family's pretraining classes are matched by the heads present. The model the params
+  are for (`expected_shapes`) decides which tensors must be there; any tensor left
+  unconsumed is an error.
   """
   if heads not in ("auto", "pretraining", "none"):
     raise ValueError(f"heads={heads!r}: expected 'auto', 'pretraining' or 'none'")
   names = mapping.names_of(config)
   state = dict(state)
   if heads == "none":
-    state = {k: v for k, v in state.items() if not k.startswith(names.head_roots)}
-  with_heads = heads == "pretraining" or any(k.startswith(names.head_roots) for k in state)
+    state, spec = {k: v for k, v in state.items() if not k.startswith(names.head_roots)}, None
+  with_heads = (heads == "pretraining" or spec is not None
+                or any(k.startswith(names.head_roots) for k in state))
   prefix = "bert/" if with_heads else ""
-  rows = mapping.family_rows(config, prefix)
+  rows = mapping.family_rows(config, prefix, spec and spec["task_model"])
   with_pooler = any(hf_name in state for ours, hf_name, _ in rows if "pooler/" in ours)
   task_model = None
-  if with_heads:  # which of the family's HF head classes: by the heads the state has
+  if spec is not None:
+    task_model = _build_spec(spec)
+  elif with_heads:  # which of the family's HF head classes: by the heads the state has
     present = {ours.split("/")[0] for ours, hf_name, _ in rows if hf_name in state}
     task_model = head_model(config, present - {"bert"}, source)
   expected = expected_shapes(config, with_heads, with_pooler, task_model)
@@ -135,20 +195,28 @@ def _check_hf_shape(value, hf_name, ours, expected, layout, config, source):
 
 
 def head_model(config: BertConfig, heads: set[str], source: str = "params") -> str:
-  """The task model (a `task_models.TASK_MODELS` name) of the family's HF head class that
-  has the given head modules (e.g. {"mlm_head", "sop_head"}; ELECTRA's {"rtd_head"} is
-  the discriminator): the first of the family's `head_classes` whose heads include them."""
-  for task_model in families.hf_family(config.family).head_classes:
+  """The pretraining model (a `task_models.TASK_MODELS` name) of the family's HF head class
+  that has the given head modules (e.g. {"mlm_head", "sop_head"}; ELECTRA's {"rtd_head"}
+  is the discriminator): the first such class. Fine-tuned heads are named by a spec
+  (`task_spec`, a workdir's model_config.json), not guessed: a classifier alone fits a
+  classifier, a regressor and a multiple-choice model alike."""
+  family = families.hf_family(config.family)
+  for task_model in family.head_classes:
+    if task_model in dict(family.task_classes):
+      continue
     if heads <= set(expected_shapes(config, True, task_model=task_model, top_level=True)):
       return task_model
-  raise ValueError(f"{source}: no HF {config.family} class has the heads {sorted(heads)}")
+  raise ValueError(f"{source}: no HF {config.family} pretraining class has the heads "
+                   f"{sorted(heads)} (a fine-tuned model needs its task: an HF config.json "
+                   "naming its class in architectures, or a bert_jax workdir)")
 
 
 def expected_shapes(config: BertConfig, with_heads: bool, with_pooler: bool = True,
-                    task_model: str | None = None, top_level: bool = False):
+                    task_model: str | dict | None = None, top_level: bool = False):
   """Flat {our path: shape} of the model that `state_to_params` produces: with_heads, the
-  family's pretraining model (`task_model`, by default its first HF head class), else
-  BertModel. top_level: only the set of first path components (the head modules)."""
+  family's pretraining model (`task_model`, by default its first HF head class) or a
+  fine-tuning spec (a dict), else BertModel. top_level: only the set of first path
+  components (the head modules)."""
   import jax  # local: the converter's numpy paths do not need jax otherwise
   import jax.numpy as jnp
   from flax import linen as nn
@@ -159,28 +227,35 @@ def expected_shapes(config: BertConfig, with_heads: bool, with_pooler: bool = Tr
   config = config.replace(scan_layers=False)
   if with_heads:
     task_model = task_model or next(iter(families.hf_family(config.family).head_classes))
-    model = task_models.build(config, {"task_model": task_model})
+    model = task_models.build(config, task_model if isinstance(task_model, dict)
+                              else {"task_model": task_model})
   else:
     model = BertModel(config, add_pooling_layer=with_pooler)
-  ids = jnp.zeros((1, 2), jnp.int32)
+  name = task_model.get("task_model") if isinstance(task_model, dict) else task_model
+  ids = jnp.zeros(_INIT_SHAPES.get(name, (1, 2)) if with_heads else (1, 2), jnp.int32)
   shapes = jax.eval_shape(lambda: nn.unbox(model.init(jax.random.key(0), ids)["params"]))
   if top_level:
     return set(shapes) - {"bert"}
   return {k: tuple(v.shape) for k, v in mapping.flatten(shapes).items()}
 
 
-def params_to_state(params: dict, config: BertConfig) -> dict[str, np.ndarray]:
-  """Our params (BertModel or a pretraining model of the family's HF head classes,
-  unscanned) -> HF state dict of the family."""
+def params_to_state(params: dict, config: BertConfig,
+                    spec: dict | None = None) -> dict[str, np.ndarray]:
+  """Our params (BertModel, a pretraining model of the family's HF head classes, or the
+  fine-tuned task model `spec` names; unscanned) -> HF state dict of the family."""
   flat = mapping.flatten(params)
   with_heads = "bert" in params
   prefix = "bert/" if with_heads else ""
   with_pooler = f"{prefix}pooler/dense/kernel" in flat
-  heads = set(params) - {"bert"} if with_heads else None
-  expected = expected_shapes(config, with_heads, with_pooler,
-                             head_model(config, heads) if with_heads else None)
+  if spec is not None:
+    _export_spec(spec, config)
+    task_model = _build_spec(spec)
+  else:
+    task_model = head_model(config, set(params) - {"bert"}) if with_heads else None
+  expected = expected_shapes(config, with_heads, with_pooler, task_model)
   state = {}
-  for ours, hf_name, layout in mapping.family_rows(config, prefix):
+  for ours, hf_name, layout in mapping.family_rows(config, prefix,
+                                                   spec and spec["task_model"]):
     if ours not in expected:
       continue
     if ours not in flat:
@@ -193,26 +268,38 @@ def params_to_state(params: dict, config: BertConfig) -> dict[str, np.ndarray]:
 
 
 def load(folder: str, heads: str = "auto"):
-  """HF folder of any family -> (BertConfig, params, has_pretraining_heads)."""
+  """HF folder of any family -> (BertConfig, params, has_heads); a fine-tuned folder's
+  task (`task_spec`) comes from its config.json."""
   config = read_config(folder)
   state = normalize_names(read_state(folder), folder, config.family)
-  params, with_heads = state_to_params(state, config, folder, heads)
+  spec = task_spec(folder) if heads != "none" else None
+  params, with_heads = state_to_params(state, config, folder, heads, spec)
   return config, params, with_heads
 
 
 def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None = None,
-         lower_case: bool = True) -> None:
+         lower_case: bool = True, spec: dict | None = None) -> None:
   """Writes config.json + model.safetensors (+ vocab.txt/tokenizer_config.json), loadable by
-  the family's HF class: the head class of `params`' heads (its pretraining model; ELECTRA's
-  discriminator for the RTD head), else its encoder."""
+  the family's HF class: the fine-tuned task's class when `spec` names a fine-tuning task
+  model (e.g. BertForSequenceClassification, with num_labels), else the head class of
+  `params`' heads (its pretraining model; ELECTRA's discriminator for the RTD head), else
+  its encoder."""
+  if spec is not None and spec["task_model"] not in _FINE_TUNING:
+    spec = None  # a pretraining model or an encoder: named by its params
   os.makedirs(folder, exist_ok=True)
   hf_config = families.config_to_hf(config)
-  state = params_to_state(params, config)
+  state = params_to_state(params, config, spec)
   family = families.hf_family(config.family)
   with_heads = "bert" in params
-  hf_config["architectures"] = [
-      family.head_classes[head_model(config, set(params) - {"bert"})] if with_heads
-      else family.encoder_class]
+  if spec is not None:
+    hf_config["architectures"] = [_export_spec(spec, config)]
+    if spec["task_model"] in _LABELLED:
+      hf_config["id2label"] = {str(i): f"LABEL_{i}" for i in range(spec["num_labels"])}
+      hf_config["label2id"] = {f"LABEL_{i}": i for i in range(spec["num_labels"])}
+  else:
+    hf_config["architectures"] = [
+        family.head_classes[head_model(config, set(params) - {"bert"})] if with_heads
+        else family.encoder_class]
   with open(os.path.join(folder, "config.json"), "w") as f:
     json.dump(hf_config, f, indent=2)
   save_file(state, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})

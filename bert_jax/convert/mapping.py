@@ -84,7 +84,10 @@ _HEADS = {
     "mlm_head/transform": "dense", "mlm_head/transform_layer_norm": "norm",
     "mlm_head/output_bias": "vector", "nsp_head/dense": "dense", "sop_head/dense": "dense",
     "rtd_head/dense": "dense", "rtd_head/prediction": "dense",
+    "classifier/dense": "dense", "qa_outputs/dense": "dense",
 }
+# The fine-tuning heads' HF names in the families that have HF task classes for them.
+_TASK_HEADS = {"classifier/dense": "classifier", "qa_outputs/dense": "qa_outputs"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +103,9 @@ class Names:
     pretraining classes (ELECTRA's generator MLM head and discriminator RTD head alike).
   tied: HF tensors that are copies of another HF tensor (MLM decoders tied to the word
     embeddings): not written, and checked equal to their source when read.
+  task_names: per task model, HF names that its HF class gives other modules (a module's
+    default HF name -> the class's; RoBERTa's sequence classifier keeps our pooler as
+    `classifier.dense` and our classifier as `classifier.out_proj`).
   """
   prefix: str
   encoder: dict[str, str]
@@ -107,6 +113,7 @@ class Names:
   layer_modules: dict[str, str]
   heads: dict[str, str]
   tied: dict[str, str]
+  task_names: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
 
   @property
   def encoder_roots(self) -> tuple[str, ...]:
@@ -142,7 +149,7 @@ NAMES = {
         heads={"mlm_head/transform": "cls.predictions.transform.dense",
                "mlm_head/transform_layer_norm": "cls.predictions.transform.LayerNorm",
                "mlm_head/output_bias": "cls.predictions.bias",
-               "nsp_head/dense": "cls.seq_relationship"},
+               "nsp_head/dense": "cls.seq_relationship", **_TASK_HEADS},
         tied={"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
               "cls.predictions.decoder.bias": "cls.predictions.bias"}),
     "roberta": Names(
@@ -150,9 +157,11 @@ NAMES = {
         layer_modules=_BERT_LAYER,
         heads={"mlm_head/transform": "lm_head.dense",
                "mlm_head/transform_layer_norm": "lm_head.layer_norm",
-               "mlm_head/output_bias": "lm_head.bias"},
+               "mlm_head/output_bias": "lm_head.bias", **_TASK_HEADS},
         tied={"lm_head.decoder.weight": "roberta.embeddings.word_embeddings.weight",
-              "lm_head.decoder.bias": "lm_head.bias"}),
+              "lm_head.decoder.bias": "lm_head.bias"},
+        task_names={"sequence_classification": {"roberta.pooler.dense": "classifier.dense",
+                                                "classifier": "classifier.out_proj"}}),
     "distilbert": Names(
         prefix="distilbert",
         encoder={"embeddings/word_embeddings": "embeddings.word_embeddings",
@@ -165,7 +174,7 @@ NAMES = {
                        "output": "ffn.lin2", "output_layer_norm": "output_layer_norm"},
         heads={"mlm_head/transform": "vocab_transform",
                "mlm_head/transform_layer_norm": "vocab_layer_norm",
-               "mlm_head/output_bias": "vocab_projector.bias"},
+               "mlm_head/output_bias": "vocab_projector.bias", **_TASK_HEADS},
         tied={"vocab_projector.weight": "distilbert.embeddings.word_embeddings.weight"}),
     "albert": Names(
         prefix="albert",
@@ -180,7 +189,7 @@ NAMES = {
         heads={"mlm_head/transform": "predictions.dense",
                "mlm_head/transform_layer_norm": "predictions.LayerNorm",
                "mlm_head/output_bias": "predictions.bias",
-               "sop_head/dense": "sop_classifier.classifier"},
+               "sop_head/dense": "sop_classifier.classifier", **_TASK_HEADS},
         tied={"predictions.decoder.weight": "albert.embeddings.word_embeddings.weight",
               "predictions.decoder.bias": "predictions.bias"}),
     "electra": Names(
@@ -192,7 +201,7 @@ NAMES = {
                "mlm_head/transform_layer_norm": "generator_predictions.LayerNorm",
                "mlm_head/output_bias": "generator_lm_head.bias",
                "rtd_head/dense": "discriminator_predictions.dense",
-               "rtd_head/prediction": "discriminator_predictions.dense_prediction"},
+               "rtd_head/prediction": "discriminator_predictions.dense_prediction", **_TASK_HEADS},
         tied={"generator_lm_head.weight": "electra.embeddings.word_embeddings.weight"}),
     # Biases and layer 0's attention norm are absent where the model has none
     # (norm_bias, attention_bias, mlp_bias, mlm_transform_bias all false in the releases).
@@ -232,12 +241,24 @@ def _layers(config: BertConfig) -> list[tuple[str, int]]:
   return [(f"layer_{i}", i) for i in range(config.num_hidden_layers)]
 
 
-def family_rows(config: BertConfig, encoder_prefix: str):
-  """Every row a model of `config.family` can have, pooler and pretraining heads included.
+def family_rows(config: BertConfig, encoder_prefix: str, task_model: str | None = None):
+  """Every row a model of `config.family` can have, pooler and heads included.
 
   encoder_prefix: where the encoder sits in our tree ("bert/" in task models, "" for
   BertModel); HF encoder names always carry the family's prefix (canonical names).
+  task_model: the HF names of that task model's class (`Names.task_names`).
   """
+  rows = _default_rows(config, encoder_prefix)
+  renames = names_of(config).task_names.get(task_model, {})
+  def renamed(hf):
+    for old, new in renames.items():
+      if hf.startswith(old + "."):
+        return new + hf[len(old):]
+    return hf
+  return [(ours, renamed(hf), layout) for ours, hf, layout in rows]
+
+
+def _default_rows(config: BertConfig, encoder_prefix: str):
   names = names_of(config)
   rows = []
   for module, hf in names.encoder.items():
@@ -256,6 +277,8 @@ def all_rows(config: BertConfig, encoder_prefix: str, with_heads: bool, with_poo
   """The rows of the family's encoder (with its segment table when type_vocab_size > 0,
   the pooler when with_pooler) and, with_heads, all of the family's pretraining heads."""
   def wanted(ours):
+    if ours.startswith(tuple(_TASK_HEADS)):
+      return False  # fine-tuning heads: not the pretraining model's
     if ours.startswith(tuple(_HEADS)):
       return with_heads
     if "/pooler/" in f"/{ours}":

@@ -1,0 +1,159 @@
+"""Fine-tuned task models in and out of HF: BertForSequenceClassification and its kin.
+
+For every family and task whose HF head is ours (convert/families.py `task_classes`), a
+random HF model of odd shapes loads as our task model with the HF logits (1e-5, fp32, a
+padded batch), and our export of it is the HF state again, tensor for tensor, loaded by
+the HF class with nothing missing or unexpected. HF classes whose heads differ are
+refused in one line.
+"""
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from bert_jax.convert import families, hf  # noqa: E402
+from bert_jax.convert.__main__ import convert  # noqa: E402
+from bert_jax.models.config import BertConfig  # noqa: E402
+from bert_jax.weights import load_pretrained  # noqa: E402
+from tests.hf_reference import hf_config, hf_state  # noqa: E402
+
+TOL = 1e-5
+NUM_LABELS = 3
+CONFIGS = {
+    "bert": BertConfig(vocab_size=83, hidden_size=36, num_hidden_layers=2,
+                       num_attention_heads=3, intermediate_size=52,
+                       max_position_embeddings=32),
+    "roberta": BertConfig(family="roberta", vocab_size=83, hidden_size=36,
+                          num_hidden_layers=2, num_attention_heads=3, intermediate_size=52,
+                          max_position_embeddings=40, type_vocab_size=1,
+                          layer_norm_eps=1e-5, pad_token_id=1),
+    "albert": BertConfig(family="albert", vocab_size=83, hidden_size=36, embedding_size=20,
+                         num_hidden_layers=2, num_attention_heads=3, intermediate_size=52,
+                         max_position_embeddings=32, layer_sharing="all"),
+    "electra": BertConfig(family="electra", vocab_size=83, hidden_size=36, embedding_size=20,
+                          num_hidden_layers=2, num_attention_heads=3, intermediate_size=52,
+                          max_position_embeddings=32),
+    "distilbert": BertConfig(family="distilbert", vocab_size=83, hidden_size=36,
+                             num_hidden_layers=2, num_attention_heads=3, intermediate_size=52,
+                             max_position_embeddings=32, type_vocab_size=0),
+}
+CASES = [(family, task, cls) for family in CONFIGS
+         for task, cls in families.FAMILIES[family].task_classes]
+
+
+def _random_hf(config, cls_name, seed):
+  torch.manual_seed(seed)
+  hf_cfg = hf_config(config)
+  if not cls_name.endswith(("QuestionAnswering", "MultipleChoice")):  # those read 2 / 1
+    hf_cfg.num_labels = NUM_LABELS
+  model = getattr(transformers, cls_name)(hf_cfg).eval()
+  with torch.no_grad():  # non-zero biases and norms, so a mapping slip shows
+    for name, p in model.named_parameters():
+      if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name:
+        p.add_(torch.randn_like(p) * 0.1)
+  return model
+
+
+def _batch(config, task, seed=0):
+  """ids / types / mask [B, T] ([B, C, T] for multiple choice); padding is the pad id."""
+  rng = np.random.default_rng(seed)
+  shape = (2, 3, 9) if task == "multiple_choice" else (3, 9)
+  lengths = rng.integers(3, 10, size=shape[:-1])
+  mask = (np.arange(shape[-1]) < lengths[..., None]).astype(np.int32)
+  ids = rng.integers(config.pad_token_id + 1, config.vocab_size, size=shape)
+  ids = np.where(mask == 1, ids, config.pad_token_id).astype(np.int32)
+  types = (rng.integers(0, 2, size=shape) * mask).astype(np.int32)
+  if config.type_vocab_size < 2:
+    types = np.zeros_like(types)
+  return ids, types, mask
+
+
+def _hf_outputs(model, config, task, ids, types, mask):
+  kwargs = {"input_ids": torch.tensor(ids, dtype=torch.long),
+            "attention_mask": torch.tensor(mask, dtype=torch.long)}
+  if config.type_vocab_size:
+    kwargs["token_type_ids"] = torch.tensor(types, dtype=torch.long)
+  with torch.no_grad():
+    out = model(**kwargs)
+  if task == "question_answering":
+    return out.start_logits.numpy(), out.end_logits.numpy()
+  return (out.logits.numpy(),)
+
+
+def _our_outputs(model, variables, task, ids, types, mask):
+  out = model.apply(variables, ids, types, mask)
+  if task == "question_answering":
+    return np.asarray(out.start_logits), np.asarray(out.end_logits)
+  return (np.asarray(out.logits),)
+
+
+def _assert_close(ours, theirs, task, mask):
+  for a, b in zip(ours, theirs):
+    assert a.shape == b.shape
+    diff = np.abs(a - b)
+    if task in ("token_classification", "question_answering"):  # real tokens only
+      diff = diff * mask.reshape(mask.shape + (1,) * (diff.ndim - mask.ndim))
+    assert diff.max() < TOL, (task, float(diff.max()))
+
+
+@pytest.mark.parametrize("family, task, cls_name", CASES)
+def test_hf_task_model_in_and_out(family, task, cls_name, tmp_path):
+  config = CONFIGS[family]
+  reference = _random_hf(config, cls_name, seed=len(cls_name))
+  reference.save_pretrained(str(tmp_path / "hf"))
+  ids, types, mask = _batch(config, task)
+
+  model, variables = load_pretrained(str(tmp_path / "hf"))
+  assert model.__class__.__name__ == cls_name.replace(
+      {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "electra": "Electra",
+       "distilbert": "DistilBert"}[family], "Bert")
+  if task in ("sequence_classification", "token_classification"):
+    assert model.num_labels == NUM_LABELS
+  _assert_close(_our_outputs(model, variables, task, ids, types, mask),
+                _hf_outputs(reference, config, task, ids, types, mask), task, mask)
+
+  # Through the convert CLI both ways: our saved model records the task; its HF export is
+  # the original state again, which the HF class loads with nothing missing.
+  convert(str(tmp_path / "hf"), str(tmp_path / "ours"))
+  convert(str(tmp_path / "ours"), str(tmp_path / "back"), to="hf")
+  with open(tmp_path / "back" / "config.json") as f:
+    raw = json.load(f)
+  assert raw["architectures"] == [cls_name]
+  back, info = getattr(transformers, cls_name).from_pretrained(
+      str(tmp_path / "back"), output_loading_info=True, attn_implementation="eager")
+  assert not info["missing_keys"] and not info["unexpected_keys"], info
+  original, exported = hf_state(reference), hf_state(back)
+  assert original.keys() == exported.keys()
+  for name in original:
+    np.testing.assert_array_equal(original[name], exported[name], err_msg=name)
+
+
+def test_hf_heads_unlike_ours_are_refused_in_one_line(tmp_path):
+  # ELECTRA's sequence head is dense + GELU + out_proj (ours: the pooler's tanh).
+  _random_hf(CONFIGS["electra"], "ElectraForSequenceClassification", 0).save_pretrained(
+      str(tmp_path / "electra"))
+  with pytest.raises(ValueError, match="ElectraForSequenceClassification's head is not "
+                                       "one of ours.*heads='none'"):
+    load_pretrained(str(tmp_path / "electra"))
+  model, _ = load_pretrained(str(tmp_path / "electra"), heads="none")
+  assert model.__class__.__name__ == "BertModel"
+  # Our mean-pooled classifier has no HF class.
+  config = CONFIGS["bert"]
+  _, variables = load_pretrained(str(_saved(tmp_path, config)))
+  with pytest.raises(ValueError, match="pooling='mean' has no HF class"):
+    hf.save(str(tmp_path / "out"), config, variables["params"],
+            spec={"task_model": "sequence_classification", "num_labels": NUM_LABELS,
+                  "pooling": "mean"})
+  with pytest.raises(ValueError, match="HF distilbert has no class with our "
+                                       "sequence_classification head"):
+    hf.save(str(tmp_path / "out"), CONFIGS["distilbert"], {},
+            spec={"task_model": "sequence_classification", "num_labels": 2})
+
+
+def _saved(tmp_path, config):
+  folder = tmp_path / "bert_cls"
+  _random_hf(config, "BertForSequenceClassification", 1).save_pretrained(str(folder))
+  return folder
