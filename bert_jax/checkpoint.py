@@ -40,12 +40,20 @@ def read_model_config(directory: str) -> BertConfig:
   return BertConfig.from_json_file(os.path.join(directory, MODEL_CONFIG))
 
 
+def read_labels(directory: str) -> list[str] | None:
+  """The class names a fine-tuned workdir / saved model recorded (None: none recorded)."""
+  with open(os.path.join(directory, MODEL_CONFIG)) as f:
+    return json.load(f).get("labels")
+
+
 def save_model(directory: str, config: BertConfig, params, vocab_path: str | None = None,
-               spec: dict | None = None):
+               spec: dict | None = None, labels: list[str] | None = None):
   """Writes a saved model (see module docstring); `params` as the model uses them; `spec`,
-  the task model (task_models.build's), is recorded in model_config.json as a workdir's."""
+  the task model (task_models.build's), and `labels`, its classes, are recorded in
+  model_config.json as a workdir's."""
   directory = os.path.abspath(directory)
-  write_model_config(directory, config, **({"model": spec} if spec else {}))
+  write_model_config(directory, config, **({"model": spec} if spec else {}),
+                     **({"labels": list(labels)} if labels else {}))
   target = os.path.join(directory, "params")
   if os.path.exists(target):
     shutil.rmtree(target)

@@ -108,6 +108,9 @@ class Task(Protocol):
 
   name: str  # == config.task
   metric_names: tuple[str, ...]  # the training metrics printed in the run's last line
+  # The classes the model's logits stand for, in order (e.g. SST-2's "0", "1"; CoNLL's tags),
+  # recorded in model_config.json and written as an HF export's id2label; None: no classes.
+  label_names: tuple[str, ...] | None
 
   def model_spec(self) -> dict:
     """{"task_model": NAME, **kwargs}: the model in models/task_models.TASK_MODELS terms.

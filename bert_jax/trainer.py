@@ -269,7 +269,9 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
   writer = MetricWriter(workdir, enabled=is_chief)
   if is_chief:
     # So the workdir loads like any pretrained model, with its head (weights.py).
-    checkpoint.write_model_config(workdir, model_config, model=task.model_spec())
+    checkpoint.write_model_config(workdir, model_config, model=task.model_spec(),
+                                  **({"labels": list(task.label_names)} if task.label_names
+                                     else {}))
     tokenizer.save(workdir)
     with open(os.path.join(workdir, "config.json"), "w") as f:
       f.write(config.to_json_best_effort(indent=2))

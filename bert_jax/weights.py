@@ -104,6 +104,15 @@ def model_spec(path: str, params: dict) -> dict:
   return {"task_model": "encoder", "add_pooling_layer": "pooler" in encoder}
 
 
+def label_names(path: str) -> list[str] | None:
+  """The class names of a fine-tuned checkpoint's logits, in order: a bert_jax workdir's
+  model_config.json "labels", an HF folder's id2label (when not transformers' LABEL_i)."""
+  fmt = detect_format(path)
+  if fmt == "native":
+    return checkpoint.read_labels(path)
+  return hf.read_labels(path) if fmt == "hf" else None
+
+
 def load_pretrained(path: str, heads: str = "auto", **config_overrides):
   """Loads weights from an HF folder, a TF checkpoint or a bert_jax checkpoint/workdir.
 

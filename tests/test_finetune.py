@@ -73,8 +73,22 @@ def test_glue_mrpc_reads_the_bom_file(small_bert, tmp_path):
 
 
 def test_conll_tagging(small_bert, tmp_path):
-  results = _run(conll.get_config("runlocal=True"), tmp_path, small_bert)
+  workdir = tmp_path / "conll"
+  results = _run(conll.get_config("runlocal=True"), workdir, small_bert)
   assert 0.0 <= results["eval_f1"] <= 1.0
+  # The tags are recorded in order and become an HF export's id2label (what HF's
+  # token-classification pipeline prints), then come back from the HF folder.
+  from bert_jax.convert.__main__ import convert
+  from bert_jax.finetune import conll_reader
+  transformers = pytest.importorskip("transformers")
+  assert checkpoint.read_labels(str(workdir)) == list(conll_reader.LABELS)
+  convert(str(workdir), str(tmp_path / "hf"), to="hf")
+  exported = transformers.AutoModelForTokenClassification.from_pretrained(str(tmp_path / "hf"))
+  assert [exported.config.id2label[i] for i in range(len(conll_reader.LABELS))] == list(
+      conll_reader.LABELS)
+  assert transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf")).vocab_size == 30522
+  convert(str(tmp_path / "hf"), str(tmp_path / "back"))
+  assert checkpoint.read_labels(str(tmp_path / "back")) == list(conll_reader.LABELS)
 
 
 @pytest.mark.parametrize("version,key", [("1.1", "eval_exact_match"), ("2.0", "eval_best_f1")])

@@ -157,3 +157,4 @@ def _saved(tmp_path, config):
   folder = tmp_path / "bert_cls"
   _random_hf(config, "BertForSequenceClassification", 1).save_pretrained(str(folder))
   return folder
+

@@ -6,8 +6,8 @@
 Input may be an HF folder (config.json + model.safetensors), a Google TF checkpoint
 (bert_config.json + bert_model.ckpt.*), a bert_jax saved model or a training workdir
 (latest checkpoint). A fine-tuned model keeps its task: a workdir's classifier becomes
-HF's ...ForSequenceClassification (num_labels in config.json) where HF's head is ours
-(convert/families.py, `task_classes`), and back. The tokenizer files beside the input
+HF's ...ForSequenceClassification, its class names config.json's id2label, where HF's head
+is ours (convert/families.py, `task_classes`), and back. The tokenizer files beside the input
 (vocab.txt, vocab.json + merges.txt or spiece.model, and its tokenizer_config.json) are
 copied to the output.
 """
@@ -20,7 +20,7 @@ from bert_jax import checkpoint
 from bert_jax import cli
 from bert_jax.convert import hf
 from bert_jax.text import tokenizers
-from bert_jax.weights import load_params, model_spec
+from bert_jax.weights import label_names, load_params, model_spec
 
 if __name__ == "__main__":  # flags exist only when run as a program
   _INPUT = flags.DEFINE_string("input", None, "Weights to read (HF, TF, or bert_jax).")
@@ -37,10 +37,12 @@ def convert(input_path: str, output: str, to: str = "native", heads: str = "auto
   config, params, _ = load_params(input_path, heads)
   # The task model (a fine-tuned classifier stays one); heads="none" keeps the encoder.
   spec = model_spec(input_path, params) if "bert" in params else None
+  labels = label_names(input_path) if spec else None  # e.g. CoNLL's tags, in order
   if to == "hf":
-    hf.save(output, config.replace(scan_layers=False), params, spec=spec)
+    hf.save(output, config.replace(scan_layers=False), params, spec=spec, labels=labels)
   else:
-    checkpoint.save_model(output, config.replace(scan_layers=False), params, spec=spec)
+    checkpoint.save_model(output, config.replace(scan_layers=False), params, spec=spec,
+                          labels=labels)
   folder = input_path if os.path.isdir(input_path) else os.path.dirname(input_path)
   try:
     kind, files = tokenizers.folder_kind(folder)

@@ -277,13 +277,24 @@ def load(folder: str, heads: str = "auto"):
   return config, params, with_heads
 
 
+def read_labels(folder: str) -> list[str] | None:
+  """The class names of an HF fine-tuned folder's config.json (id2label), if it names any
+  other than transformers' default LABEL_i."""
+  raw, _ = _read_json(folder)
+  names = [raw.get("id2label", {}).get(str(i)) for i in range(len(raw.get("id2label", {})))]
+  if not names or None in names or names == [f"LABEL_{i}" for i in range(len(names))]:
+    return None
+  return names
+
+
 def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None = None,
-         lower_case: bool = True, spec: dict | None = None) -> None:
+         lower_case: bool = True, spec: dict | None = None,
+         labels: list[str] | None = None) -> None:
   """Writes config.json + model.safetensors (+ vocab.txt/tokenizer_config.json), loadable by
   the family's HF class: the fine-tuned task's class when `spec` names a fine-tuning task
   model (e.g. BertForSequenceClassification, with num_labels), else the head class of
   `params`' heads (its pretraining model; ELECTRA's discriminator for the RTD head), else
-  its encoder."""
+  its encoder. `labels`: the class names for config.json's id2label (else LABEL_i)."""
   if spec is not None and spec["task_model"] not in _FINE_TUNING:
     spec = None  # a pretraining model or an encoder: named by its params
   os.makedirs(folder, exist_ok=True)
@@ -294,8 +305,12 @@ def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None =
   if spec is not None:
     hf_config["architectures"] = [_export_spec(spec, config)]
     if spec["task_model"] in _LABELLED:
-      hf_config["id2label"] = {str(i): f"LABEL_{i}" for i in range(spec["num_labels"])}
-      hf_config["label2id"] = {f"LABEL_{i}": i for i in range(spec["num_labels"])}
+      count = spec["num_labels"]
+      if labels is not None and len(labels) != count:
+        raise ValueError(f"labels: {len(labels)} names for a head of {count} outputs")
+      names = list(labels) if labels else [f"LABEL_{i}" for i in range(count)]
+      hf_config["id2label"] = {str(i): name for i, name in enumerate(names)}
+      hf_config["label2id"] = {name: i for i, name in enumerate(names)}
   else:
     hf_config["architectures"] = [
         family.head_classes[head_model(config, set(params) - {"bert"})] if with_heads

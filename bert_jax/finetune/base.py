@@ -56,6 +56,7 @@ class FinetuningTask:
   metric_names = ("loss", "accuracy")
   packable = False  # labels per example or per token: training rows can pack several
   select_metric = None  # the score that picks the epoch (config.data.select_fraction)
+  label_names = None  # the logits' classes, in order (Task.label_names)
 
   def __init__(self, config, model_config: BertConfig):
     self.config, self.model_config = config, model_config

@@ -17,6 +17,7 @@ class ConllTask(FinetuningTask):
   reader = conll_reader
   label_keys = ("labels", "label_weights")
   packable = True  # per-token labels ride along in packed rows (finetune/packing.py)
+  label_names = conll_reader.LABELS
 
   def model_spec(self):
     return {"task_model": "token_classification", "num_labels": len(conll_reader.LABELS),

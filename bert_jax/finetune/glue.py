@@ -24,6 +24,7 @@ class GlueTask(FinetuningTask):
     self.select_metric = self.dataset.metrics[0]  # the dataset's first official metric
     super().__init__(config, model_config)
     self.metric_names = ("loss",) if self.dataset.is_regression else ("loss", "accuracy")
+    self.label_names = self.dataset.labels
 
   def row_groups(self, train_metadata):  # SST-2: a sentence's phrases stay together
     return glue_reader.row_groups(train_metadata, self.dataset)

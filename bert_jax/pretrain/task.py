@@ -57,6 +57,7 @@ class PretrainingTask:
   """Pretraining on the prepared corpus; see the module docstring."""
 
   name = "pretraining"
+  label_names = None
 
   def __init__(self, config, model_config: BertConfig):
     self.config, self.model_config = config, model_config
