@@ -82,10 +82,32 @@ def family_tokenizers(v1_examples, tmp_path_factory):
   model = sentencepiece_vocab.train_sentencepiece([str(text)], str(folder / "spiece"),
                                                   vocab_size=2000, num_threads=2)
   return {"bpe": bpe.train_bpe([str(text)], str(folder / "bpe"), vocab_size=2000),
-          "sentencepiece": sentencepiece_vocab.SentencePieceTokenizer(model)}
+          "sentencepiece": sentencepiece_vocab.SentencePieceTokenizer(model),
+          "tokenizer_json": _tokenizer_json(str(text), folder / "tokenizer_json")}
 
 
-@pytest.mark.parametrize("kind", ["bpe", "sentencepiece"])
+def _tokenizer_json(text, folder):
+  """ModernBERT's kind: a byte-level BPE tokenizer.json with [CLS]/[SEP] specials."""
+  from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+  from bert_jax.text.tokenizer_json import TokenizerJson
+  specials = {"unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
+              "pad_token": "[PAD]", "mask_token": "[MASK]"}
+  tok = Tokenizer(models.BPE())
+  tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+  tok.decoder = decoders.ByteLevel()
+  tok.train([text], trainers.BpeTrainer(vocab_size=2000,
+                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+  tok.add_special_tokens(list(specials.values()))
+  tok.post_processor = processors.TemplateProcessing(
+      single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:0 [SEP]:0",
+      special_tokens=[(t, tok.token_to_id(t)) for t in ("[CLS]", "[SEP]")])
+  folder.mkdir()
+  tok.save(str(folder / "tokenizer.json"))
+  (folder / "tokenizer_config.json").write_text(json.dumps(specials))
+  return TokenizerJson(str(folder))
+
+
+@pytest.mark.parametrize("kind", ["bpe", "sentencepiece", "tokenizer_json"])
 def test_gold_spans_give_em_100_with_the_family_tokenizers(v1_examples, family_tokenizers,
                                                           kind):
   # RoBERTa / ModernBERT (byte-level BPE) and ALBERT (SentencePiece) answer texts come back
@@ -102,7 +124,7 @@ def test_gold_spans_give_em_100_with_the_family_tokenizers(v1_examples, family_t
                     "missing": 0}
   predictions = squad_postprocess.postprocess(**_gold_logits(features), metadata=metadata)
   assert all(predictions.best_text[e.qid] == e.answers[0].text for e in examples)
-  if kind == "bpe":  # Context words read as in running text: 'Ġword', not a text start.
+  if kind != "sentencepiece":  # Words read as in running text: 'Ġword', not a text start.
     context = metadata.contexts[0]
     assert context.pieces[:len(tokenizer.encode([" " + context.words[0]])[0])] == (
         tokenizer.encode([" " + context.words[0]])[0])

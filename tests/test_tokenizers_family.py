@@ -68,6 +68,18 @@ def sample_lines(data_dir) -> list[str]:
   return [line for lines in corpora.values() for line in lines] + list(_EDGE_CASES)
 
 
+def _assert_model_inputs_equal(ours, hf_tokenizer, texts_a, texts_b, lengths):
+  """encode_for_model equals the HF tokenizer's pair encoding (longest-first, padded)."""
+  for max_length in lengths:
+    for b in (None, texts_b):
+      mine = ours.encode_for_model(texts_a, b, max_length=max_length)
+      theirs = hf_tokenizer(texts_a, b, truncation="longest_first", padding="max_length",
+                            max_length=max_length, return_token_type_ids=True,
+                            return_tensors="np")
+      for key in ("input_ids", "token_type_ids", "attention_mask"):
+        np.testing.assert_array_equal(mine[key], theirs[key], err_msg=f"{key} {max_length}")
+
+
 def _mismatches(ours: list[list[int]], theirs: list[list[int]], lines) -> list[str]:
   assert len(ours) == len(theirs) == len(lines)
   return [line for line, a, b in zip(lines, ours, theirs) if list(a) != list(b)]
@@ -124,15 +136,7 @@ def test_bpe_encode_for_model_matches_hf(ours_bpe, hf_roberta):
   texts_a = [" ".join(words[:n]) for n in range(0, 15, 2) for _ in range(0, 15, 3)]
   texts_b = [" ".join(words[-n:] if n else []) for _ in range(0, 15, 2)
              for n in range(0, 15, 3)]
-  for max_length in (6, 9, 10, 17, 33):
-    for b in (None, texts_b):
-      mine = ours_bpe.encode_for_model(texts_a, b, max_length=max_length)
-      theirs = hf_roberta(texts_a, b, truncation="longest_first", padding="max_length",
-                          max_length=max_length, return_token_type_ids=True,
-                          return_tensors="np")
-      for key in ("input_ids", "token_type_ids", "attention_mask"):
-        assert mine[key].dtype == np.int32
-        np.testing.assert_array_equal(mine[key], theirs[key], err_msg=f"{key} {max_length}")
+  _assert_model_inputs_equal(ours_bpe, hf_roberta, texts_a, texts_b, (6, 9, 10, 17, 33))
   batch = ours_bpe.encode_for_model(["a b"], ["c"], max_length=10)
   a, b = ours_bpe.encode(["a b"])[0], ours_bpe.encode(["c"])[0]
   layout = [0, *a, 2, 2, *b, 2]
@@ -270,15 +274,9 @@ def test_sentencepiece_rules_by_example(spm_folder):
 def test_sentencepiece_encode_for_model_matches_hf(spm_folder):
   ours = sentencepiece_vocab.SentencePieceTokenizer.from_pretrained_dir(spm_folder)
   hf = transformers.AlbertTokenizerFast.from_pretrained(spm_folder)
-  texts_a = ["The game began development in 2010 .", "", "a b c d e f g h i j k l m"]
-  texts_b = ["It was released in Japan .", "x", ""]
-  for max_length in (5, 8, 13, 40):
-    for b in (None, texts_b):
-      mine = ours.encode_for_model(texts_a, b, max_length=max_length)
-      theirs = hf(texts_a, b, truncation="longest_first", padding="max_length",
-                  max_length=max_length, return_token_type_ids=True, return_tensors="np")
-      for key in ("input_ids", "token_type_ids", "attention_mask"):
-        np.testing.assert_array_equal(mine[key], theirs[key], err_msg=f"{key} {max_length}")
+  _assert_model_inputs_equal(ours, hf, ["The game began development in 2010 .", "",
+                                       "a b c d e f g h i j k l m"],
+                             ["It was released in Japan .", "x", ""], (5, 8, 13, 40))
   ids = ours.encode(["a new game"])[0]
   batch = ours.encode_for_model(["a new game"], ["x"], max_length=16)
   x = ours.encode(["x"])[0]
@@ -323,6 +321,87 @@ def test_sentencepiece_cased_and_errors(tmp_path):
   with pytest.raises(FileNotFoundError, match="nope.txt"):
     sentencepiece_vocab.train_sentencepiece([str(tmp_path / "nope.txt")],
                                             str(tmp_path / "x"), vocab_size=10)
+
+
+# ------------------------------------------------------------------------------------
+# tokenizer.json alone (ModernBERT's release ships no other vocabulary file).
+# ------------------------------------------------------------------------------------
+_SPECIALS = {"unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
+             "pad_token": "[PAD]", "mask_token": "[MASK]"}
+
+
+@pytest.fixture(scope="module")
+def json_bpe_folder(tmp_path_factory, training_text) -> str:
+  """A ModernBERT-like tokenizer.json: byte-level BPE, its specials after the pieces,
+  [CLS] A [SEP] B [SEP] with every token type 0; saved by transformers."""
+  from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+  tok = Tokenizer(models.BPE())
+  tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+  tok.decoder = decoders.ByteLevel()
+  tok.train([training_text], trainers.BpeTrainer(
+      vocab_size=1000, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+  tok.add_special_tokens(list(_SPECIALS.values()))
+  tok.post_processor = processors.TemplateProcessing(
+      single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:0 [SEP]:0",
+      special_tokens=[(t, tok.token_to_id(t)) for t in ("[CLS]", "[SEP]")])
+  folder = str(tmp_path_factory.mktemp("json_bpe"))
+  transformers.PreTrainedTokenizerFast(tokenizer_object=tok, **_SPECIALS).save_pretrained(folder)
+  return folder
+
+
+def test_tokenizer_json_ids_and_inputs_equal_hf(json_bpe_folder, sample_lines):
+  assert "vocab.json" not in os.listdir(json_bpe_folder)
+  ours = tokenizers.model_tokenizer(json_bpe_folder)
+  assert type(ours).__name__ == "TokenizerJson"
+  theirs = transformers.AutoTokenizer.from_pretrained(json_bpe_folder)
+  assert not _mismatches(ours.encode(sample_lines),
+                         theirs(sample_lines, add_special_tokens=False)["input_ids"],
+                         sample_lines)
+  assert (ours.cls_id, ours.sep_id, ours.pad_id, ours.mask_id, ours.unk_id) == tuple(
+      theirs.convert_tokens_to_ids(t) for t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]"))
+  _assert_model_inputs_equal(
+      ours, theirs, ["the quick brown fox", "a", "unbelievably extraordinary tokenization"],
+      ["jumps over", "the lazy dog while it sleeps", "x"], (6, 9, 17))
+  assert ours.encode_words(["the"]) == ours.encode([" the"]) != ours.encode(["the"])
+  # Word starts: 'Ġthe' starts one, a bare piece continues it, specials stand alone.
+  table = ours.continuation_table()
+  assert not table[ours.vocab.index("\u0120the")] and not table[ours.cls_id]
+  assert table.sum() > 100
+  # save() gives transformers the same tokenizer back.
+  ours.save(str(pathlib.Path(json_bpe_folder).parent / "json_copy"))
+  again = transformers.AutoTokenizer.from_pretrained(
+      str(pathlib.Path(json_bpe_folder).parent / "json_copy"))
+  assert again("hello there")["input_ids"] == theirs("hello there")["input_ids"]
+
+
+def test_tokenizer_json_of_wordpiece_equals_our_wordpiece(vocab_path, sample_lines, tmp_path):
+  # What transformers 5 saves for BERT: tokenizer.json, no vocab.txt. The same ids as our
+  # WordPiece, the same '##' word rule; with a vocab.txt beside it the folder is WordPiece
+  # (not an error).
+  from bert_jax.pretrain import masking
+  folder = tmp_path / "bert"
+  transformers.BertTokenizerFast(vocab_path).save_pretrained(str(folder))
+  (folder / "vocab.txt").write_bytes(pathlib.Path(vocab_path).read_bytes())
+  assert isinstance(tokenizers.model_tokenizer(str(folder)), wordpiece.WordPieceTokenizer)
+  (folder / "vocab.txt").unlink()
+  ours, reference = tokenizers.model_tokenizer(str(folder)), wordpiece.WordPieceTokenizer(
+      vocab_path)
+  assert type(ours).__name__ == "TokenizerJson" and ours.lower_case and ours.strips_accents
+  assert not _mismatches(ours.encode(sample_lines), reference.encode(sample_lines),
+                         sample_lines)
+  batch = ours.encode_for_model(["a b"], ["c"], max_length=8)
+  assert batch["token_type_ids"].tolist() == [[0, 0, 0, 0, 1, 1, 0, 0]]
+  np.testing.assert_array_equal(masking.continuation_table_for(ours),
+                                masking.continuation_table_from_vocab(reference.vocab))
+
+
+def test_tokenizer_json_without_roles_is_a_one_line_error(json_bpe_folder, tmp_path):
+  folder = tmp_path / "no_roles"
+  folder.mkdir()
+  (folder / "tokenizer.json").write_bytes(
+      (pathlib.Path(json_bpe_folder) / "tokenizer.json").read_bytes())
+  with pytest.raises(ValueError, match="name no pad token"):
+    tokenizers.model_tokenizer(str(folder))
 
 
 # ------------------------------------------------------------------------------------
@@ -390,3 +469,33 @@ def test_vocab_fingerprint(bpe_folder, vocab_path, tmp_path):
   assert tokenizers.vocab_fingerprint(_data_config(vocab_path=str(copy))) == by_folder
   (copy / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
   assert tokenizers.vocab_fingerprint(_data_config(vocab_path=str(copy))) != by_folder
+
+
+@pytest.mark.slow
+def test_a_modernbert_folder_as_released_fine_tunes(json_bpe_folder, tmp_path):
+  # answerdotai/ModernBERT-base ships tokenizer.json and no other vocabulary file: such a
+  # folder fine-tunes through the trainer, and its workdir keeps the same tokenizer.
+  import jax
+  from flax import linen as nn
+  from bert_jax import trainer
+  from bert_jax.convert import hf
+  from bert_jax.models.config import config_for_size
+  from bert_jax.models.task_models import BertForPreTraining
+  from configs import glue
+  tok = tokenizers.model_tokenizer(json_bpe_folder)
+  config = config_for_size("modernbert-tiny", vocab_size=tok.vocab_size,
+                           pad_token_id=tok.pad_id)
+  params = nn.unbox(BertForPreTraining(config).init(
+      jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
+  folder = tmp_path / "modernbert"
+  hf.save(str(folder), config, jax.device_get(params))
+  for name in os.listdir(json_bpe_folder):
+    (folder / name).write_bytes((pathlib.Path(json_bpe_folder) / name).read_bytes())
+  run = glue.get_config("task=sst2,runlocal=True")
+  run.init_from, run.num_train_steps = str(folder), 2
+  workdir = tmp_path / "sst2"
+  trainer.train_and_evaluate(run, str(workdir))
+  assert os.path.exists(workdir / "eval_results.json")
+  assert "tokenizer.json" in os.listdir(workdir)
+  again = tokenizers.model_tokenizer(str(workdir))
+  assert again.encode(["a fine movie"]) == tok.encode(["a fine movie"])

@@ -78,6 +78,7 @@ import tensorflow as tf
 
 from bert_jax.text.bpe import BPETokenizer
 from bert_jax.text.sentencepiece_vocab import SentencePieceTokenizer
+from bert_jax.text.tokenizer_json import TokenizerJson
 from bert_jax.text.wordpiece import WordPieceTokenizer
 
 
@@ -142,11 +143,12 @@ def _is_bracketed(token: str) -> bool:
   return len(token) > 2 and (token[0], token[-1]) in (("[", "]"), ("<", ">"))
 
 
-# The tokenizer kind -> its continuation table from the vocabulary (module docstring).
+# The tokenizer kind -> its continuation table (module docstring).
 WORD_RULES = (
-    (WordPieceTokenizer, continuation_table_from_vocab),
-    (SentencePieceTokenizer, _unmarked_pieces("\u2581")),
-    (BPETokenizer, _unmarked_pieces("\u0120")),
+    (WordPieceTokenizer, lambda tok: continuation_table_from_vocab(list(tok.vocab))),
+    (SentencePieceTokenizer, lambda tok: _unmarked_pieces("\u2581")(list(tok.vocab))),
+    (BPETokenizer, lambda tok: _unmarked_pieces("\u0120")(list(tok.vocab))),
+    (TokenizerJson, lambda tok: tok.continuation_table()),  # by the file's model
 )
 
 
@@ -154,7 +156,7 @@ def continuation_table_for(tokenizer) -> np.ndarray:
   """bool [V]: which pieces continue a word, by the tokenizer's kind (WORD_RULES)."""
   for kind, rule in WORD_RULES:
     if isinstance(tokenizer, kind):
-      return rule(list(tokenizer.vocab))
+      return rule(tokenizer)
   raise ValueError(f"no word-boundary rule for a {type(tokenizer).__name__}; expected one "
                    f"of {[kind.__name__ for kind, _ in WORD_RULES]}")
 

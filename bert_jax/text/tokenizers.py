@@ -16,7 +16,8 @@ The kind follows from the vocabulary's files:
     vocab.txt                 WordPiece
     vocab.json + merges.txt   byte-level BPE
     spiece.model (or one other *.model)   SentencePiece
-A folder with none of these, or with more than one, is an error.
+    tokenizer.json alone      that HF fast tokenizer as it is (ModernBERT's; tokenizer_json.py)
+A folder with none of these, or with more than one of the first three, is an error.
 """
 import hashlib
 import os
@@ -24,6 +25,7 @@ import os
 from bert_jax.text import paths
 from bert_jax.text.bpe import BPETokenizer
 from bert_jax.text.sentencepiece_vocab import SentencePieceTokenizer
+from bert_jax.text.tokenizer_json import TokenizerJson
 from bert_jax.text.wordpiece import SubwordTokenizer
 from bert_jax.text.wordpiece import WordPieceTokenizer
 
@@ -37,6 +39,10 @@ FOLDER_KINDS = {
         BPETokenizer.from_pretrained_dir),
     "SentencePiece": (lambda names: sorted(n for n in names if n.endswith(".model")),
                       SentencePieceTokenizer.from_pretrained_dir),
+    # Only where no vocabulary file of the kinds above is beside it (HF saves both).
+    "tokenizer.json": (lambda names: ["tokenizer.json"] if "tokenizer.json" in names and not (
+        {"vocab.txt", "vocab.json"} & names or any(n.endswith(".model") for n in names))
+        else [], TokenizerJson.from_pretrained_dir),
 }
 # A vocab_path file's extension -> its loader, given the path and config.data.
 FILE_KINDS = {
@@ -60,7 +66,7 @@ def folder_kind(folder: str) -> tuple[str, list[str]]:
   found = {kind: files(names) for kind, (files, _) in FOLDER_KINDS.items()}
   found = {kind: files for kind, files in found.items() if files}
   expected = ("expected exactly one of vocab.txt (WordPiece), vocab.json + merges.txt "
-              "(BPE), spiece.model (SentencePiece)")
+              "(BPE), spiece.model (SentencePiece), or tokenizer.json alone (HF fast)")
   if not found:
     raise FileNotFoundError(f"no tokenizer in {folder}; {expected}")
   if len(found) > 1:
