@@ -77,6 +77,7 @@ def _assert_model_inputs_equal(ours, hf_tokenizer, texts_a, texts_b, lengths):
                             max_length=max_length, return_token_type_ids=True,
                             return_tensors="np")
       for key in ("input_ids", "token_type_ids", "attention_mask"):
+        assert mine[key].dtype == np.int32
         np.testing.assert_array_equal(mine[key], theirs[key], err_msg=f"{key} {max_length}")
 
 

@@ -8,9 +8,9 @@ DistilBertModel, AlbertModel, ElectraModel, ModernBertModel) and its HF classes 
 ElectraForMaskedLM (the generator), ElectraForPreTraining (the discriminator),
 ModernBertForMaskedLM), the fine-tuning classes whose heads are ours (`task_classes` in
 families.py: BertForSequenceClassification, RobertaForTokenClassification, ...; the class
-in config.json's `architectures` names the task), with or without the family prefix (`bert.`, `roberta.`, `model.`,
-...), old-style LayerNorm `gamma`/`beta` names, sharded safetensors with an index. Only
-safetensors are read: a folder with just
+in config.json's `architectures` names the task), with or without the family prefix
+(`bert.`, `roberta.`, `model.`, ...), old-style LayerNorm `gamma`/`beta` names, sharded
+safetensors with an index. Only safetensors are read: a folder with just
 `pytorch_model.bin` is refused (no pickle).
 """
 import json
