@@ -132,10 +132,10 @@ def test_hf_task_model_in_and_out(family, task, cls_name, tmp_path):
 
 
 def test_hf_heads_unlike_ours_are_refused_in_one_line(tmp_path):
-  # ELECTRA's sequence head is dense + GELU + out_proj (ours: the pooler's tanh).
-  _random_hf(CONFIGS["electra"], "ElectraForSequenceClassification", 0).save_pretrained(
+  # ELECTRA's multiple-choice head is a sequence summary with its own projection.
+  _random_hf(CONFIGS["electra"], "ElectraForMultipleChoice", 0).save_pretrained(
       str(tmp_path / "electra"))
-  with pytest.raises(ValueError, match="ElectraForSequenceClassification's head is not "
+  with pytest.raises(ValueError, match="ElectraForMultipleChoice's head is not "
                                        "one of ours.*heads='none'"):
     load_pretrained(str(tmp_path / "electra"))
   model, _ = load_pretrained(str(tmp_path / "electra"), heads="none")
@@ -147,10 +147,10 @@ def test_hf_heads_unlike_ours_are_refused_in_one_line(tmp_path):
     hf.save(str(tmp_path / "out"), config, variables["params"],
             spec={"task_model": "sequence_classification", "num_labels": NUM_LABELS,
                   "pooling": "mean"})
-  with pytest.raises(ValueError, match="HF distilbert has no class with our "
-                                       "sequence_classification head"):
-    hf.save(str(tmp_path / "out"), CONFIGS["distilbert"], {},
-            spec={"task_model": "sequence_classification", "num_labels": 2})
+  with pytest.raises(ValueError, match="HF electra has no class with our "
+                                       "multiple_choice head"):
+    hf.save(str(tmp_path / "out"), CONFIGS["electra"], {},
+            spec={"task_model": "multiple_choice"})
 
 
 def _saved(tmp_path, config):

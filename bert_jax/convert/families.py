@@ -22,8 +22,8 @@ class HFFamily:
   other_head_classes: (our task model, HF class) of further HF classes with heads
   (ELECTRA's discriminator next to its generator).
   task_classes: (our fine-tuning task model, HF class) where HF's head is ours exactly
-  (BERT's pooler + linear classifier, a linear tagger, a linear span head); families
-  whose HF heads differ (DistilBERT's ReLU pre_classifier, ELECTRA's GELU head,
+  (the pooler, with the family's activation, + a linear classifier; a linear tagger; a
+  linear span head); families whose HF heads differ (ELECTRA's multiple-choice summary,
   ModernBERT's dense + norm head) list only the tasks that agree."""
   config_from_hf: Callable[[dict, str], BertConfig]
   config_to_hf: Callable[[BertConfig], dict]
@@ -224,24 +224,24 @@ def _modernbert_to_hf(config: BertConfig) -> dict[str, Any]:
   return raw
 
 
-_TOKENS_AND_SPANS = ("token_classification", "question_answering")
+_NO_CHOICES = ("sequence_classification", "token_classification", "question_answering")
 
 FAMILIES = {
     "bert": HFFamily(_bert_from_hf, BertConfig.to_hf_dict, "BertModel", "BertForPreTraining",
                      task_classes=_task_classes("Bert")),
-    # RobertaForSequenceClassification's head is our pooler + classifier under other names
-    # (mapping.NAMES["roberta"].task_names).
+    # RoBERTa's (ELECTRA's, DistilBERT's) sequence head is our pooler + classifier under
+    # other names (mapping.NAMES[family].task_names).
     "roberta": HFFamily(_roberta_from_hf, _roberta_to_hf, "RobertaModel",
                         "RobertaForMaskedLM", task_classes=_task_classes("Roberta")),
     "distilbert": HFFamily(_distilbert_from_hf, _distilbert_to_hf, "DistilBertModel",
                            "DistilBertForMaskedLM",
-                           task_classes=_task_classes("DistilBert", _TOKENS_AND_SPANS)),
+                           task_classes=_task_classes("DistilBert")),
     "albert": HFFamily(_albert_from_hf, _albert_to_hf, "AlbertModel", "AlbertForPreTraining",
                        task_classes=_task_classes("Albert")),
     # The generator is the MLM model; the discriminator our replaced_token_detection model.
     "electra": HFFamily(_electra_from_hf, _electra_to_hf, "ElectraModel", "ElectraForMaskedLM",
                         (("replaced_token_detection", "ElectraForPreTraining"),),
-                        task_classes=_task_classes("Electra", _TOKENS_AND_SPANS)),
+                        task_classes=_task_classes("Electra", _NO_CHOICES)),
     "modernbert": HFFamily(_modernbert_from_hf, _modernbert_to_hf, "ModernBertModel",
                            "ModernBertForMaskedLM"),
 }

@@ -141,7 +141,7 @@ def state_to_params(state: dict[str, np.ndarray], config: BertConfig, source: st
   """Canonical HF state -> our nested params. Returns (params, has_heads).
 
   heads: "auto" (take the heads when present), "pretraining" (require them) or "none"
-  (drop every head tensor: `cls.`, `lm_head.`, `classifier.`, ... by family). spec: the
+  (keep the encoder's tensors only, any head dropped). spec: the
   fine-tuning task model the state is for (`task_spec`: its HF class's names), else the
   family's pretraining classes are matched by the heads present. The model the params
   are for (`expected_shapes`) decides which tensors must be there; any tensor left
@@ -151,8 +151,8 @@ def state_to_params(state: dict[str, np.ndarray], config: BertConfig, source: st
     raise ValueError(f"heads={heads!r}: expected 'auto', 'pretraining' or 'none'")
   names = mapping.names_of(config)
   state = dict(state)
-  if heads == "none":
-    state, spec = {k: v for k, v in state.items() if not k.startswith(names.head_roots)}, None
+  if heads == "none":  # the encoder's tensors only (canonical names carry its prefix)
+    state, spec = {k: v for k, v in state.items() if k.startswith(names.prefix + ".")}, None
   with_heads = (heads == "pretraining" or spec is not None
                 or any(k.startswith(names.head_roots) for k in state))
   prefix = "bert/" if with_heads else ""

@@ -166,7 +166,8 @@ NAMES = {
         prefix="distilbert",
         encoder={"embeddings/word_embeddings": "embeddings.word_embeddings",
                  "embeddings/position_embeddings": "embeddings.position_embeddings",
-                 "embeddings/layer_norm": "embeddings.LayerNorm"},
+                 "embeddings/layer_norm": "embeddings.LayerNorm",
+                 "pooler/dense": "pooler.dense"},  # only a classifier's: pre_classifier
         layer="transformer.layer.{i}",
         layer_modules={"attention/query": "attention.q_lin", "attention/key": "attention.k_lin",
                        "attention/value": "attention.v_lin", "attention/out": "attention.out_lin",
@@ -175,7 +176,9 @@ NAMES = {
         heads={"mlm_head/transform": "vocab_transform",
                "mlm_head/transform_layer_norm": "vocab_layer_norm",
                "mlm_head/output_bias": "vocab_projector.bias", **_TASK_HEADS},
-        tied={"vocab_projector.weight": "distilbert.embeddings.word_embeddings.weight"}),
+        tied={"vocab_projector.weight": "distilbert.embeddings.word_embeddings.weight"},
+        task_names={task: {"distilbert.pooler.dense": "pre_classifier"}
+                    for task in ("sequence_classification", "multiple_choice")}),
     "albert": Names(
         prefix="albert",
         encoder={**{k: v for k, v in _BERT_ENCODER.items() if k != "pooler/dense"},
@@ -194,7 +197,7 @@ NAMES = {
               "predictions.decoder.bias": "predictions.bias"}),
     "electra": Names(
         prefix="electra",
-        encoder={**{k: v for k, v in _BERT_ENCODER.items() if k != "pooler/dense"},
+        encoder={**_BERT_ENCODER,  # the pooler only a classifier's: classifier.dense
                  "embeddings/projection": "embeddings_project"},
         layer="encoder.layer.{i}", layer_modules=_BERT_LAYER,
         heads={"mlm_head/transform": "generator_predictions.dense",
@@ -202,7 +205,9 @@ NAMES = {
                "mlm_head/output_bias": "generator_lm_head.bias",
                "rtd_head/dense": "discriminator_predictions.dense",
                "rtd_head/prediction": "discriminator_predictions.dense_prediction", **_TASK_HEADS},
-        tied={"generator_lm_head.weight": "electra.embeddings.word_embeddings.weight"}),
+        tied={"generator_lm_head.weight": "electra.embeddings.word_embeddings.weight"},
+        task_names={"sequence_classification": {"electra.pooler.dense": "classifier.dense",
+                                                "classifier": "classifier.out_proj"}}),
     # Biases and layer 0's attention norm are absent where the model has none
     # (norm_bias, attention_bias, mlp_bias, mlm_transform_bias all false in the releases).
     "modernbert": Names(

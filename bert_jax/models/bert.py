@@ -237,7 +237,8 @@ ARCHITECTURES = {
 
 
 class Pooler(nn.Module):
-  """tanh(dense(hidden[:, 0])): the [CLS] summary used by NSP and classification."""
+  """act(dense(hidden[:, 0])): the [CLS] summary used by NSP and classification; act is the
+  family's `pooler_activation` (BERT's tanh)."""
   config: BertConfig
 
   @nn.compact
@@ -249,7 +250,7 @@ class Pooler(nn.Module):
     pooled = nn.Dense(cfg.hidden_size, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
                       kernel_init=dense_init(cfg, ("embed", "mlp")),
                       bias_init=zeros_init(("mlp",)), name="dense")(first)
-    return jnp.tanh(pooled)
+    return activation(family_of(cfg).pooler_activation)(pooled)
 
 
 class BertModel(nn.Module):

@@ -51,6 +51,10 @@ class Family:
     pretraining_pooler: the pretraining model's encoder has a pooler even when no
       sentence head reads it (HF's BertForPreTraining does; RobertaForMaskedLM and
       DistilBertForMaskedLM do not).
+    pooler_activation: the pooler's activation (a `layers.activation` name): BERT's tanh;
+      where HF's encoder has none, that of HF's sequence-classification head, whose
+      dense layer the classifiers' pooler is (DistilBERT's pre_classifier + ReLU,
+      ELECTRA's dense + GELU).
     mlm_activation: the MLM transform's activation; None: the config's hidden_act
       (RoBERTa's LM head and ELECTRA's generator head always use exact GELU).
     always_project: a config with `embedding_size` set gets the E -> H projection even
@@ -69,6 +73,7 @@ class Family:
   sentence_heads: tuple[str, ...]
   pretraining_pooler: bool
   mlm_activation: Optional[str] = None
+  pooler_activation: str = "tanh"
   always_project: bool = False
   architecture: str = "bert"
   unrolled_layers: int = 0
@@ -88,7 +93,7 @@ FAMILIES = {
         description="DistilBERT (Sanh et al. 2019): 6-layer BERT, no segments, no pooler, "
                     "MLM only",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
-        sentence_heads=(), pretraining_pooler=False),
+        sentence_heads=(), pretraining_pooler=False, pooler_activation="relu"),
     "albert": Family(
         description="ALBERT (Lan et al. 2019): factorized embeddings (E -> H), one layer "
                     "shared by all L, pooler, MLM + SOP",
@@ -98,7 +103,8 @@ FAMILIES = {
         description="ELECTRA (Clark et al. 2020): BERT's encoder with E -> H projection when "
                     "E != H, no pooler; generator (MLM) + discriminator (replaced tokens)",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
-        sentence_heads=(), pretraining_pooler=False, mlm_activation="gelu"),
+        sentence_heads=(), pretraining_pooler=False, mlm_activation="gelu",
+        pooler_activation="gelu"),
     "modernbert": Family(
         description="ModernBERT (Warner et al. 2024): RoPE, pre-norm GeGLU layers without "
                     "biases, alternating global/local attention, no segments, MLM only",

@@ -66,6 +66,8 @@ def activation(name: str):
     return lambda x: jax.nn.gelu(x, approximate=True)
   if name == "relu":
     return jax.nn.relu
+  if name == "tanh":
+    return jnp.tanh
   raise ValueError(f"Unknown hidden_act {name!r}")
 
 
