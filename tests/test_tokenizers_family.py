@@ -368,6 +368,11 @@ def test_tokenizer_json_ids_and_inputs_equal_hf(json_bpe_folder, sample_lines):
   table = ours.continuation_table()
   assert not table[ours.vocab.index("\u0120the")] and not table[ours.cls_id]
   assert table.sum() > 100
+  # Random replacements draw ordinary pieces only: not the specials, not an unused id.
+  from bert_jax.pretrain import masking
+  replacements = set(masking.replacement_ids_from_vocab(ours.vocab + [""]).tolist())
+  assert not replacements & {ours.cls_id, ours.sep_id, ours.pad_id, ours.mask_id,
+                             ours.unk_id, len(ours.vocab)}
   # save() gives transformers the same tokenizer back.
   ours.save(str(pathlib.Path(json_bpe_folder).parent / "json_copy"))
   again = transformers.AutoTokenizer.from_pretrained(

@@ -120,9 +120,10 @@ class MaskingOptions:
 
 
 def replacement_ids_from_vocab(vocab: list[str]) -> np.ndarray:
-  """Ids of the ordinary tokens: everything except bracketed ones ([PAD], [unused3], ...)."""
+  """Ids of the ordinary tokens: everything except bracketed ones ([PAD], [unused3], ...)
+  and ids no token uses (a tokenizer.json's gaps, "")."""
   return np.array([i for i, token in enumerate(vocab)
-                   if not (token.startswith("[") and token.endswith("]"))], np.int32)
+                   if token and not (token.startswith("[") and token.endswith("]"))], np.int32)
 
 
 def continuation_table_from_vocab(vocab: list[str]) -> np.ndarray:
