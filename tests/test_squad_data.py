@@ -10,6 +10,8 @@ from bert_jax.finetune import metrics
 from bert_jax.finetune import squad_reader as squad
 from bert_jax.finetune import squad_postprocess
 from bert_jax.finetune.sources import DataFormatError
+from bert_jax.text.tokenizer_json import TokenizerJson
+from tests.tokenizer_samples import modernbert_like_tokenizer
 
 V1_FILE = "squad/du2017_split/test-v1.1.json"
 V2_FILE = "squad/v2.0_train_subset/train-v2.0.json"
@@ -73,7 +75,8 @@ def test_gold_spans_give_em_100_on_v1(v1_examples, tokenizer):
 
 @pytest.fixture(scope="module")
 def family_tokenizers(v1_examples, tmp_path_factory):
-  """Byte-level BPE (RoBERTa's kind) and SentencePiece (ALBERT's) learned on contexts."""
+  """Byte-level BPE (RoBERTa's kind), SentencePiece (ALBERT's) and a tokenizer.json
+  (ModernBERT's), each learned on contexts."""
   from bert_jax.text import bpe, sentencepiece_vocab
   folder = tmp_path_factory.mktemp("squad_vocabs")
   text = folder / "contexts.txt"
@@ -83,28 +86,8 @@ def family_tokenizers(v1_examples, tmp_path_factory):
                                                   vocab_size=2000, num_threads=2)
   return {"bpe": bpe.train_bpe([str(text)], str(folder / "bpe"), vocab_size=2000),
           "sentencepiece": sentencepiece_vocab.SentencePieceTokenizer(model),
-          "tokenizer_json": _tokenizer_json(str(text), folder / "tokenizer_json")}
-
-
-def _tokenizer_json(text, folder):
-  """ModernBERT's kind: a byte-level BPE tokenizer.json with [CLS]/[SEP] specials."""
-  from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-  from bert_jax.text.tokenizer_json import TokenizerJson
-  specials = {"unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
-              "pad_token": "[PAD]", "mask_token": "[MASK]"}
-  tok = Tokenizer(models.BPE())
-  tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-  tok.decoder = decoders.ByteLevel()
-  tok.train([text], trainers.BpeTrainer(vocab_size=2000,
-                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-  tok.add_special_tokens(list(specials.values()))
-  tok.post_processor = processors.TemplateProcessing(
-      single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:0 [SEP]:0",
-      special_tokens=[(t, tok.token_to_id(t)) for t in ("[CLS]", "[SEP]")])
-  folder.mkdir()
-  tok.save(str(folder / "tokenizer.json"))
-  (folder / "tokenizer_config.json").write_text(json.dumps(specials))
-  return TokenizerJson(str(folder))
+          "tokenizer_json": TokenizerJson(modernbert_like_tokenizer(
+              str(text), str(folder / "tokenizer_json"), vocab_size=2000))}
 
 
 @pytest.mark.parametrize("kind", ["bpe", "sentencepiece", "tokenizer_json"])

@@ -5,10 +5,8 @@
 Hugging Face (torch + transformers) is a test-only dependency; the tests that compare
 with it are skipped without it. Tests that need ../shared/data skip without it.
 """
-import importlib.util
 import json
 import os
-import pathlib
 
 import numpy as np
 import pytest
@@ -16,8 +14,8 @@ import tensorflow as tf
 
 from bert_jax.text import paths
 from bert_jax.text import wordpiece as tokenizer
+from tests.tokenizer_samples import parity_bench, write_lines
 
-_BENCH_DIR = pathlib.Path(__file__).resolve().parents[1] / "bench"
 _VOCAB = "bert/uncased_L-12_H-768_A-12/vocab.txt"
 _SAMPLE_LINES = 2000
 
@@ -47,15 +45,6 @@ def _data_dir() -> str:
   return data_dir
 
 
-def _load_parity_bench():
-  """bench/tokenizer_parity.py: the corpus readers and the checked HF constructor."""
-  spec = importlib.util.spec_from_file_location(
-      "tokenizer_parity", _BENCH_DIR / "tokenizer_parity.py")
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
 @pytest.fixture(scope="module")
 def vocab_path() -> str:
   return os.path.join(_data_dir(), _VOCAB)
@@ -69,16 +58,11 @@ def ours(vocab_path) -> tokenizer.WordPieceTokenizer:
 @pytest.fixture(scope="module")
 def hf(vocab_path):
   pytest.importorskip("transformers")
-  return _load_parity_bench().hf_bert_tokenizer(vocab_path, lower_case=True)
+  return parity_bench().hf_bert_tokenizer(vocab_path, lower_case=True)
 
 
 def _hf_ids(hf_tokenizer, texts):
   return hf_tokenizer(list(texts), add_special_tokens=False)["input_ids"]
-
-
-def _write_lines(path: pathlib.Path, lines) -> str:
-  path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-  return str(path)
 
 
 # ------------------------------------------------------------------------------------
@@ -93,7 +77,7 @@ def test_special_ids_and_attributes(ours):
 
 @pytest.mark.parametrize("lower_case", [True, False])
 def test_edge_cases_match_hf(vocab_path, lower_case):
-  parity = _load_parity_bench()
+  parity = parity_bench()
   pytest.importorskip("transformers")
   hf_tokenizer = parity.hf_bert_tokenizer(vocab_path, lower_case=lower_case)
   ours = tokenizer.WordPieceTokenizer(vocab_path, lower_case=lower_case)
@@ -140,7 +124,7 @@ def test_cased_vocab_matches_hf(tmp_path):
   vocab = list(tokenizer.SPECIAL_TOKENS) + [
       "Hello", "hello", "##lo", "Hel", "Café", "cafe", "Ca", "##fé", "##fe", "naïve",
       "Ω", "ΟΔΟΣ", "straße", ",", "!", "中", "##s", "s", "World", "world"]
-  vocab_path = _write_lines(tmp_path / "vocab.txt", vocab)
+  vocab_path = write_lines(tmp_path / "vocab.txt", vocab)
   hf_cased = transformers.BertTokenizerFast(vocab=vocab_path, do_lower_case=False)
   assert hf_cased.vocab_size == len(vocab)
   ours = tokenizer.WordPieceTokenizer(vocab_path, lower_case=False)
@@ -209,7 +193,7 @@ def test_decode(ours):
 
 
 def test_from_pretrained_dir(tmp_path):
-  _write_lines(tmp_path / "vocab.txt", list(tokenizer.SPECIAL_TOKENS) + ["Ab", "ab"])
+  write_lines(tmp_path / "vocab.txt", list(tokenizer.SPECIAL_TOKENS) + ["Ab", "ab"])
   assert tokenizer.WordPieceTokenizer.from_pretrained_dir(str(tmp_path)).lower_case
   (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))
   cased = tokenizer.WordPieceTokenizer.from_pretrained_dir(str(tmp_path))
@@ -227,7 +211,7 @@ def test_from_pretrained_dir(tmp_path):
 def test_bad_vocab_errors(tmp_path, lines, error, pattern):
   path = tmp_path / "vocab.txt"
   if lines is not None:
-    _write_lines(path, lines)
+    write_lines(path, lines)
   with pytest.raises(error, match=pattern) as raised:
     tokenizer.WordPieceTokenizer(str(path))
   message = str(raised.value)
@@ -238,7 +222,7 @@ def test_bad_vocab_errors(tmp_path, lines, error, pattern):
 # Parity on a real sample of every corpus (the full run is bench/tokenizer_parity.py).
 # ------------------------------------------------------------------------------------
 def test_corpus_sample_parity(ours, hf):
-  parity = _load_parity_bench()
+  parity = parity_bench()
   corpora = parity.corpus_lines(_data_dir(), max_lines=_SAMPLE_LINES)
   assert len(corpora) >= 8
   for name, lines in corpora.items():

@@ -6,7 +6,6 @@ bench/tokenizer_parity.py --kind=bpe|sentencepiece): HF's RobertaTokenizerFast /
 AlbertTokenizerFast loaded from the folder we saved, and for SentencePiece also the
 `sentencepiece` library itself.
 """
-import importlib.util
 import json
 import os
 import pathlib
@@ -23,67 +22,16 @@ from bert_jax.text import sentencepiece_vocab
 from bert_jax.text import tokenizers
 from bert_jax.text import wordpiece
 
+from tests.tokenizer_samples import (EDGE_CASES, assert_model_inputs_equal,  # noqa: F401
+                                     mismatches, parity_bench, sample_lines, training_text,
+                                     write_lines)
+
 transformers = pytest.importorskip("transformers")
-
-_BENCH_DIR = pathlib.Path(__file__).resolve().parents[1] / "bench"
-_SAMPLE_LINES = 300  # per corpus
-_EDGE_CASES = (
-    "", "   ", "\t\n", "Hello, World!", " leading and trailing spaces  ",
-    "Café naïve Ångström résumé Zoë façade ΟΔΟΣ straße ﬁ µ", "中文字符 日本語 한국어 🙂☃",
-    "``quoted'' and ` single ' and ''''", "a\x00b \x07c d\u200be \ufffdf g\x85h \u00adi",
-    "a\u2028b\u00a0c\u3000d\te\nf\rg", "[CLS] x [SEP] y [MASK]ed [PAD] [UNK]x [cls]",
-    "<s>x</s> <pad><unk>y hello <mask> world <mask>", "A\u0301 e\u0301 final\u0301",
-    "$7,000,000,000. 0.1-0-0-0 1990, 3,",
-)
-
-
-def _parity_bench():
-  spec = importlib.util.spec_from_file_location(
-      "tokenizer_parity", _BENCH_DIR / "tokenizer_parity.py")
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
-def _write_lines(path: pathlib.Path, lines) -> str:
-  path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-  return str(path)
 
 
 def _data_config(**fields) -> ml_collections.ConfigDict:
   return ml_collections.ConfigDict({"data_dir": "", "vocab_path": "", "lower_case": True,
                                     **fields})
-
-
-@pytest.fixture(scope="module")
-def training_text(tmp_path_factory, data_dir) -> str:
-  lines = [line for line in _parity_bench().wikitext_texts(data_dir) if line.strip()]
-  return _write_lines(tmp_path_factory.mktemp("text") / "train.txt", lines[:3000])
-
-
-@pytest.fixture(scope="module")
-def sample_lines(data_dir) -> list[str]:
-  corpora = _parity_bench().corpus_lines(data_dir, max_lines=_SAMPLE_LINES)
-  assert len(corpora) >= 8 and all(corpora.values())
-  return [line for lines in corpora.values() for line in lines] + list(_EDGE_CASES)
-
-
-def _assert_model_inputs_equal(ours, hf_tokenizer, texts_a, texts_b, lengths):
-  """encode_for_model equals the HF tokenizer's pair encoding (longest-first, padded)."""
-  for max_length in lengths:
-    for b in (None, texts_b):
-      mine = ours.encode_for_model(texts_a, b, max_length=max_length)
-      theirs = hf_tokenizer(texts_a, b, truncation="longest_first", padding="max_length",
-                            max_length=max_length, return_token_type_ids=True,
-                            return_tensors="np")
-      for key in ("input_ids", "token_type_ids", "attention_mask"):
-        assert mine[key].dtype == np.int32
-        np.testing.assert_array_equal(mine[key], theirs[key], err_msg=f"{key} {max_length}")
-
-
-def _mismatches(ours: list[list[int]], theirs: list[list[int]], lines) -> list[str]:
-  assert len(ours) == len(theirs) == len(lines)
-  return [line for line, a, b in zip(lines, ours, theirs) if list(a) != list(b)]
 
 
 # ------------------------------------------------------------------------------------
@@ -124,7 +72,7 @@ def test_bpe_ids_equal_hf_roberta(bpe_folder, ours_bpe, hf_roberta, sample_lines
   assert (hf_roberta.cls_token_id, hf_roberta.pad_token_id, hf_roberta.sep_token_id,
           hf_roberta.unk_token_id, hf_roberta.mask_token_id) == (0, 1, 2, 3, 999)
   theirs = hf_roberta(sample_lines, add_special_tokens=False)["input_ids"]
-  assert not _mismatches(ours_bpe.encode(sample_lines), theirs, sample_lines)
+  assert not mismatches(ours_bpe.encode(sample_lines), theirs, sample_lines)
   # Literal special tokens are their ids; <mask> takes the space before it.
   assert ours_bpe.encode(["x <mask>"])[0][-1] == ours_bpe.mask_id
   assert len(ours_bpe.encode(["x <mask>"])[0]) == 2
@@ -137,7 +85,7 @@ def test_bpe_encode_for_model_matches_hf(ours_bpe, hf_roberta):
   texts_a = [" ".join(words[:n]) for n in range(0, 15, 2) for _ in range(0, 15, 3)]
   texts_b = [" ".join(words[-n:] if n else []) for _ in range(0, 15, 2)
              for n in range(0, 15, 3)]
-  _assert_model_inputs_equal(ours_bpe, hf_roberta, texts_a, texts_b, (6, 9, 10, 17, 33))
+  assert_model_inputs_equal(ours_bpe, hf_roberta, texts_a, texts_b, (6, 9, 10, 17, 33))
   batch = ours_bpe.encode_for_model(["a b"], ["c"], max_length=10)
   a, b = ours_bpe.encode(["a b"])[0], ours_bpe.encode(["c"])[0]
   layout = [0, *a, 2, 2, *b, 2]
@@ -176,7 +124,7 @@ def test_bpe_in_tf_data_and_the_pretraining_reader(ours_bpe, tmp_path):
   assert ours_bpe.tokenize(tf.constant(texts)).flat_values.dtype == tf.int32
   assert ours_bpe.decode(expected[0]) == "Hello world!"
   # corpus.py's stream takes it unchanged; literal <s> </s> <mask> <pad> are dropped.
-  path = _write_lines(tmp_path / "plain.txt",
+  path = write_lines(tmp_path / "plain.txt",
                       ["One sentence.", "Two <mask> sentences.", "", "Other doc.", "Last."])
   result = corpus.read_files([path], ours_bpe)
   assert (result.num_documents, result.num_sentences) == (2, 4)
@@ -249,16 +197,16 @@ def test_sentencepiece_ids_equal_the_references(spm_folder, sample_lines, tmp_pa
   # text; the sentencepiece library does neither (see sentencepiece_vocab.py).
   hf_quirks = [i for i, line in enumerate(sample_lines)
                if "\x85" in line or line.endswith("\u0301")]
-  assert hf_quirks == [len(sample_lines) - len(_EDGE_CASES) + 8,
-                       len(sample_lines) - len(_EDGE_CASES) + 12]
+  assert hf_quirks == [len(sample_lines) - len(EDGE_CASES) + 8,
+                       len(sample_lines) - len(EDGE_CASES) + 12]
   kept = [i for i in range(len(sample_lines)) if i not in hf_quirks]
-  assert not _mismatches([mine[i] for i in kept], [theirs[i] for i in kept],
+  assert not mismatches([mine[i] for i in kept], [theirs[i] for i in kept],
                          [sample_lines[i] for i in kept])
   if not lower_case:
     processor = spm.SentencePieceProcessor(model_file=os.path.join(spm_folder, "spiece.model"))
-    reference = [_parity_bench().albert_reference_ids(processor, line)
+    reference = [parity_bench().albert_reference_ids(processor, line)
                  for line in sample_lines]
-    assert not _mismatches(mine, reference, sample_lines)
+    assert not mismatches(mine, reference, sample_lines)
 
 
 def test_sentencepiece_rules_by_example(spm_folder):
@@ -275,7 +223,7 @@ def test_sentencepiece_rules_by_example(spm_folder):
 def test_sentencepiece_encode_for_model_matches_hf(spm_folder):
   ours = sentencepiece_vocab.SentencePieceTokenizer.from_pretrained_dir(spm_folder)
   hf = transformers.AlbertTokenizerFast.from_pretrained(spm_folder)
-  _assert_model_inputs_equal(ours, hf, ["The game began development in 2010 .", "",
+  assert_model_inputs_equal(ours, hf, ["The game began development in 2010 .", "",
                                        "a b c d e f g h i j k l m"],
                              ["It was released in Japan .", "x", ""], (5, 8, 13, 40))
   ids = ours.encode(["a new game"])[0]
@@ -308,7 +256,7 @@ def test_sentencepiece_tf_data_roundtrip(spm_folder, tmp_path):
 
 
 def test_sentencepiece_cased_and_errors(tmp_path):
-  text_path = _write_lines(tmp_path / "t.txt", ["Alpha Beta alpha beta Gamma"] * 50)
+  text_path = write_lines(tmp_path / "t.txt", ["Alpha Beta alpha beta Gamma"] * 50)
   cased_model = sentencepiece_vocab.train_sentencepiece(
       [text_path], str(tmp_path / "cased"), vocab_size=30, lower_case=False,
       hard_vocab_limit=False)
@@ -322,92 +270,6 @@ def test_sentencepiece_cased_and_errors(tmp_path):
   with pytest.raises(FileNotFoundError, match="nope.txt"):
     sentencepiece_vocab.train_sentencepiece([str(tmp_path / "nope.txt")],
                                             str(tmp_path / "x"), vocab_size=10)
-
-
-# ------------------------------------------------------------------------------------
-# tokenizer.json alone (ModernBERT's release ships no other vocabulary file).
-# ------------------------------------------------------------------------------------
-_SPECIALS = {"unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
-             "pad_token": "[PAD]", "mask_token": "[MASK]"}
-
-
-@pytest.fixture(scope="module")
-def json_bpe_folder(tmp_path_factory, training_text) -> str:
-  """A ModernBERT-like tokenizer.json: byte-level BPE, its specials after the pieces,
-  [CLS] A [SEP] B [SEP] with every token type 0; saved by transformers."""
-  from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-  tok = Tokenizer(models.BPE())
-  tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-  tok.decoder = decoders.ByteLevel()
-  tok.train([training_text], trainers.BpeTrainer(
-      vocab_size=1000, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-  tok.add_special_tokens(list(_SPECIALS.values()))
-  tok.post_processor = processors.TemplateProcessing(
-      single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:0 [SEP]:0",
-      special_tokens=[(t, tok.token_to_id(t)) for t in ("[CLS]", "[SEP]")])
-  folder = str(tmp_path_factory.mktemp("json_bpe"))
-  transformers.PreTrainedTokenizerFast(tokenizer_object=tok, **_SPECIALS).save_pretrained(folder)
-  return folder
-
-
-def test_tokenizer_json_ids_and_inputs_equal_hf(json_bpe_folder, sample_lines):
-  assert "vocab.json" not in os.listdir(json_bpe_folder)
-  ours = tokenizers.model_tokenizer(json_bpe_folder)
-  assert type(ours).__name__ == "TokenizerJson"
-  theirs = transformers.AutoTokenizer.from_pretrained(json_bpe_folder)
-  assert not _mismatches(ours.encode(sample_lines),
-                         theirs(sample_lines, add_special_tokens=False)["input_ids"],
-                         sample_lines)
-  assert (ours.cls_id, ours.sep_id, ours.pad_id, ours.mask_id, ours.unk_id) == tuple(
-      theirs.convert_tokens_to_ids(t) for t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]"))
-  _assert_model_inputs_equal(
-      ours, theirs, ["the quick brown fox", "a", "unbelievably extraordinary tokenization"],
-      ["jumps over", "the lazy dog while it sleeps", "x"], (6, 9, 17))
-  assert ours.encode_words(["the"]) == ours.encode([" the"]) != ours.encode(["the"])
-  # Word starts: 'Ġthe' starts one, a bare piece continues it, specials stand alone.
-  table = ours.continuation_table()
-  assert not table[ours.vocab.index("\u0120the")] and not table[ours.cls_id]
-  assert table.sum() > 100
-  # Random replacements draw ordinary pieces only: not the specials, not an unused id.
-  from bert_jax.pretrain import masking
-  replacements = set(masking.replacement_ids_from_vocab(ours.vocab + [""]).tolist())
-  assert not replacements & {ours.cls_id, ours.sep_id, ours.pad_id, ours.mask_id,
-                             ours.unk_id, len(ours.vocab)}
-  # save() gives transformers the same tokenizer back.
-  ours.save(str(pathlib.Path(json_bpe_folder).parent / "json_copy"))
-  again = transformers.AutoTokenizer.from_pretrained(
-      str(pathlib.Path(json_bpe_folder).parent / "json_copy"))
-  assert again("hello there")["input_ids"] == theirs("hello there")["input_ids"]
-
-
-def test_tokenizer_json_of_wordpiece_equals_our_wordpiece(vocab_path, sample_lines, tmp_path):
-  # What transformers 5 saves for BERT: tokenizer.json, no vocab.txt. The same ids as our
-  # WordPiece, the same '##' word rule; with a vocab.txt beside it the folder is WordPiece
-  # (not an error).
-  from bert_jax.pretrain import masking
-  folder = tmp_path / "bert"
-  transformers.BertTokenizerFast(vocab_path).save_pretrained(str(folder))
-  (folder / "vocab.txt").write_bytes(pathlib.Path(vocab_path).read_bytes())
-  assert isinstance(tokenizers.model_tokenizer(str(folder)), wordpiece.WordPieceTokenizer)
-  (folder / "vocab.txt").unlink()
-  ours, reference = tokenizers.model_tokenizer(str(folder)), wordpiece.WordPieceTokenizer(
-      vocab_path)
-  assert type(ours).__name__ == "TokenizerJson" and ours.lower_case and ours.strips_accents
-  assert not _mismatches(ours.encode(sample_lines), reference.encode(sample_lines),
-                         sample_lines)
-  batch = ours.encode_for_model(["a b"], ["c"], max_length=8)
-  assert batch["token_type_ids"].tolist() == [[0, 0, 0, 0, 1, 1, 0, 0]]
-  np.testing.assert_array_equal(masking.continuation_table_for(ours),
-                                masking.continuation_table_from_vocab(reference.vocab))
-
-
-def test_tokenizer_json_without_roles_is_a_one_line_error(json_bpe_folder, tmp_path):
-  folder = tmp_path / "no_roles"
-  folder.mkdir()
-  (folder / "tokenizer.json").write_bytes(
-      (pathlib.Path(json_bpe_folder) / "tokenizer.json").read_bytes())
-  with pytest.raises(ValueError, match="name no pad token"):
-    tokenizers.model_tokenizer(str(folder))
 
 
 # ------------------------------------------------------------------------------------
@@ -475,33 +337,3 @@ def test_vocab_fingerprint(bpe_folder, vocab_path, tmp_path):
   assert tokenizers.vocab_fingerprint(_data_config(vocab_path=str(copy))) == by_folder
   (copy / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
   assert tokenizers.vocab_fingerprint(_data_config(vocab_path=str(copy))) != by_folder
-
-
-@pytest.mark.slow
-def test_a_modernbert_folder_as_released_fine_tunes(json_bpe_folder, tmp_path):
-  # answerdotai/ModernBERT-base ships tokenizer.json and no other vocabulary file: such a
-  # folder fine-tunes through the trainer, and its workdir keeps the same tokenizer.
-  import jax
-  from flax import linen as nn
-  from bert_jax import trainer
-  from bert_jax.convert import hf
-  from bert_jax.models.config import config_for_size
-  from bert_jax.models.task_models import BertForPreTraining
-  from configs import glue
-  tok = tokenizers.model_tokenizer(json_bpe_folder)
-  config = config_for_size("modernbert-tiny", vocab_size=tok.vocab_size,
-                           pad_token_id=tok.pad_id)
-  params = nn.unbox(BertForPreTraining(config).init(
-      jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
-  folder = tmp_path / "modernbert"
-  hf.save(str(folder), config, jax.device_get(params))
-  for name in os.listdir(json_bpe_folder):
-    (folder / name).write_bytes((pathlib.Path(json_bpe_folder) / name).read_bytes())
-  run = glue.get_config("task=sst2,runlocal=True")
-  run.init_from, run.num_train_steps = str(folder), 2
-  workdir = tmp_path / "sst2"
-  trainer.train_and_evaluate(run, str(workdir))
-  assert os.path.exists(workdir / "eval_results.json")
-  assert "tokenizer.json" in os.listdir(workdir)
-  again = tokenizers.model_tokenizer(str(workdir))
-  assert again.encode(["a fine movie"]) == tok.encode(["a fine movie"])
