@@ -54,7 +54,8 @@ def load_config(path: str) -> BertConfig:
 
 
 def load_params(path: str, heads: str = "auto") -> tuple[BertConfig, dict, bool]:
-  """(config, unrolled float32 params, has_pretraining_heads) from any supported format."""
+  """(config, unrolled float32 params, has_heads) from any supported format (has_heads: a
+  native workdir's pretraining heads; an HF folder's heads of any kind)."""
   fmt = detect_format(path)
   if fmt == "native":
     config, params = checkpoint.load_model_params(path)

@@ -27,7 +27,8 @@ if __name__ == "__main__":  # flags exist only when run as a program
   _OUTPUT = flags.DEFINE_string("output", None, "Folder to write.")
   _TO = flags.DEFINE_enum("to", "native", ["native", "hf"], "Output format.")
   _HEADS = flags.DEFINE_enum("heads", "auto", ["auto", "pretraining", "none"],
-                             "Keep the MLM/NSP heads when present (auto), require or drop them.")
+                             "Keep the heads when present (auto: pretraining or fine-tuned), "
+                             "require the pretraining heads, or keep the encoder alone (none).")
 
 
 TOKENIZER_SETTINGS = ("tokenizer_config.json", "special_tokens_map.json")
