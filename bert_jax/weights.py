@@ -25,6 +25,7 @@ import numpy as np
 from bert_jax import checkpoint, optim
 from bert_jax.convert import hf, tf_checkpoint
 from bert_jax.models import task_models
+from bert_jax.models.families import family_of
 from bert_jax.models.config import BertConfig
 from bert_jax.models.layout import stack_layers, stacked_layout
 
@@ -150,7 +151,23 @@ def init_params(params: dict, path: str, model_config: BertConfig):
                      f"config.model.vocab_size {model_config.vocab_size}")
   if model_config.scan_layers:
     pretrained = stack_layers(pretrained, *stacked_layout(model_config))
-  return _merge(params, pretrained, path)
+  with_head = _task_head_from(pretrained, params, model_config)
+  params, notes = _merge(params, with_head, path)
+  if with_head is not pretrained:
+    notes.append(f"started the task head from the checkpoint's "
+                 f"{family_of(model_config).task_head_from} transform (as HF does)")
+  return params, notes
+
+
+def _task_head_from(pretrained: dict, params: dict, model_config: BertConfig) -> dict:
+  """A pretraining checkpoint's head transform as the task head's start, where the family
+  says HF's from_pretrained does so (`Family.task_head_from`: ModernBERT's MLM head)."""
+  source = family_of(model_config).task_head_from
+  if not source or "head" not in params or "head" in pretrained or source not in pretrained:
+    return pretrained
+  head = pretrained[source]
+  return {**pretrained, "head": {"dense": head["transform"],
+                                 "layer_norm": head["transform_layer_norm"]}}
 
 
 def _merge(params, pretrained, path: str):
@@ -178,7 +195,7 @@ def _merge(params, pretrained, path: str):
     pretrained = {"bert": pretrained}  # an encoder-only checkpoint under a task model
   dropped = sorted(set(pretrained) - set(params))
   if "bert" in params and dropped:
-    pretrained = {"bert": pretrained["bert"]}
+    pretrained = {k: v for k, v in pretrained.items() if k in params}
     notes.append(f"dropped the checkpoint's {dropped}")
   encoder, theirs = params.get("bert", params), pretrained.get("bert", pretrained)
   if "pooler" in theirs and "pooler" not in encoder:

@@ -164,8 +164,9 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
   # ("" = fine-tune through the pooled/last layer), and freeze_encoder trains the head only.
   config.feature_layers = ""
   config.freeze_encoder = False
-  # GLUE's sentence vector: "pooler" (BERT's tanh(W h_[CLS])) or "mean" (the last layer
-  # averaged over the real tokens; models/task_models.py POOLINGS).
+  # GLUE's sentence vector: "pooler" (BERT's tanh(W h_[CLS]); ModernBERT's [CLS] row, read
+  # through its task head) or "mean" (the last layer averaged over the real tokens;
+  # models/task_models.py POOLINGS).
   config.classifier_pooling = "pooler"
   config.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
   config.logical_axis_rules = ml_collections.FieldReference(None, field_type=list)

@@ -39,20 +39,38 @@ CONFIGS = {
     "distilbert": BertConfig(family="distilbert", vocab_size=83, hidden_size=36,
                              num_hidden_layers=2, num_attention_heads=3, intermediate_size=52,
                              max_position_embeddings=32, type_vocab_size=0),
+    # The released structure (no biases; layer 1 local, window +-2) ...
+    "modernbert": BertConfig(family="modernbert", vocab_size=83, hidden_size=36,
+                             num_hidden_layers=2, num_attention_heads=3, intermediate_size=52,
+                             max_position_embeddings=32, type_vocab_size=0, pad_token_id=3,
+                             layer_norm_eps=1e-5, norm_bias=False, mlm_transform_bias=False,
+                             attention_bias=False, mlp_bias=False, local_attention=5,
+                             global_attn_every_n_layers=2),
+    # ... and every bias on (the task head's dense and norm biases too), tanh GELU.
+    "modernbert_biases": BertConfig(family="modernbert", vocab_size=83, hidden_size=36,
+                                    num_hidden_layers=2, num_attention_heads=3,
+                                    intermediate_size=52, max_position_embeddings=32,
+                                    type_vocab_size=0, pad_token_id=0, layer_norm_eps=1e-5,
+                                    hidden_act="gelu_tanh", local_attention=5,
+                                    global_attn_every_n_layers=2),
 }
-CASES = [(family, task, cls) for family in CONFIGS
-         for task, cls in families.FAMILIES[family].task_classes]
+CASES = [(name, task, cls) for name, config in CONFIGS.items()
+         for task, cls in families.FAMILIES[config.family].task_classes]
+HF_NAMES = {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "electra": "Electra",
+            "distilbert": "DistilBert", "modernbert": "ModernBert"}
 
 
-def _random_hf(config, cls_name, seed):
+def _random_hf(config, cls_name, seed, **hf_fields):
   torch.manual_seed(seed)
   hf_cfg = hf_config(config)
   if not cls_name.endswith(("QuestionAnswering", "MultipleChoice")):  # those read 2 / 1
     hf_cfg.num_labels = NUM_LABELS
+  for field, value in hf_fields.items():
+    setattr(hf_cfg, field, value)
   model = getattr(transformers, cls_name)(hf_cfg).eval()
   with torch.no_grad():  # non-zero biases and norms, so a mapping slip shows
     for name, p in model.named_parameters():
-      if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name:
+      if name.endswith("bias") or "LayerNorm" in name or "norm" in name:
         p.add_(torch.randn_like(p) * 0.1)
   return model
 
@@ -99,17 +117,26 @@ def _assert_close(ours, theirs, task, mask):
     assert diff.max() < TOL, (task, float(diff.max()))
 
 
-@pytest.mark.parametrize("family, task, cls_name", CASES)
-def test_hf_task_model_in_and_out(family, task, cls_name, tmp_path):
-  config = CONFIGS[family]
-  reference = _random_hf(config, cls_name, seed=len(cls_name))
+@pytest.mark.parametrize("name, task, cls_name", CASES)
+def test_hf_task_model_in_and_out(name, task, cls_name, tmp_path):
+  _check_in_and_out(CONFIGS[name], task, cls_name, tmp_path)
+
+
+def test_modernbert_mean_pooled_classifier_in_and_out(tmp_path):
+  """HF ModernBERT's classifier_pooling="mean" is our pooling="mean", both ways."""
+  model = _check_in_and_out(CONFIGS["modernbert_biases"], "sequence_classification",
+                            "ModernBertForSequenceClassification", tmp_path,
+                            classifier_pooling="mean")
+  assert model.pooling == "mean"
+
+
+def _check_in_and_out(config, task, cls_name, tmp_path, **hf_fields):
+  reference = _random_hf(config, cls_name, seed=len(cls_name), **hf_fields)
   reference.save_pretrained(str(tmp_path / "hf"))
   ids, types, mask = _batch(config, task)
 
   model, variables = load_pretrained(str(tmp_path / "hf"))
-  assert model.__class__.__name__ == cls_name.replace(
-      {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "electra": "Electra",
-       "distilbert": "DistilBert"}[family], "Bert")
+  assert model.__class__.__name__ == cls_name.replace(HF_NAMES[config.family], "Bert")
   if task in ("sequence_classification", "token_classification"):
     assert model.num_labels == NUM_LABELS
   _assert_close(_our_outputs(model, variables, task, ids, types, mask),
@@ -129,6 +156,9 @@ def test_hf_task_model_in_and_out(family, task, cls_name, tmp_path):
   assert original.keys() == exported.keys()
   for name in original:
     np.testing.assert_array_equal(original[name], exported[name], err_msg=name)
+  for field, value in hf_fields.items():
+    assert raw[field] == value
+  return model
 
 
 def test_hf_heads_unlike_ours_are_refused_in_one_line(tmp_path):
@@ -158,3 +188,27 @@ def _saved(tmp_path, config):
   _random_hf(config, "BertForSequenceClassification", 1).save_pretrained(str(folder))
   return folder
 
+
+
+def test_modernbert_task_head_starts_from_the_mlm_transform_as_hf(tmp_path):
+  """HF's ModernBertForSequenceClassification.from_pretrained of an MLM folder loads the
+  MLM head's transform into its task head (both are `head.*`); our init_from does the same,
+  so fine-tuning starts where HF's does: every tensor but the fresh classifier equal."""
+  import jax
+  from flax import linen as nn
+  from bert_jax import weights
+  from bert_jax.models import task_models
+  config = CONFIGS["modernbert_biases"]
+  _random_hf(config, "ModernBertForMaskedLM", 0).save_pretrained(str(tmp_path / "mlm"))
+  theirs = transformers.ModernBertForSequenceClassification.from_pretrained(
+      str(tmp_path / "mlm"), num_labels=NUM_LABELS, attn_implementation="eager")
+  spec = {"task_model": "sequence_classification", "num_labels": NUM_LABELS}
+  fresh = nn.unbox(task_models.build(config, spec).init(
+      jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
+  params, notes = weights.init_params(fresh, str(tmp_path / "mlm"), config)
+  assert any("task head from the checkpoint's mlm_head transform" in n for n in notes), notes
+  ours, expected = hf.params_to_state(params, config, spec), hf_state(theirs)
+  assert ours.keys() == expected.keys()
+  for name in ours:
+    if not name.startswith("classifier."):
+      np.testing.assert_array_equal(ours[name], expected[name], err_msg=name)

@@ -23,14 +23,18 @@ class HFFamily:
   (ELECTRA's discriminator next to its generator).
   task_classes: (our fine-tuning task model, HF class) where HF's head is ours exactly
   (the pooler, with the family's activation, + a linear classifier; a linear tagger; a
-  linear span head); families whose HF heads differ (ELECTRA's multiple-choice summary,
-  ModernBERT's dense + norm head) list only the tasks that agree."""
+  linear span head; ModernBERT's task head before each); families whose HF heads differ
+  (ELECTRA's multiple-choice summary) list only the tasks that agree.
+  classifier_pooling: our sequence classifier's pooling -> the value of HF config.json's
+  `classifier_pooling` that reads the same sentence vector (ModernBERT: the [CLS] row or
+  the mean); empty where HF's classifiers read only the pooler."""
   config_from_hf: Callable[[dict, str], BertConfig]
   config_to_hf: Callable[[BertConfig], dict]
   encoder_class: str
   pretraining_class: str
   other_head_classes: tuple[tuple[str, str], ...] = ()
   task_classes: tuple[tuple[str, str], ...] = ()
+  classifier_pooling: tuple[tuple[str, str], ...] = ()
 
   @property
   def head_classes(self) -> dict[str, str]:
@@ -243,7 +247,8 @@ FAMILIES = {
                         (("replaced_token_detection", "ElectraForPreTraining"),),
                         task_classes=_task_classes("Electra", _NO_CHOICES)),
     "modernbert": HFFamily(_modernbert_from_hf, _modernbert_to_hf, "ModernBertModel",
-                           "ModernBertForMaskedLM"),
+                           "ModernBertForMaskedLM", task_classes=_task_classes("ModernBert"),
+                           classifier_pooling=(("pooler", "cls"), ("mean", "mean"))),
 }
 
 

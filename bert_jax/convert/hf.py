@@ -7,8 +7,9 @@ DistilBertModel, AlbertModel, ElectraModel, ModernBertModel) and its HF classes 
 (BertForPreTraining, RobertaForMaskedLM, DistilBertForMaskedLM, AlbertForPreTraining,
 ElectraForMaskedLM (the generator), ElectraForPreTraining (the discriminator),
 ModernBertForMaskedLM), the fine-tuning classes whose heads are ours (`task_classes` in
-families.py: BertForSequenceClassification, RobertaForTokenClassification, ...; the class
-in config.json's `architectures` names the task), with or without the family prefix
+families.py: BertForSequenceClassification, RobertaForTokenClassification,
+ModernBertForQuestionAnswering, ...; the class in config.json's `architectures` names the
+task, ModernBERT's `classifier_pooling` the sentence vector), with or without the family prefix
 (`bert.`, `roberta.`, `model.`, ...), old-style LayerNorm `gamma`/`beta` names, sharded
 safetensors with an index. Only safetensors are read: a folder with just
 `pytorch_model.bin` is refused (no pickle).
@@ -66,10 +67,25 @@ def task_spec(folder: str) -> dict | None:
                        f"ours: {ours}); heads='none' loads its encoder")
     return None
   spec = {"task_model": task}
+  pooling = _pooling_of(raw, family, task, path)
+  if pooling != "pooler":
+    spec["pooling"] = pooling
   if task in _LABELLED:
     spec["num_labels"] = len(raw["id2label"]) if raw.get("id2label") else int(
         raw.get("num_labels", 2))
   return spec
+
+
+def _pooling_of(raw: dict, family: families.HFFamily, task: str, path: str) -> str:
+  """Our pooling for an HF config.json's `classifier_pooling` (families that have one)."""
+  ours = {theirs: pooling for pooling, theirs in family.classifier_pooling}
+  if not ours or task not in ("sequence_classification", "multiple_choice"):
+    return "pooler"
+  theirs = raw.get("classifier_pooling", dict(family.classifier_pooling)["pooler"])
+  if ours.get(theirs) is None or (task == "multiple_choice" and ours[theirs] != "pooler"):
+    raise ValueError(f"{path}: classifier_pooling={theirs!r} is not supported for {task} "
+                     f"(supported: {', '.join(ours)}; multiple choice only the [CLS] row)")
+  return ours[theirs]
 
 
 def _export_spec(spec: dict, config: BertConfig) -> str:
@@ -79,7 +95,9 @@ def _export_spec(spec: dict, config: BertConfig) -> str:
   if task not in dict(family.task_classes):
     raise ValueError(f"HF {config.family} has no class with our {task} head (HF classes "
                      f"with ours: {', '.join(c for _, c in family.task_classes) or 'none'})")
-  if spec.get("feature_layers") or spec.get("pooling", "pooler") != "pooler":
+  pooling = spec.get("pooling", "pooler")
+  hf_poolings = dict(family.classifier_pooling) if task == "sequence_classification" else {}
+  if spec.get("feature_layers") or (pooling != "pooler" and pooling not in hf_poolings):
     raise ValueError(f"a {task} head on feature_layers={spec.get('feature_layers')} / "
                      f"pooling={spec.get('pooling')!r} has no HF class (HF reads the pooler)")
   return dict(family.task_classes)[task]
@@ -304,6 +322,9 @@ def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None =
   with_heads = "bert" in params
   if spec is not None:
     hf_config["architectures"] = [_export_spec(spec, config)]
+    if family.classifier_pooling:
+      hf_config["classifier_pooling"] = dict(family.classifier_pooling)[
+          spec.get("pooling", "pooler")]
     if spec["task_model"] in _LABELLED:
       count = spec["num_labels"]
       if labels is not None and len(labels) != count:

@@ -85,9 +85,16 @@ _HEADS = {
     "mlm_head/output_bias": "vector", "nsp_head/dense": "dense", "sop_head/dense": "dense",
     "rtd_head/dense": "dense", "rtd_head/prediction": "dense",
     "classifier/dense": "dense", "qa_outputs/dense": "dense",
+    "head/dense": "dense", "head/layer_norm": "norm",
 }
 # The fine-tuning heads' HF names in the families that have HF task classes for them.
 _TASK_HEADS = {"classifier/dense": "classifier", "qa_outputs/dense": "qa_outputs"}
+# ModernBERT's task head (`Family.task_head`). HF calls it `head`, as its MLM transform: a
+# name of its own here, renamed in the task classes (Names.task_names), keeps the two apart.
+_PREDICTION_HEAD = {"head/dense": "task_head.dense", "head/layer_norm": "task_head.norm"}
+_FINE_TUNING_MODULES = tuple(_TASK_HEADS) + tuple(_PREDICTION_HEAD)
+_FINE_TUNING_TASKS = ("sequence_classification", "token_classification", "question_answering",
+                      "multiple_choice")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,8 +227,11 @@ NAMES = {
                        "attention/out": "attn.Wo", "mlp_layer_norm": "mlp_norm",
                        "mlp/wi": "mlp.Wi", "mlp/wo": "mlp.Wo"},
         heads={"mlm_head/transform": "head.dense", "mlm_head/transform_layer_norm": "head.norm",
-               "mlm_head/output_bias": "decoder.bias"},
-        tied={"decoder.weight": "model.embeddings.tok_embeddings.weight"}),
+               "mlm_head/output_bias": "decoder.bias", **_TASK_HEADS, **_PREDICTION_HEAD},
+        tied={"decoder.weight": "model.embeddings.tok_embeddings.weight"},
+        # Every task class: head (dense, act, norm) then `classifier`, QA's too.
+        task_names={task: {"task_head": "head", "qa_outputs": "classifier"}
+                    for task in _FINE_TUNING_TASKS}),
 }
 
 
@@ -282,7 +292,7 @@ def all_rows(config: BertConfig, encoder_prefix: str, with_heads: bool, with_poo
   """The rows of the family's encoder (with its segment table when type_vocab_size > 0,
   the pooler when with_pooler) and, with_heads, all of the family's pretraining heads."""
   def wanted(ours):
-    if ours.startswith(tuple(_TASK_HEADS)):
+    if ours.startswith(_FINE_TUNING_MODULES):
       return False  # fine-tuning heads: not the pretraining model's
     if ours.startswith(tuple(_HEADS)):
       return with_heads

@@ -65,6 +65,15 @@ class Family:
     unrolled_layers: under `scan_layers`, the leading layers that stay `layer_i` (their params
       differ from the rest: ModernBERT's layer 0 has no attention LayerNorm); the others
       are stacked (`bert_jax.models.layout`).
+    task_head: the module every fine-tuning classifier reads its features through
+      (`heads.TASK_HEADS`): "" none (BERT's kind: sentence tasks read the pooler, token
+      tasks the last layer), or "prediction" (ModernBERT: dense + act + norm, HF's
+      ModernBertPredictionHead, on the [CLS] row or the mean for sentence tasks and on
+      every token for tagging and QA; such a family's classifiers add no pooler).
+    task_head_from: the pretraining head whose transform starts the task head when
+      fine-tuning from a pretraining checkpoint ("" none). HF's ModernBERT task classes
+      name their head as its MLM head's transform (`head.dense`, `head.norm`), so HF's
+      from_pretrained of an MLM checkpoint starts the classifier's head from it.
   """
   description: str
   position_ids: Callable[[jax.Array, "BertConfig"], jax.Array]
@@ -77,6 +86,8 @@ class Family:
   always_project: bool = False
   architecture: str = "bert"
   unrolled_layers: int = 0
+  task_head: str = ""
+  task_head_from: str = ""
 
 
 FAMILIES = {
@@ -110,7 +121,7 @@ FAMILIES = {
                     "biases, alternating global/local attention, no segments, MLM only",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
         sentence_heads=(), pretraining_pooler=False, architecture="modernbert",
-        unrolled_layers=1),
+        unrolled_layers=1, task_head="prediction", task_head_from="mlm_head"),
 }
 
 

@@ -131,3 +131,28 @@ class LinearHead(nn.Module):
     return nn.Dense(self.num_outputs, dtype=jnp.float32, param_dtype=jnp.float32,
                     kernel_init=dense_init(self.config, ("embed", None)),
                     bias_init=zeros_init((None,)), name="dense")(features)
+
+
+class PredictionHead(nn.Module):
+  """dense (H -> H) + act + LayerNorm: ModernBERT's task head (HF ModernBertPredictionHead),
+  which every HF ModernBERT task class applies before its classifier.
+
+  [..., H'] -> [..., H]: the [CLS] row or the mean for sentence tasks, every token for
+  tagging and QA. The dense bias follows `mlm_transform_bias` (HF's classifier_bias, which
+  its MLM head shares), the norm's `norm_bias`; act is hidden_act (HF's
+  classifier_activation, which the HF reader requires to be the same).
+  """
+  config: BertConfig
+
+  @nn.compact
+  def __call__(self, features):
+    cfg = self.config
+    x = nn.Dense(cfg.hidden_size, use_bias=cfg.mlm_transform_bias, dtype=cfg.compute_dtype,
+                 param_dtype=jnp.float32, kernel_init=dense_init(cfg, (None, "mlp")),
+                 bias_init=zeros_init(("mlp",)), name="dense")(features)
+    x = activation(cfg.hidden_act)(x)
+    return layer_norm(cfg, "layer_norm")(x).astype(cfg.compute_dtype)
+
+
+# Family.task_head -> the module fine-tuning classifiers read their features through.
+TASK_HEADS = {"prediction": PredictionHead}

@@ -2,9 +2,12 @@
 
 Every model works with the encoder of any family (`config.family`): the pretraining
 model takes the family's default sentence heads and pooler; the sequence-level task
-models (classification, multiple choice) always give the encoder a pooler, which is
-freshly initialised when the checkpoint has none (RoBERTa's MLM checkpoints,
-DistilBERT), as HF's RoBERTa/DistilBERT classifiers start their dense layer afresh.
+models (classification, multiple choice) give the encoder a pooler, which is freshly
+initialised when the checkpoint has none (RoBERTa's MLM checkpoints, DistilBERT), as HF's
+RoBERTa/DistilBERT classifiers start their dense layer afresh. A family with a task head
+(`Family.task_head`: ModernBERT's dense + act + norm, named `head`) gets none: every
+fine-tuning model reads its features through that head (the [CLS] row or the mean for
+sentence tasks, every token for tagging and QA) before the linear classifier.
 
 `TASK_MODELS` names them; `build(config, spec)` makes one from a spec such as
 {"task_model": "sequence_classification", "num_labels": 2} (what a task's `model_spec()`
@@ -26,7 +29,7 @@ import jax.numpy as jnp
 from bert_jax.models.config import BertConfig, generator_config
 from bert_jax.models.bert import BertModel
 from bert_jax.models.families import family_of
-from bert_jax.models.heads import (LinearHead, MaskedLMHead, NextSentenceHead,
+from bert_jax.models.heads import (TASK_HEADS, LinearHead, MaskedLMHead, NextSentenceHead,
                                    ReplacedTokenHead, SpanBoundaryHead)
 
 
@@ -148,12 +151,29 @@ def mean_of_real_tokens(enc, attention_mask, packing=None) -> jax.Array:
 
 
 # How a sequence classifier makes its sentence vector ([B, H], or [B, K, H] for a packed
-# batch) from the encoder's output (config.classifier_pooling): BERT's tanh(W h_[CLS])
-# pooler, or the mean of the tokens.
+# batch) from the encoder's output (config.classifier_pooling): "pooler", the family's
+# [CLS] vector (BERT's tanh(W h_[CLS]) pooler; the bare [CLS] row in a family whose task
+# head follows, ModernBERT's, whose encoder is then built without a pooler), or the mean
+# of the tokens.
 POOLINGS = {
-    "pooler": lambda enc, attention_mask, packing: enc.pooled_output,
+    "pooler": lambda enc, attention_mask, packing: (
+        enc.pooled_output if enc.pooled_output is not None
+        else cls_vectors(enc.sequence_output, packing)),
     "mean": mean_of_real_tokens,
 }
+
+
+def classifier_pooler(config: BertConfig, pooling: str) -> bool:
+  """Whether a sentence classifier's encoder gets a pooler layer: "pooler" pooling in a
+  family without a task head (ModernBERT's head reads the bare [CLS] row)."""
+  return pooling == "pooler" and not family_of(config).task_head
+
+
+def task_head(config: BertConfig):
+  """The family's task head (`Family.task_head`, named "head"), or the identity; call it
+  inside a compact module's __call__."""
+  name = family_of(config).task_head
+  return TASK_HEADS[name](config, name="head") if name else (lambda features: features)
 
 
 class BertForSequenceClassification(nn.Module):
@@ -180,7 +200,8 @@ class BertForSequenceClassification(nn.Module):
     if self.pooling not in POOLINGS:
       raise ValueError(f"config.classifier_pooling={self.pooling!r}: expected one of "
                        f"{sorted(POOLINGS)}")
-    enc = BertModel(self.config, add_pooling_layer=self.pooling == "pooler", name="bert")(
+    enc = BertModel(self.config, add_pooling_layer=classifier_pooler(self.config, self.pooling),
+                    name="bert")(
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
         output_hidden_states=output_hidden_states or bool(self.feature_layers),
         packing=packing)
@@ -190,6 +211,7 @@ class BertForSequenceClassification(nn.Module):
     else:
       features = POOLINGS[self.pooling](enc, attention_mask, packing)
       features = jax.lax.stop_gradient(features) if self.frozen_encoder else features
+    features = task_head(self.config)(features)
     logits = LinearHead(self.config, self.num_labels, self.dropout_rate, name="classifier")(
         features, deterministic)
     return ClassifierOutput(logits=logits, hidden_states=enc.hidden_states)
@@ -217,6 +239,7 @@ class BertForTokenClassification(nn.Module):
     else:
       features = (jax.lax.stop_gradient(enc.sequence_output) if self.frozen_encoder
                   else enc.sequence_output)
+    features = task_head(self.config)(features)
     logits = LinearHead(self.config, self.num_labels, self.dropout_rate, name="classifier")(
         features, deterministic)
     return ClassifierOutput(logits=logits, hidden_states=enc.hidden_states)
@@ -233,7 +256,7 @@ class BertForQuestionAnswering(nn.Module):
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
         output_hidden_states=output_hidden_states)
     logits = LinearHead(self.config, 2, dropout_rate=0.0, name="qa_outputs")(
-        enc.sequence_output, deterministic)  # [B, T, 2]
+        task_head(self.config)(enc.sequence_output), deterministic)  # [B, T, 2]
     return SpanOutput(start_logits=logits[..., 0], end_logits=logits[..., 1],
                       hidden_states=enc.hidden_states)
 
@@ -248,11 +271,13 @@ class BertForMultipleChoice(nn.Module):
                deterministic: bool = True, output_hidden_states: bool = False):
     batch, choices, length = input_ids.shape
     flat = lambda x: None if x is None else x.reshape(batch * choices, length)  # noqa: E731
-    enc = BertModel(self.config, add_pooling_layer=True, name="bert")(
+    enc = BertModel(self.config, add_pooling_layer=classifier_pooler(self.config, "pooler"),
+                    name="bert")(
         flat(input_ids), flat(token_type_ids), flat(attention_mask),
         deterministic=deterministic, output_hidden_states=output_hidden_states)
+    features = task_head(self.config)(POOLINGS["pooler"](enc, None, None))  # [B*C, H]
     scores = LinearHead(self.config, 1, self.dropout_rate, name="classifier")(
-        enc.pooled_output, deterministic)  # [B*C, 1]
+        features, deterministic)  # [B*C, 1]
     return ClassifierOutput(logits=scores.reshape(batch, choices),
                             hidden_states=enc.hidden_states)
 
