@@ -162,30 +162,38 @@ def _check_in_and_out(config, task, cls_name, tmp_path, **hf_fields):
 
 
 def test_hf_heads_unlike_ours_are_refused_in_one_line(tmp_path):
-  # ELECTRA's multiple-choice head is a sequence summary with its own projection.
-  _random_hf(CONFIGS["electra"], "ElectraForMultipleChoice", 0).save_pretrained(
-      str(tmp_path / "electra"))
-  with pytest.raises(ValueError, match="ElectraForMultipleChoice's head is not "
-                                       "one of ours.*heads='none'"):
+  # ELECTRA's multiple-choice summary is our pooler only with ElectraConfig's defaults.
+  _random_hf(CONFIGS["electra"], "ElectraForMultipleChoice", 0,
+             summary_type="last").save_pretrained(str(tmp_path / "electra"))
+  with pytest.raises(ValueError, match="summary_type='last' is not supported for "
+                                       "ElectraForMultipleChoice"):
     load_pretrained(str(tmp_path / "electra"))
-  model, _ = load_pretrained(str(tmp_path / "electra"), heads="none")
+  # A task class of another family than model_type's.
+  folder = _saved(tmp_path, CONFIGS["roberta"], "RobertaForSequenceClassification")
+  with open(folder / "config.json") as f:
+    raw = json.load(f)
+  with open(folder / "config.json", "w") as f:
+    json.dump({**raw, "architectures": ["BertForSequenceClassification"]}, f)
+  with pytest.raises(ValueError, match="BertForSequenceClassification's head is not one of "
+                                       "ours.*heads='none'"):
+    load_pretrained(str(folder))
+  model, _ = load_pretrained(str(folder), heads="none")
   assert model.__class__.__name__ == "BertModel"
-  # Our mean-pooled classifier has no HF class.
+  # Our mean-pooled BERT classifier has no HF class (ModernBERT's has: classifier_pooling).
   config = CONFIGS["bert"]
   _, variables = load_pretrained(str(_saved(tmp_path, config)))
   with pytest.raises(ValueError, match="pooling='mean' has no HF class"):
     hf.save(str(tmp_path / "out"), config, variables["params"],
             spec={"task_model": "sequence_classification", "num_labels": NUM_LABELS,
                   "pooling": "mean"})
-  with pytest.raises(ValueError, match="HF electra has no class with our "
-                                       "multiple_choice head"):
-    hf.save(str(tmp_path / "out"), CONFIGS["electra"], {},
-            spec={"task_model": "multiple_choice"})
+  with pytest.raises(ValueError, match="HF bert has no class with our "
+                                       "replaced_token_detection head"):
+    hf._export_spec({"task_model": "replaced_token_detection"}, config)
 
 
-def _saved(tmp_path, config):
-  folder = tmp_path / "bert_cls"
-  _random_hf(config, "BertForSequenceClassification", 1).save_pretrained(str(folder))
+def _saved(tmp_path, config, cls_name="BertForSequenceClassification"):
+  folder = tmp_path / cls_name
+  _random_hf(config, cls_name, 1).save_pretrained(str(folder))
   return folder
 
 

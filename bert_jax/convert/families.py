@@ -23,8 +23,8 @@ class HFFamily:
   (ELECTRA's discriminator next to its generator).
   task_classes: (our fine-tuning task model, HF class) where HF's head is ours exactly
   (the pooler, with the family's activation, + a linear classifier; a linear tagger; a
-  linear span head; ModernBERT's task head before each); families whose HF heads differ
-  (ELECTRA's multiple-choice summary) list only the tasks that agree.
+  linear span head; ModernBERT's task head before each); a family whose HF head for a
+  task differs would list only the tasks that agree.
   classifier_pooling: our sequence classifier's pooling -> the value of HF config.json's
   `classifier_pooling` that reads the same sentence vector (ModernBERT: the [CLS] row or
   the mean); empty where HF's classifiers read only the pooler."""
@@ -135,7 +135,18 @@ def _albert_to_hf(config: BertConfig) -> dict[str, Any]:
 
 # --- ELECTRA: BERT's names plus embedding_size -----------------------------------------
 
+# ElectraForMultipleChoice's sequence summary is our pooler (dense + GELU on the first
+# token) with these settings, ElectraConfig's defaults.
+_ELECTRA_SUMMARY = {"summary_type": "first", "summary_use_proj": True,
+                    "summary_activation": "gelu", "summary_proj_to_labels": False}
+
+
 def _electra_from_hf(raw: dict, source: str) -> BertConfig:
+  if "ElectraForMultipleChoice" in (raw.get("architectures") or ()):
+    for field, ours in _ELECTRA_SUMMARY.items():
+      if raw.get(field, ours) != ours:
+        raise ValueError(f"{source}: {field}={raw[field]!r} is not supported for "
+                         f"ElectraForMultipleChoice (only {ours!r}: the pooler's summary)")
   return BertConfig.from_json_dict(
       {**raw, "family": "electra", "embedding_size": raw.get("embedding_size", 128)}, source)
 
@@ -228,8 +239,6 @@ def _modernbert_to_hf(config: BertConfig) -> dict[str, Any]:
   return raw
 
 
-_NO_CHOICES = ("sequence_classification", "token_classification", "question_answering")
-
 FAMILIES = {
     "bert": HFFamily(_bert_from_hf, BertConfig.to_hf_dict, "BertModel", "BertForPreTraining",
                      task_classes=_task_classes("Bert")),
@@ -245,7 +254,7 @@ FAMILIES = {
     # The generator is the MLM model; the discriminator our replaced_token_detection model.
     "electra": HFFamily(_electra_from_hf, _electra_to_hf, "ElectraModel", "ElectraForMaskedLM",
                         (("replaced_token_detection", "ElectraForPreTraining"),),
-                        task_classes=_task_classes("Electra", _NO_CHOICES)),
+                        task_classes=_task_classes("Electra")),
     "modernbert": HFFamily(_modernbert_from_hf, _modernbert_to_hf, "ModernBertModel",
                            "ModernBertForMaskedLM", task_classes=_task_classes("ModernBert"),
                            classifier_pooling=(("pooler", "cls"), ("mean", "mean"))),

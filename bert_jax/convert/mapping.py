@@ -214,7 +214,8 @@ NAMES = {
                "rtd_head/prediction": "discriminator_predictions.dense_prediction", **_TASK_HEADS},
         tied={"generator_lm_head.weight": "electra.embeddings.word_embeddings.weight"},
         task_names={"sequence_classification": {"electra.pooler.dense": "classifier.dense",
-                                                "classifier": "classifier.out_proj"}}),
+                                                "classifier": "classifier.out_proj"},
+                    "multiple_choice": {"electra.pooler.dense": "sequence_summary.summary"}}),
     # Biases and layer 0's attention norm are absent where the model has none
     # (norm_bias, attention_bias, mlp_bias, mlm_transform_bias all false in the releases).
     "modernbert": Names(
