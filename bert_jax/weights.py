@@ -176,7 +176,9 @@ def _merge(params, pretrained, path: str):
   Adapts the usual encoder/task differences and says so: an encoder-only checkpoint goes
   under a task model's `bert`; a pretraining checkpoint gives only its encoder to a
   fine-tuning model (its MLM/NSP heads are dropped); a pooler the model lacks (token
-  tasks) is dropped. Heads the checkpoint lacks keep their fresh initialisation.
+  tasks) is dropped. Heads the checkpoint lacks keep their fresh initialisation, and so do
+  task heads whose shapes differ from the model's (a fine-tuned checkpoint of another
+  label count, e.g. MNLI's 3 classes before RTE's 2: HF's ignore_mismatched_sizes).
   """
   def merge(ours, theirs, prefix):
     if not isinstance(theirs, dict):
@@ -197,17 +199,31 @@ def _merge(params, pretrained, path: str):
   if "bert" in params and dropped:
     pretrained = {k: v for k, v in pretrained.items() if k in params}
     notes.append(f"dropped the checkpoint's {dropped}")
+  mismatched = [head for head in sorted(set(pretrained) & set(params) - {"bert"})
+                if _shapes(pretrained[head]) != _shapes(params[head])]
+  for head in mismatched:
+    notes.append(f"newly initialised {head}: the checkpoint's has the shapes "
+                 f"{_shapes(pretrained[head])}, the model's {_shapes(params[head])}")
+  pretrained = {k: v for k, v in pretrained.items() if k not in mismatched}
   encoder, theirs = params.get("bert", params), pretrained.get("bert", pretrained)
   if "pooler" in theirs and "pooler" not in encoder:
     theirs = {k: v for k, v in theirs.items() if k != "pooler"}
     pretrained = {**pretrained, "bert": theirs} if "bert" in pretrained else theirs
     notes.append("dropped the checkpoint's pooler (the model has none)")
-  fresh = sorted(set(params) - set(pretrained))
+  fresh = sorted(set(params) - set(pretrained) - set(mismatched))
   if "bert" in params:  # e.g. the pooler a classifier adds to a RoBERTa/DistilBERT encoder
     fresh += [f"bert/{k}" for k in sorted(set(params["bert"]) - set(pretrained["bert"]))]
   if fresh:
     notes.append(f"newly initialised {fresh}")
   return merge(params, pretrained, ""), notes
+
+
+def _shapes(tree) -> dict:
+  """{"dense/kernel": (768, 3), ...}: the shapes of a params subtree, by path."""
+  if not isinstance(tree, dict):
+    return {"": tuple(np.shape(tree))}
+  return dict(sorted((f"{k}/{path}".rstrip("/"), shape) for k, sub in tree.items()
+                     for path, shape in _shapes(sub).items()))
 
 
 def init_word_vectors(params: dict, path: str, model_config: BertConfig, std: float = 0.0):

@@ -220,3 +220,32 @@ def test_modernbert_task_head_starts_from_the_mlm_transform_as_hf(tmp_path):
   for name in ours:
     if not name.startswith("classifier."):
       np.testing.assert_array_equal(ours[name], expected[name], err_msg=name)
+
+
+@pytest.mark.parametrize("num_labels", [NUM_LABELS, 2])
+def test_init_from_a_fine_tuned_model_of_another_label_count(num_labels, tmp_path):
+  """Intermediate-task transfer (e.g. MNLI's 3 classes, then RTE's 2): the encoder and pooler
+  come from the fine-tuned checkpoint; its classifier too where the shapes fit, else the
+  model's fresh one stays (HF's ignore_mismatched_sizes), with a note naming both shapes."""
+  import jax
+  from flax import linen as nn
+  from bert_jax import weights
+  from bert_jax.models import task_models
+  config = CONFIGS["bert"]
+  folder = _saved(tmp_path, config)  # BertForSequenceClassification, 3 labels
+  _, loaded = load_pretrained(str(folder))
+  fresh = nn.unbox(task_models.build(config, {"task_model": "sequence_classification",
+                                              "num_labels": num_labels}).init(
+      jax.random.key(1), np.zeros((1, 4), np.int32))["params"])
+  params, notes = weights.init_params(fresh, str(folder), config)
+  expected = loaded["params"] if num_labels == NUM_LABELS else {**loaded["params"],
+                                                                "classifier": fresh["classifier"]}
+  for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(expected)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  mismatch = [n for n in notes if n.startswith("newly initialised classifier:")]
+  if num_labels == NUM_LABELS:
+    assert not mismatch, notes
+  else:
+    assert mismatch == ["newly initialised classifier: the checkpoint's has the shapes "
+                        "{'dense/bias': (3,), 'dense/kernel': (36, 3)}, the model's "
+                        "{'dense/bias': (2,), 'dense/kernel': (36, 2)}"], notes
