@@ -167,12 +167,15 @@ def test_heads_none_drops_pretraining_heads(tmp_path):
   assert type(model).__name__ == "BertModel" and "pooler" in variables["params"]
 
 
-def test_convert_cli_round_trip(tmp_path):
+def test_convert_cli_round_trip(tmp_path, capsys):
   from bert_jax.convert.__main__ import convert
   folder = _write_hf(tmp_path / "hf", _random_state(), vocab_entries=50)
   convert(folder, str(tmp_path / "native"), to="native")
   assert os.path.exists(tmp_path / "native" / "vocab.txt")
   convert(str(tmp_path / "native"), str(tmp_path / "back"), to="hf")
+  # The 50-entry vocab.txt has no [CLS] etc.: copied as it is, and the output says so.
+  assert "lacks the special token(s)" in capsys.readouterr().out
+  assert not os.path.exists(tmp_path / "back" / "tokenizer.json")
   original = hf.read_state(folder)
   back = hf.read_state(str(tmp_path / "back"))
   assert original.keys() == back.keys()

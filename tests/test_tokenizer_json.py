@@ -113,3 +113,65 @@ def test_a_modernbert_folder_as_released_fine_tunes(json_bpe_folder, tmp_path):
   assert "tokenizer.json" in os.listdir(workdir)
   again = tokenizers.model_tokenizer(str(workdir))
   assert again.encode(["a fine movie"]) == tok.encode(["a fine movie"])
+
+
+@pytest.mark.parametrize("kind", ["wordpiece_uncased", "wordpiece_cased", "bpe"])
+def test_saved_tokenizer_json_is_our_tokenizer(kind, vocab_path, training_text,  # noqa: F811
+                                               sample_lines, tmp_path):  # noqa: F811
+  """save() writes tokenizer.json too (`fast_tokenizer`: transformers 5 reads ModernBERT's
+  tokenizer only from one): read by transformers it gives our model inputs, pairs and
+  truncation included, on the real sample lines and the edge cases."""
+  from bert_jax.text.bpe import BPETokenizer, train_bpe
+  if kind == "bpe":
+    train_bpe([training_text], str(tmp_path / "learned"), vocab_size=600)
+    ours = BPETokenizer.from_pretrained_dir(str(tmp_path / "learned"))
+  else:
+    ours = wordpiece.WordPieceTokenizer(vocab_path, lower_case=kind == "wordpiece_uncased")
+  ours.save(str(tmp_path / "saved"))
+  theirs = transformers.PreTrainedTokenizerFast(
+      tokenizer_file=str(tmp_path / "saved" / "tokenizer.json"),
+      **{role: ours.vocab[getattr(ours, f"{role.split('_')[0]}_id")]
+         for role in ("cls_token", "sep_token", "pad_token", "mask_token", "unk_token")})
+  assert not mismatches(ours.encode(sample_lines),
+                        theirs(sample_lines, add_special_tokens=False)["input_ids"],
+                        sample_lines)
+  assert_model_inputs_equal(ours, theirs, sample_lines[:40], sample_lines[40:80], (8, 64))
+
+
+def test_a_converted_modernbert_classifier_loads_in_transformers_auto_classes(
+    vocab_path, tmp_path):
+  """convert --to=hf of a fine-tuned ModernBERT saved without tokenizer.json (workdirs before
+  session 27): the output gets one, config.json the tokenizer's [CLS]/[SEP] ids (not
+  ModernBertConfig's 50281/50282), and AutoTokenizer + AutoModelForSequenceClassification
+  give our inputs and logits."""
+  import jax
+  import torch
+  from flax import linen as nn
+  from bert_jax import checkpoint
+  from bert_jax.convert.__main__ import convert
+  from bert_jax.models import task_models
+  from bert_jax.models.config import config_for_size
+  config = config_for_size("modernbert-tiny", vocab_size=30522, pad_token_id=0)
+  spec = {"task_model": "sequence_classification", "num_labels": 2}
+  model = task_models.build(config, spec)
+  params = nn.unbox(model.init(jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
+  params = jax.tree.map(lambda x: x + 0.05 * jax.random.normal(jax.random.key(1), x.shape),
+                        params)  # a non-zero classifier
+  checkpoint.save_model(str(tmp_path / "ours"), config, jax.device_get(params), spec=spec)
+  tokenizer = wordpiece.WordPieceTokenizer(vocab_path)
+  tokenizer.save(str(tmp_path / "ours"))
+  (tmp_path / "ours" / "tokenizer.json").unlink()
+  convert(str(tmp_path / "ours"), str(tmp_path / "hf"), to="hf")
+  hf_tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
+  hf_model = transformers.AutoModelForSequenceClassification.from_pretrained(
+      str(tmp_path / "hf"), attn_implementation="eager").eval()
+  assert (hf_model.config.cls_token_id, hf_model.config.sep_token_id) == (101, 102)
+  texts = ["a gorgeous , witty , seductive movie .", "strictly routine ."]
+  theirs = hf_tokenizer(texts, padding="max_length", max_length=16, return_tensors="np")
+  mine = tokenizer.encode_for_model(texts, max_length=16)
+  np.testing.assert_array_equal(mine["input_ids"], theirs["input_ids"])
+  with torch.no_grad():
+    hf_logits = hf_model(input_ids=torch.tensor(theirs["input_ids"], dtype=torch.long),
+                         attention_mask=torch.tensor(theirs["attention_mask"])).logits.numpy()
+  logits = model.apply({"params": params}, mine["input_ids"], None, mine["attention_mask"]).logits
+  np.testing.assert_allclose(np.asarray(logits), hf_logits, atol=1e-5)

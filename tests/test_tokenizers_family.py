@@ -56,7 +56,8 @@ def hf_roberta(bpe_folder):
 
 def test_bpe_vocab_layout(bpe_folder, ours_bpe):
   assert sorted(os.listdir(bpe_folder)) == [
-      "merges.txt", "special_tokens_map.json", "tokenizer_config.json", "vocab.json"]
+      "merges.txt", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json",
+      "vocab.json"]
   assert ours_bpe.vocab_size == len(ours_bpe.vocab) == 1000
   assert ours_bpe.vocab[:4] == ["<s>", "<pad>", "</s>", "<unk>"]
   assert (ours_bpe.cls_id, ours_bpe.pad_id, ours_bpe.sep_id, ours_bpe.unk_id,

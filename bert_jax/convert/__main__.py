@@ -8,8 +8,11 @@ Input may be an HF folder (config.json + model.safetensors), a Google TF checkpo
 (latest checkpoint). A fine-tuned model keeps its task: a workdir's classifier becomes
 HF's ...ForSequenceClassification, its class names config.json's id2label, where HF's head
 is ours (convert/families.py, `task_classes`), and back. The tokenizer files beside the input
-(vocab.txt, vocab.json + merges.txt or spiece.model, and its tokenizer_config.json) are
-copied to the output.
+(vocab.txt, vocab.json + merges.txt or spiece.model, and its tokenizer_config.json and
+tokenizer.json) are copied to the output. An HF output also gets a tokenizer.json where the
+input has none (WordPiece and BPE: transformers 5 reads ModernBERT's tokenizer only from
+one) and the tokenizer's special ids in config.json (RoBERTa's and ModernBERT's
+bos/eos/cls/sep_token_id).
 """
 import os
 import shutil
@@ -31,7 +34,7 @@ if __name__ == "__main__":  # flags exist only when run as a program
                              "require the pretraining heads, or keep the encoder alone (none).")
 
 
-TOKENIZER_SETTINGS = ("tokenizer_config.json", "special_tokens_map.json")
+TOKENIZER_SETTINGS = ("tokenizer_config.json", "special_tokens_map.json", "tokenizer.json")
 
 
 def convert(input_path: str, output: str, to: str = "native", heads: str = "auto") -> None:
@@ -39,18 +42,30 @@ def convert(input_path: str, output: str, to: str = "native", heads: str = "auto
   # The task model (a fine-tuned classifier stays one); heads="none" keeps the encoder.
   spec = model_spec(input_path, params) if "bert" in params else None
   labels = label_names(input_path) if spec else None  # e.g. CoNLL's tags, in order
-  if to == "hf":
-    hf.save(output, config.replace(scan_layers=False), params, spec=spec, labels=labels)
-  else:
-    checkpoint.save_model(output, config.replace(scan_layers=False), params, spec=spec,
-                          labels=labels)
   folder = input_path if os.path.isdir(input_path) else os.path.dirname(input_path)
   try:
     kind, files = tokenizers.folder_kind(folder)
   except FileNotFoundError:
     kind, files = "no", []  # weights without a tokenizer beside them
-  for name in files + [n for n in TOKENIZER_SETTINGS if os.path.isfile(os.path.join(folder, n))]:
+  tokenizer = None
+  if to == "hf" and files:
+    try:
+      tokenizer = tokenizers.model_tokenizer(folder)
+    except ValueError as e:  # e.g. a vocab.txt without BERT's specials: copied as it is
+      print(f"Note: {e}; its files are copied as they are, with no tokenizer.json and no "
+            "special ids in config.json")
+  if to == "hf":
+    token_ids = tokenizer and {"cls_id": tokenizer.cls_id, "sep_id": tokenizer.sep_id}
+    hf.save(output, config.replace(scan_layers=False), params, spec=spec, labels=labels,
+            token_ids=token_ids)
+  else:
+    checkpoint.save_model(output, config.replace(scan_layers=False), params, spec=spec,
+                          labels=labels)
+  settings = [n for n in TOKENIZER_SETTINGS if os.path.isfile(os.path.join(folder, n))]
+  for name in sorted(set(files + settings)):
     shutil.copyfile(os.path.join(folder, name), os.path.join(output, name))
+  if to == "hf" and tokenizer and not os.path.isfile(os.path.join(output, "tokenizer.json")):
+    tokenizer.save_tokenizer_json(output)  # transformers 5 reads ModernBERT's only from it
   print(f"Wrote {to} model to {output} ({spec['task_model'] if spec else 'encoder'}, "
         f"L{config.num_hidden_layers}/H{config.hidden_size}, {kind} tokenizer)")
 

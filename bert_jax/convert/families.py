@@ -27,7 +27,10 @@ class HFFamily:
   task differs would list only the tasks that agree.
   classifier_pooling: our sequence classifier's pooling -> the value of HF config.json's
   `classifier_pooling` that reads the same sentence vector (ModernBERT: the [CLS] row or
-  the mean); empty where HF's classifiers read only the pooler."""
+  the mean); empty where HF's classifiers read only the pooler.
+  token_id_fields: (HF config.json field, tokenizer attribute) of the special-token ids that
+  HF's config holds, written from the tokenizer the model is saved with (RoBERTa's and
+  ModernBERT's defaults, 0/2 and 50281/50282, belong to their released vocabularies)."""
   config_from_hf: Callable[[dict, str], BertConfig]
   config_to_hf: Callable[[BertConfig], dict]
   encoder_class: str
@@ -35,6 +38,7 @@ class HFFamily:
   other_head_classes: tuple[tuple[str, str], ...] = ()
   task_classes: tuple[tuple[str, str], ...] = ()
   classifier_pooling: tuple[tuple[str, str], ...] = ()
+  token_id_fields: tuple[tuple[str, str], ...] = ()
 
   @property
   def head_classes(self) -> dict[str, str]:
@@ -245,7 +249,9 @@ FAMILIES = {
     # RoBERTa's (ELECTRA's, DistilBERT's) sequence head is our pooler + classifier under
     # other names (mapping.NAMES[family].task_names).
     "roberta": HFFamily(_roberta_from_hf, _roberta_to_hf, "RobertaModel",
-                        "RobertaForMaskedLM", task_classes=_task_classes("Roberta")),
+                        "RobertaForMaskedLM", task_classes=_task_classes("Roberta"),
+                        token_id_fields=(("bos_token_id", "cls_id"),
+                                         ("eos_token_id", "sep_id"))),
     "distilbert": HFFamily(_distilbert_from_hf, _distilbert_to_hf, "DistilBertModel",
                            "DistilBertForMaskedLM",
                            task_classes=_task_classes("DistilBert")),
@@ -257,7 +263,11 @@ FAMILIES = {
                         task_classes=_task_classes("Electra")),
     "modernbert": HFFamily(_modernbert_from_hf, _modernbert_to_hf, "ModernBertModel",
                            "ModernBertForMaskedLM", task_classes=_task_classes("ModernBert"),
-                           classifier_pooling=(("pooler", "cls"), ("mean", "mean"))),
+                           classifier_pooling=(("pooler", "cls"), ("mean", "mean")),
+                           token_id_fields=(("bos_token_id", "cls_id"),
+                                            ("eos_token_id", "sep_id"),
+                                            ("cls_token_id", "cls_id"),
+                                            ("sep_token_id", "sep_id"))),
 }
 
 

@@ -22,6 +22,7 @@ from safetensors.numpy import load_file, save_file
 
 from bert_jax.convert import families, mapping
 from bert_jax.models.config import BertConfig
+from bert_jax.text.wordpiece import WordPieceTokenizer
 
 _BUFFERS = ("position_ids", "token_type_ids")  # non-parameter buffers some versions saved
 
@@ -307,12 +308,15 @@ def read_labels(folder: str) -> list[str] | None:
 
 def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None = None,
          lower_case: bool = True, spec: dict | None = None,
-         labels: list[str] | None = None) -> None:
+         labels: list[str] | None = None, token_ids: dict[str, int] | None = None) -> None:
   """Writes config.json + model.safetensors (+ vocab.txt/tokenizer_config.json), loadable by
   the family's HF class: the fine-tuned task's class when `spec` names a fine-tuning task
   model (e.g. BertForSequenceClassification, with num_labels), else the head class of
   `params`' heads (its pretraining model; ELECTRA's discriminator for the RTD head), else
-  its encoder. `labels`: the class names for config.json's id2label (else LABEL_i)."""
+  its encoder. `labels`: the class names for config.json's id2label (else LABEL_i).
+  `token_ids`: the tokenizer's special ids ({"cls_id": 0, "sep_id": 2}) for the config
+  fields that name them (`HFFamily.token_id_fields`; a WordPiece `vocab_path` gives its
+  own), so that they are not the HF class's defaults of another vocabulary."""
   if spec is not None and spec["task_model"] not in _FINE_TUNING:
     spec = None  # a pretraining model or an encoder: named by its params
   os.makedirs(folder, exist_ok=True)
@@ -336,11 +340,13 @@ def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None =
     hf_config["architectures"] = [
         family.head_classes[head_model(config, set(params) - {"bert"})] if with_heads
         else family.encoder_class]
+  if vocab_path:  # vocab.txt, tokenizer_config.json and tokenizer.json
+    tokenizer = WordPieceTokenizer(vocab_path, lower_case=lower_case)
+    tokenizer.save(folder)
+    token_ids = {"cls_id": tokenizer.cls_id, "sep_id": tokenizer.sep_id, **(token_ids or {})}
+  for field, role in family.token_id_fields:
+    if token_ids and role in token_ids:
+      hf_config[field] = int(token_ids[role])
   with open(os.path.join(folder, "config.json"), "w") as f:
     json.dump(hf_config, f, indent=2)
   save_file(state, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
-  if vocab_path:
-    with open(vocab_path) as src, open(os.path.join(folder, "vocab.txt"), "w") as dst:
-      dst.write(src.read())
-    with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
-      json.dump({"do_lower_case": lower_case, "tokenizer_class": "BertTokenizer"}, f)

@@ -34,7 +34,7 @@ from typing import Sequence
 
 import tensorflow as tf
 import tokenizers
-from tokenizers import decoders, models, pre_tokenizers, trainers
+from tokenizers import decoders, models, pre_tokenizers, processors, trainers
 
 from bert_jax.text import wordpiece
 
@@ -129,10 +129,12 @@ class BPETokenizer(wordpiece.SubwordTokenizer):
     return cls(os.path.join(path, VOCAB_FILE), os.path.join(path, MERGES_FILE))
 
   def save(self, folder: str) -> None:
-    """Writes vocab.json, merges.txt, tokenizer_config.json and special_tokens_map.json.
+    """Writes vocab.json, merges.txt, tokenizer_config.json, special_tokens_map.json and
+    the same tokenizer as tokenizer.json (`fast_tokenizer`).
 
-    `transformers.RobertaTokenizerFast.from_pretrained(folder)` (or AutoTokenizer)
-    loads them into the same tokenizer, `<mask>` with lstrip as in roberta-base.
+    `transformers.RobertaTokenizerFast.from_pretrained(folder)` (or AutoTokenizer, also for
+    a ModernBERT folder, which transformers 5 reads only through tokenizer.json) loads them
+    into the same tokenizer, `<mask>` with lstrip as in roberta-base.
     """
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, VOCAB_FILE), "w", encoding="utf-8") as f:
@@ -151,6 +153,15 @@ class BPETokenizer(wordpiece.SubwordTokenizer):
       json.dump(config, f, indent=2)
     with open(os.path.join(folder, "special_tokens_map.json"), "w", encoding="utf-8") as f:
       json.dump({**roles, "mask_token": _added_token_json(MASK)}, f, indent=2)
+    self.save_tokenizer_json(folder)
+
+  def fast_tokenizer(self) -> tokenizers.Tokenizer:
+    """This BPE with RoBERTa's `<s> A </s></s> B </s>` (RobertaProcessing), as
+    RobertaTokenizerFast builds it from vocab.json + merges.txt."""
+    fast = tokenizers.Tokenizer.from_str(self._tokenizer.to_str())
+    fast.post_processor = processors.RobertaProcessing(
+        (EOS, self.sep_id), (BOS, self.cls_id), trim_offsets=True, add_prefix_space=False)
+    return fast
 
   def _encode_batch(self, texts: list[str]) -> list[list[int]]:
     return [e.ids for e in self._tokenizer.encode_batch_fast(

@@ -62,6 +62,8 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
+import tokenizers
+from tokenizers import decoders, models, normalizers, pre_tokenizers, processors
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
@@ -271,6 +273,18 @@ class SubwordTokenizer(abc.ABC):
   def decode(self, ids: Sequence[int]) -> str:
     """Readable text for ids (debugging display; not an exact inverse)."""
 
+  def fast_tokenizer(self) -> tokenizers.Tokenizer | None:
+    """This tokenizer as an HF `tokenizers.Tokenizer` with the model's special-token layout
+    as its post-processor (what a `tokenizer.json` holds: transformers 5 loads ModernBERT's
+    tokenizer only from one), or None where none is built here."""
+    return None
+
+  def save_tokenizer_json(self, folder: str) -> None:
+    """Writes `tokenizer.json` (`fast_tokenizer`) into `folder`, when there is one."""
+    fast = self.fast_tokenizer()
+    if fast is not None:
+      fast.save(os.path.join(folder, "tokenizer.json"))
+
   def encode(self, texts: Sequence[str]) -> list[list[int]]:
     """Eager `tokenize` on Python strings: one list of ids per text."""
     if isinstance(texts, (str, bytes)):
@@ -411,12 +425,34 @@ class WordPieceTokenizer(SubwordTokenizer):
     return cls(os.path.join(path, "vocab.txt"), lower_case=lower_case)
 
   def save(self, folder: str) -> None:
-    """Writes vocab.txt and tokenizer_config.json, as `from_pretrained_dir` reads them."""
+    """Writes vocab.txt and tokenizer_config.json, as `from_pretrained_dir` reads them, and
+    the same tokenizer as tokenizer.json (HF's fast BERT tokenizer, `fast_tokenizer`)."""
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "vocab.txt"), "w", encoding="utf-8") as f:
       f.write("".join(token + "\n" for token in self.vocab))
+    roles = {"unk_token": UNK, "sep_token": SEP, "pad_token": PAD, "cls_token": CLS,
+             "mask_token": MASK}  # what a tokenizer.json reader needs to know besides
     with open(os.path.join(folder, "tokenizer_config.json"), "w", encoding="utf-8") as f:
-      json.dump({"do_lower_case": self.lower_case, "tokenizer_class": "BertTokenizer"}, f)
+      json.dump({"do_lower_case": self.lower_case, "tokenizer_class": "BertTokenizer",
+                 **roles}, f)
+    self.save_tokenizer_json(folder)
+
+  def fast_tokenizer(self) -> tokenizers.Tokenizer:
+    """HF's fast BERT tokenizer of this vocabulary (as transformers builds BertTokenizerFast
+    from a vocab.txt): BertNormalizer (lowercasing and accent stripping with lower_case),
+    BertPreTokenizer, WordPiece with `##` and 100-character words, `[CLS] A [SEP] B [SEP]`."""
+    fast = tokenizers.Tokenizer(models.WordPiece(
+        {token: i for i, token in enumerate(self.vocab)}, unk_token=UNK,
+        max_input_chars_per_word=MAX_CHARS_PER_WORD))
+    fast.normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=None,
+        lowercase=self.lower_case)
+    fast.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    fast.post_processor = processors.BertProcessing((SEP, self.sep_id), (CLS, self.cls_id))
+    fast.decoder = decoders.WordPiece(prefix=CONTINUATION_PREFIX)
+    fast.add_special_tokens([tokenizers.AddedToken(token, normalized=False, special=True)
+                             for token in SPECIAL_TOKENS])
+    return fast
 
   @property
   def strips_accents(self) -> bool:
