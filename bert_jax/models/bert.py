@@ -16,8 +16,8 @@ from bert_jax.models import modernbert
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
 from bert_jax.models.layers import (ACT_BT, ACT_BTH, ACT_BTI, Dropout, SelfAttention, activation,
-                                    attention_mask_bias, dense_init, layer_norm, remat_layer,
-                                    segment_mask_bias, zeros_init)
+                                    attention_mask_bias, check_length, dense_init, layer_norm,
+                                    remat_layer, segment_mask_bias, zeros_init)
 
 @flax.struct.dataclass
 class EncoderOutput:
@@ -75,11 +75,8 @@ class Embeddings(nn.Module):
     """positions: int [B, T] offsets within each packed example (None: the family's)."""
     cfg = self.config
     family = family_of(cfg)
-    seq_len, first = input_ids.shape[1], family.first_position(cfg)
-    if first + seq_len > cfg.max_position_embeddings:
-      start = f" less the first position id {first}" if first else ""
-      raise ValueError(f"Sequence length {seq_len} exceeds max_position_embeddings="
-                       f"{cfg.max_position_embeddings}{start}")
+    first = family.first_position(cfg)
+    check_length(cfg, input_ids.shape[1], first)
     position_ids = (family.position_ids(input_ids, cfg) if positions is None
                     else positions + first)
     x = self.word_embeddings(input_ids) + self.position_embeddings(position_ids)  # [B, T, E]

@@ -43,6 +43,15 @@ def zeros_init(axes: tuple[Optional[str], ...]):
   return nn.with_logical_partitioning(nn.initializers.zeros_init(), axes)
 
 
+def check_length(config: BertConfig, seq_len: int, first: int = 0) -> None:
+  """One line when rows are longer than the model's positions (its position table, or
+  ModernBERT's RoPE context length), positions starting at `first`."""
+  if first + seq_len > config.max_position_embeddings:
+    start = f" less the first position id {first}" if first else ""
+    raise ValueError(f"Sequence length {seq_len} exceeds max_position_embeddings="
+                     f"{config.max_position_embeddings}{start}")
+
+
 def layer_norm(config: BertConfig, name: str) -> nn.LayerNorm:
   """LayerNorm in float32 (its output is cast back by the caller); bias if config.norm_bias."""
   return nn.LayerNorm(

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
 from bert_jax.models.layers import (ACT_BTH, ACT_BTI, ACT_BTND, Dropout, HeadProjection, activation,
-                                    dense_init, layer_norm, remat_layer, zeros_init)
+                                    check_length, dense_init, layer_norm, remat_layer, zeros_init)
 
 # Added to the logits of keys outside a local layer's window (as layers' padding bias).
 _OUTSIDE_WINDOW = -1e9
@@ -48,6 +48,7 @@ class Embeddings(nn.Module):
 
   def __call__(self, input_ids, token_type_ids, deterministic: bool, positions=None):
     del token_type_ids, positions  # positions act in attention (RoPE), not here
+    check_length(self.config, input_ids.shape[1])  # the context length RoPE trained for
     x = self.layer_norm(self.word_embeddings(input_ids)).astype(self.config.compute_dtype)
     x = nn.with_logical_constraint(x, ACT_BTH)  # [B, T, H]
     return self.dropout(x, deterministic=deterministic)
