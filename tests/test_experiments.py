@@ -257,7 +257,7 @@ def test_pretraining_payoff_learning_curve_section(tmp_path):
                              "10.00] | 15.00 [15.00, 15.00] | -5.00 | fewer than 3 seeds |")
   assert os.path.getsize(tmp_path / "pretraining_payoff.png") > 1000
   runs = runner.sweeps.load("pretraining_payoff").get_sweep()
-  assert len(runs) == 312 and runs["modernbert_sst2_n8000_random_s2"]["overrides"] == {
+  assert len(runs) == 348 and runs["modernbert_sst2_n8000_random_s2"]["overrides"] == {
       "init_from": "runs/modernbert", "random_init": True, "data.max_seq_length": 64,
       "optim.learning_rate": "5e-4", "seed": 2, "data.seed": 2, "data.pack_each_batch": False}
   assert runs["modernbert_sst2_n1000-ep10_pretrained_s0"]["overrides"] == {

@@ -20,6 +20,10 @@ weights, over training-set sizes, tasks and seeds, for each model in MODELS:
               entry) move the vectors while fine-tuning;
   vecmlm10    configs/modernbert.py's 1,500 MLM steps from the std-0.1 vectors, the table
               trained, into runs/modernbert_vectors: the main job's model since session 21.
+  vecmlm10hf  the same model, fine-tuned (both inits) since session 27: through HF's
+              ModernBERT task head (dense, GELU, norm on [CLS], started from the MLM
+              transform; Family.task_head) instead of the tanh pooler that every run above
+              had. Its rows are the code of today; the others' stay as they ran.
 
 PREPARE pretrains each when missing. Each run fine-tunes one with the main job's recipe
 (seq 64, lr 5e-4, 3 epochs) from its weights ("pretrained") or from random weights of the
@@ -53,6 +57,8 @@ MODELS = {
     "vecmlm": (*_MODERNBERT, "ModernBERT-Tiny, corpus vectors + MLM (table frozen)"),
     "vec10": (*_MODERNBERT, "ModernBERT-Tiny shape, corpus vectors at std 0.1 only"),
     "vecmlm10": (*_MODERNBERT, "ModernBERT-Tiny, MLM from corpus vectors at std 0.1"),
+    "vecmlm10hf": (*_MODERNBERT, "ModernBERT-Tiny, MLM from corpus vectors at std 0.1, "
+                   "HF's task head"),
 }
 VECTORS = "runs/corpus/bpe-8k-vectors.npz"
 VECMLM = ("runs/modernbert_vecmlm",
@@ -69,7 +75,8 @@ PRETRAINED = {"vectors": {"random_init": True, "init_word_vectors": VECTORS},
               "vecmlm": {"init_from": VECMLM[0]},
               "vec10": {"random_init": True, "init_word_vectors": VECTORS,
                         "init_word_vectors_std": 0.1},
-              "vecmlm10": {"init_from": VECMLM10[0]}}
+              "vecmlm10": {"init_from": VECMLM10[0]},
+              "vecmlm10hf": {"init_from": VECMLM10[0]}}
 PREPARE = (
     ("runs/corpus/pretrain.txt",
      "python -m bert_jax.text.prepare --output=runs/corpus/pretrain.txt"),
