@@ -111,3 +111,44 @@ def test_modernbert_config_pretrains_exports_to_hf_and_fine_tunes(corpus, bpe_vo
   np.testing.assert_allclose(ours[real], theirs[real], atol=1e-4, rtol=0)
 
   _fine_tunes_on_sst2(workdir, data_dir, str(tmp_path / "modernbert_sst2"))
+
+
+def test_continued_pretraining_takes_the_checkpoints_model_tokenizer_and_heads(
+    corpus, tmp_path_factory, tmp_path, capsys):
+  """configs/continued.py (DAPT / TAPT) on an HF RoBERTa folder with its BPE vocab: the run's
+  model is the checkpoint's architecture, its MLM head comes from the checkpoint (nothing
+  newly initialised), the objectives are RoBERTa's; ELECTRA is refused in one line."""
+  import jax
+  import numpy as np
+  from flax import linen as nn
+  from bert_jax import trainer
+  from bert_jax.convert import families, hf
+  from bert_jax.models.config import config_for_size
+  from bert_jax.models.task_models import BertForPreTraining
+  from bert_jax.text.bpe import BPETokenizer
+  from configs import continued
+  folder = tmp_path / "roberta"
+  tokenizer = BPETokenizer.from_pretrained_dir(_learn_vocab("bpe", corpus, tmp_path_factory))
+  tokenizer.save(str(folder))
+  model_config = config_for_size("roberta-tiny", vocab_size=tokenizer.vocab_size,
+                                 pad_token_id=tokenizer.pad_id, num_hidden_layers=1)
+  params = nn.unbox(BertForPreTraining(model_config, sentence_heads=()).init(
+      jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
+  hf.save(str(folder), model_config, jax.device_get(params))
+  config = continued.get_config(f"init_from={folder},corpus={corpus},runlocal=True")
+  assert (config.objectives, config.data.example_builder) == ("mlm", "full_sentences")
+  config.num_train_steps, config.eval_every_steps, config.data.cache_dir = 3, 0, ""
+  trainer.train_and_evaluate(config, str(tmp_path / "run"))
+  notes = [line for line in capsys.readouterr().out.splitlines() if "Initialised" in line]
+  assert notes == [f"Initialised from {folder}"], notes
+  with open(tmp_path / "run" / "model_config.json") as f:
+    saved = json.load(f)
+  assert (saved["family"], saved["vocab_size"], saved["num_hidden_layers"]) == (
+      "roberta", tokenizer.vocab_size, 1)
+  electra = tmp_path / "electra"
+  electra.mkdir()
+  (electra / "config.json").write_text(json.dumps(
+      families.config_to_hf(config_for_size("electra-tiny"))))
+  with pytest.raises(ValueError, match="is electra; continued pretraining covers .* "
+                                       r"\(ELECTRA: configs/electra.py\)"):
+    continued.get_config(f"init_from={electra}")
