@@ -52,7 +52,7 @@ def get_config(arg=None):
                                          remat_policy="none"))
   config.init_from = os.path.abspath(arg.init_from)
   use_prepared_corpus(config, arg.corpus)
-  # The tokenizer beside init_from (a folder, or a TF checkpoint's), which also keys the
+  # The tokenizer beside init_from (a folder, or a TF checkpoint's); it keys the
   # tokenized-corpus cache.
   config.data.vocab_path = (config.init_from if os.path.isdir(config.init_from)
                             else os.path.dirname(config.init_from))

@@ -336,5 +336,9 @@ def test_vocab_fingerprint(bpe_folder, vocab_path, tmp_path):
   copy = tmp_path / "copy"
   bpe.BPETokenizer.from_pretrained_dir(bpe_folder).save(str(copy))
   assert tokenizers.vocab_fingerprint(_data_config(vocab_path=str(copy))) == by_folder
+  # The tokenizer beside init_from (vocab_path empty, as configs/continued.py's models'):
+  # its source keys the cache (before, "vocab_path is empty" failed the pretraining cache).
+  beside = tokenizers.make_tokenizer(_data_config(vocab_path=""), model_dir=bpe_folder)
+  assert tokenizers.vocab_fingerprint(_data_config(vocab_path=""), beside) == by_folder
   (copy / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
   assert tokenizers.vocab_fingerprint(_data_config(vocab_path=str(copy))) != by_folder

@@ -314,7 +314,7 @@ def load_corpora(data_config, tokenizer, shards: tuple[int, ...] = (0,), num_sha
   held_out_ids = np.zeros([0], np.int64)
   held_out = int(data_config.eval_held_out_docs)
   if not data_config.eval_files and held_out > 0:
-    count = _cached(data_config, ["count", identity], "json",
+    count = _cached(data_config, tokenizer, ["count", identity], "json",
                     lambda: corpus_lib.count_documents(source))
     if held_out > count - 2:
       raise corpus_lib.CorpusError(
@@ -330,7 +330,7 @@ def load_corpora(data_config, tokenizer, shards: tuple[int, ...] = (0,), num_sha
 
   read_all = num_shards == 1 and not held_out_ids.size
   key = ["corpus", identity, num_shards, wanted_shards.tolist(), held_out_ids.tolist()]
-  corpus = _cached(data_config, key, "npz", lambda: corpus_lib.tokenize_lines(
+  corpus = _cached(data_config, tokenizer, key, "npz", lambda: corpus_lib.tokenize_lines(
       source, tokenizer, None if read_all else keep))
   def is_held_out(ids):
     return np.isin(ids, held_out_ids)
@@ -342,7 +342,7 @@ def load_corpora(data_config, tokenizer, shards: tuple[int, ...] = (0,), num_sha
              for shard in shards}
   if data_config.eval_files:
     eval_source, eval_identity = _line_source(data_config, "eval_files")
-    return train, _cached(data_config, ["corpus", eval_identity], "npz",
+    return train, _cached(data_config, tokenizer, ["corpus", eval_identity], "npz",
                           lambda: corpus_lib.tokenize_lines(eval_source, tokenizer))
   if not held_out_ids.size:
     return train, None
@@ -396,12 +396,13 @@ def _is_member(ids: tf.Tensor, sorted_values: np.ndarray) -> tf.Tensor:
   return tf.equal(tf.gather(values, where), ids)
 
 
-def _cached(data_config, key: list, kind: str, build):
+def _cached(data_config, tokenizer, key: list, kind: str, build):
   """build(), kept in config.data.cache_dir (when set) under a digest of `key`, the
-  vocab and the lowercasing; kind "npz" holds a TokenizedCorpus, "json" a number."""
+  tokenizer's vocab and the lowercasing; kind "npz" holds a TokenizedCorpus, "json" a
+  number."""
   if not data_config.cache_dir:
     return build()
-  vocab_digest = tokenizers.vocab_fingerprint(data_config)
+  vocab_digest = tokenizers.vocab_fingerprint(data_config, tokenizer)
   full_key = json.dumps([_CACHE_FORMAT_VERSION, key, vocab_digest, data_config.lower_case])
   digest = hashlib.sha256(full_key.encode()).hexdigest()[:16]
   path = os.path.join(data_config.cache_dir, f"{key[0]}-{digest}.{kind}")

@@ -95,14 +95,17 @@ def make_tokenizer(data_config, model_dir: str = "") -> SubwordTokenizer:
   """The tokenizer of config.data.vocab_path, or of the folder of `model_dir`."""
   source = _vocab_source(data_config, model_dir)
   if not os.path.isdir(source):
-    return FILE_KINDS[os.path.splitext(source)[1]](source, data_config)
-  try:
-    kind, _ = folder_kind(source)
-  except (FileNotFoundError, ValueError) as error:
-    where = ("config.data.vocab_path: " if data_config.get("vocab_path")
-             else f"config.init_from={model_dir}: set config.data.vocab_path, or ")
-    raise type(error)(f"{where}{error}") from None
-  return FOLDER_KINDS[kind][1](source)
+    tokenizer = FILE_KINDS[os.path.splitext(source)[1]](source, data_config)
+  else:
+    try:
+      kind, _ = folder_kind(source)
+    except (FileNotFoundError, ValueError) as error:
+      where = ("config.data.vocab_path: " if data_config.get("vocab_path")
+               else f"config.init_from={model_dir}: set config.data.vocab_path, or ")
+      raise type(error)(f"{where}{error}") from None
+    tokenizer = FOLDER_KINDS[kind][1](source)
+  tokenizer.source = source
+  return tokenizer
 
 
 def model_tokenizer(model_path: str) -> SubwordTokenizer:
@@ -113,9 +116,12 @@ def model_tokenizer(model_path: str) -> SubwordTokenizer:
   return FOLDER_KINDS[kind][1](folder)
 
 
-def vocab_fingerprint(data_config) -> str:
-  """sha256 of the vocabulary file(s) behind config.data.vocab_path (for caches)."""
-  path = _vocab_source(data_config, model_dir="")
+def vocab_fingerprint(data_config, tokenizer: SubwordTokenizer | None = None) -> str:
+  """sha256 of the vocabulary file(s) behind `tokenizer` (its `source`, make_tokenizer's:
+  config.data.vocab_path or init_from's folder), else behind config.data.vocab_path
+  (for caches)."""
+  path = (tokenizer.source if tokenizer is not None and tokenizer.source
+          else _vocab_source(data_config, model_dir=""))
   if os.path.isdir(path):
     names = folder_kind(path)[1] + ["tokenizer_config.json"]
     files = [os.path.join(path, name) for name in names

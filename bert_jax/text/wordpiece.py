@@ -251,6 +251,7 @@ class SubwordTokenizer(abc.ABC):
   vocab: list[str]
   lower_case: bool
   strips_accents: bool = False  # Whether the text loses its accents (combining marks).
+  source: str = ""  # The vocabulary file or folder it was made from (keys corpus caches).
   pair_separators: int = 1
   second_type_id: int = 1
 
