@@ -6,11 +6,10 @@ HF -> ours and ours -> HF, every hidden state, the pooled output, the MLM logits
 sentence-head logits (ALBERT's SOP), ELECTRA's discriminator logits, within 1e-5;
 ours -> HF -> ours bit-identical; HF `from_pretrained` of our export reports
 no missing/unexpected keys (parameter counts at the published sizes:
-tests/test_family_sizes.py); config round trips through model_config.json and HF config.json; a tiny model of each family
-fine-tunes through the trainer from an HF-format folder.
+tests/test_family_sizes.py); config round trips through model_config.json and HF
+config.json. (Fine-tuning from an HF-format folder: tests/test_family_finetune_hf.py.)
 """
 import json
-import os
 
 import jax
 import numpy as np
@@ -461,43 +460,3 @@ def test_layer_sharing_param_trees_and_outputs(sharing, shared, own):
   train = model.apply({"params": params}, ids, types, mask, deterministic=False,
                       rngs={"dropout": jax.random.key(1)})
   assert np.isfinite(np.asarray(train.sequence_output)).all()
-
-
-# --- fine-tuning through the trainer ----------------------------------------------------
-
-@pytest.mark.slow
-@pytest.mark.parametrize("family", FAMILIES)
-def test_tiny_model_fine_tunes_from_an_hf_folder(family, tmp_path, vocab_path):
-  """GLUE SST-2 runlocal, 2 steps, from a tiny random model saved as an HF folder with
-  BERT's WordPiece vocab (the byte-level BPE tokenizer lands separately; pad id 0 is the
-  vocab's [PAD])."""
-  from bert_jax import embed, trainer
-  from bert_jax.text.wordpiece import WordPieceTokenizer
-  from configs import glue
-  config = config_for_size(f"{family}-tiny", vocab_size=30522, max_position_embeddings=64,
-                           pad_token_id=0)
-  model = BertForPreTraining(config)
-  params = nn.unbox(model.init(jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
-  folder = str(tmp_path / f"tiny_{family}")
-  hf.save(folder, config, jax.device_get(params), vocab_path=vocab_path)
-  # `embed` on the folder (what its main does): one mean-pooled [H] vector per sentence.
-  encoder, variables = load_pretrained(folder, heads="none")
-  vectors = embed.embed_sentences(encoder, variables, WordPieceTokenizer.from_pretrained_dir(
-      folder), ["a short sentence .", "another one"], max_length=16, batch_size=2)
-  assert vectors.shape == (2, config.hidden_size) and np.isfinite(vectors).all()
-  run = glue.get_config("task=sst2,runlocal=True")
-  run.init_from = folder
-  run.num_train_steps = 2
-  run.log_every_steps = 1
-  workdir = str(tmp_path / "sst2")
-  trainer.train_and_evaluate(run, workdir)
-  with open(os.path.join(workdir, "metrics.jsonl")) as f:
-    losses = [row["loss"] for row in map(json.loads, f) if "loss" in row]
-  assert len(losses) == 2 and all(np.isfinite(losses)), losses
-  assert checkpoint.read_model_config(workdir).family == family
-  tuned, variables = load_pretrained(workdir)
-  assert type(tuned).__name__ == "BertForSequenceClassification"
-  if family_of(config).task_head:  # ModernBERT: its task head on the [CLS] row, no pooler
-    assert "head" in variables["params"] and "pooler" not in variables["params"]["bert"]
-  else:
-    assert "pooler" in variables["params"]["bert"]  # the classifier's, freshly initialised

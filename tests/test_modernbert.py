@@ -329,12 +329,6 @@ def test_embed_runs_on_an_hf_folder(tmp_path, vocab_path, tokenizer):
   assert feats.shape == (2, 128) and np.isfinite(feats).all()
 
 
-@pytest.mark.slow
-def test_tiny_model_fine_tunes_from_an_hf_folder(tmp_path, vocab_path, family_parity):
-  """GLUE SST-2 runlocal, 2 steps, from modernbert-tiny saved as an HF folder."""
-  family_parity.test_tiny_model_fine_tunes_from_an_hf_folder("modernbert", tmp_path, vocab_path)
-
-
 def test_rows_longer_than_the_context_length_are_a_one_line_error():
   """ModernBERT has no position table, but RoPE's context length is max_position_embeddings:
   longer rows are refused as BERT's are (before, a long max_seq_length ran into an
