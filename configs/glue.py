@@ -11,7 +11,9 @@ under the data root (mnli evaluates dev_matched; dev_mismatched via
 `heldout=0.1` evaluates on a random 10% of the train rows instead of dev (MRPC and RTE,
 whose dev files are not in ../shared/data; the train split then skips those rows; SST-2
 holds back whole sentences with their phrases and scores the sentences, as its dev set);
-`runlocal=True` is a smoke test. Writes WORKDIR/eval_results.json
+`runlocal=True` is a smoke test. `--config.data.prompt_template="it was {mask} ."
+--config.data.prompt_verbalizer=terrible,great` fine-tunes through the MLM head at the
+template's mask instead of a new classifier (prompt-based fine-tuning). Writes WORKDIR/eval_results.json
 (+ predictions_<task>.tsv with --config.predict=true). Each training batch's examples are
 packed into as few rows as fit (`data.pack_each_batch`, the losses of dynamic padding);
 `--config.data.pack_each_batch=false` trains on padded rows.
@@ -37,4 +39,10 @@ def get_config(arg=None):
   # Each batch's examples packed into as few full rows as fit: dynamic padding's losses
   # (tests/test_packing.py) at ~3x its examples/s (README, Speed); false = padded rows.
   config.data.pack_each_batch = True
+  # Prompt-based fine-tuning (PET / LM-BFF; task_models.BertForPromptClassification): the
+  # second segment is this template ("it was {mask} ." for a single sentence, "{mask} ,
+  # {b}" for a pair) and the classes are the MLM head's logits at the mask for the
+  # verbalizer's words, one per label in order ("terrible,great" for SST-2). "" = off.
+  config.data.prompt_template = ""
+  config.data.prompt_verbalizer = ""
   return shrink_for_runlocal(config) if arg.runlocal else config

@@ -28,6 +28,8 @@ class HFFamily:
   classifier_pooling: our sequence classifier's pooling -> the value of HF config.json's
   `classifier_pooling` that reads the same sentence vector (ModernBERT: the [CLS] row or
   the mean); empty where HF's classifiers read only the pooler.
+  masked_lm_class: HF's class of the encoder with the MLM head alone, where it is not the
+  pretraining class (BERT's and ALBERT's; what a prompt-based classifier exports as).
   token_id_fields: (HF config.json field, tokenizer attribute) of the special-token ids that
   HF's config holds, written from the tokenizer the model is saved with (RoBERTa's and
   ModernBERT's defaults, 0/2 and 50281/50282, belong to their released vocabularies)."""
@@ -39,6 +41,12 @@ class HFFamily:
   task_classes: tuple[tuple[str, str], ...] = ()
   classifier_pooling: tuple[tuple[str, str], ...] = ()
   token_id_fields: tuple[tuple[str, str], ...] = ()
+  masked_lm_class: str = ""
+
+  @property
+  def mlm_class(self) -> str:
+    """HF's class of the encoder + MLM head (`masked_lm_class`, else the pretraining one)."""
+    return self.masked_lm_class or self.pretraining_class
 
   @property
   def head_classes(self) -> dict[str, str]:
@@ -245,7 +253,7 @@ def _modernbert_to_hf(config: BertConfig) -> dict[str, Any]:
 
 FAMILIES = {
     "bert": HFFamily(_bert_from_hf, BertConfig.to_hf_dict, "BertModel", "BertForPreTraining",
-                     task_classes=_task_classes("Bert")),
+                     task_classes=_task_classes("Bert"), masked_lm_class="BertForMaskedLM"),
     # RoBERTa's (ELECTRA's, DistilBERT's) sequence head is our pooler + classifier under
     # other names (mapping.NAMES[family].task_names).
     "roberta": HFFamily(_roberta_from_hf, _roberta_to_hf, "RobertaModel",
@@ -256,7 +264,7 @@ FAMILIES = {
                            "DistilBertForMaskedLM",
                            task_classes=_task_classes("DistilBert")),
     "albert": HFFamily(_albert_from_hf, _albert_to_hf, "AlbertModel", "AlbertForPreTraining",
-                       task_classes=_task_classes("Albert")),
+                       task_classes=_task_classes("Albert"), masked_lm_class="AlbertForMaskedLM"),
     # The generator is the MLM model; the discriminator our replaced_token_detection model.
     "electra": HFFamily(_electra_from_hf, _electra_to_hf, "ElectraModel", "ElectraForMaskedLM",
                         (("replaced_token_detection", "ElectraForPreTraining"),),

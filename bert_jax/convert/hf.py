@@ -46,6 +46,8 @@ def read_config(folder: str) -> BertConfig:
 
 _LABELLED = ("sequence_classification", "token_classification")  # specs with num_labels
 _FINE_TUNING = _LABELLED + ("question_answering", "multiple_choice")
+# A prompt-based classifier is the encoder + MLM head: HF's masked LM class of the family.
+_PROMPT = "prompt_classification"
 _INIT_SHAPES = {"multiple_choice": (1, 1, 2)}  # input ids to init a model with: [B, C, T]
 _TASK_SUFFIXES = ("ForSequenceClassification", "ForTokenClassification",
                   "ForQuestionAnswering", "ForMultipleChoice")
@@ -266,7 +268,9 @@ def params_to_state(params: dict, config: BertConfig,
   with_heads = "bert" in params
   prefix = "bert/" if with_heads else ""
   with_pooler = f"{prefix}pooler/dense/kernel" in flat
-  if spec is not None:
+  if spec is not None and spec["task_model"] == _PROMPT:
+    task_model = dict(spec)  # its params: the encoder (no pooler) and the MLM head
+  elif spec is not None:
     _export_spec(spec, config)
     task_model = _build_spec(spec)
   else:
@@ -311,20 +315,23 @@ def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None =
          labels: list[str] | None = None, token_ids: dict[str, int] | None = None) -> None:
   """Writes config.json + model.safetensors (+ vocab.txt/tokenizer_config.json), loadable by
   the family's HF class: the fine-tuned task's class when `spec` names a fine-tuning task
-  model (e.g. BertForSequenceClassification, with num_labels), else the head class of
+  model (e.g. BertForSequenceClassification, with num_labels; a prompt-based classifier:
+  the family's masked LM, e.g. BertForMaskedLM), else the head class of
   `params`' heads (its pretraining model; ELECTRA's discriminator for the RTD head), else
   its encoder. `labels`: the class names for config.json's id2label (else LABEL_i).
   `token_ids`: the tokenizer's special ids ({"cls_id": 0, "sep_id": 2}) for the config
   fields that name them (`HFFamily.token_id_fields`; a WordPiece `vocab_path` gives its
   own), so that they are not the HF class's defaults of another vocabulary."""
-  if spec is not None and spec["task_model"] not in _FINE_TUNING:
+  if spec is not None and spec["task_model"] not in _FINE_TUNING + (_PROMPT,):
     spec = None  # a pretraining model or an encoder: named by its params
   os.makedirs(folder, exist_ok=True)
   hf_config = families.config_to_hf(config)
   state = params_to_state(params, config, spec)
   family = families.hf_family(config.family)
   with_heads = "bert" in params
-  if spec is not None:
+  if spec is not None and spec["task_model"] == _PROMPT:
+    hf_config["architectures"] = [family.mlm_class]
+  elif spec is not None:
     hf_config["architectures"] = [_export_spec(spec, config)]
     if family.classifier_pooling:
       hf_config["classifier_pooling"] = dict(family.classifier_pooling)[

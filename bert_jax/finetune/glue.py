@@ -10,6 +10,29 @@ import jax.numpy as jnp
 from bert_jax.finetune import glue_reader
 from bert_jax.finetune.base import FinetuningTask, feature_layers
 from bert_jax.losses import xent_sums
+from bert_jax.text.tokenizers import make_tokenizer
+
+
+def prompt_spec(config, dataset: glue_reader.GlueDataset) -> dict:
+  """The prompt-based classifier's spec (config.data.prompt_template / prompt_verbalizer):
+  one verbalizer word per label, in the dataset's label order, each one token of the run's
+  tokenizer as it reads after a space (" great")."""
+  words = [w.strip() for w in config.data.get("prompt_verbalizer", "").split(",")]
+  if dataset.is_regression:
+    raise ValueError(f"config.data.prompt_template: {dataset.name} is regression; prompts "
+                     "here classify (one verbalizer word per label)")
+  if len(words) != dataset.num_labels or not all(words):
+    raise ValueError(f"config.data.prompt_verbalizer={config.data.get('prompt_verbalizer')!r}: "
+                     f"expected {dataset.num_labels} comma-separated words, one per label "
+                     f"{list(dataset.labels)}")
+  tokenizer = make_tokenizer(config.data, model_dir=config.init_from)
+  ids = tokenizer.encode_words(words)
+  for word, pieces in zip(words, ids):
+    if len(pieces) != 1:
+      raise ValueError(f"config.data.prompt_verbalizer: {word!r} is {len(pieces)} tokens of "
+                       "this tokenizer; each label word must be one")
+  return {"task_model": "prompt_classification", "label_token_ids": [p[0] for p in ids],
+          "mask_token_id": int(tokenizer.mask_id)}
 
 
 class GlueTask(FinetuningTask):
@@ -30,6 +53,8 @@ class GlueTask(FinetuningTask):
     return glue_reader.row_groups(train_metadata, self.dataset)
 
   def model_spec(self):
+    if self.config.data.get("prompt_template"):
+      return prompt_spec(self.config, self.dataset)
     return {"task_model": "sequence_classification", "num_labels": self.dataset.num_labels,
             "feature_layers": list(feature_layers(self.config)),
             "frozen_encoder": bool(self.config.freeze_encoder),

@@ -6,7 +6,8 @@ API (the same shape as conll.py, squad.py and swag.py):
       source: None (the table's file for `split` under the data root), any file path
       (e.g. "glue/MNLI/k-shot/16-13/train.tsv"; `split` picks the layout: test*
       files have no label column), or "tfds:glue/<name>" (split dev -> validation).
-  featurize(examples, dataset, tokenizer, max_seq_length) -> dict of numpy arrays:
+  featurize(examples, dataset, tokenizer, max_seq_length, prompt_template="") -> dict of
+      numpy arrays (with a prompt template, the second segment is the template: prompt_texts):
       input_ids, token_type_ids, attention_mask  int32 [N, T]
       label          int32 [N] (label index, -1 when unlabeled), float32 for STS-B
                      (NaN when unlabeled)
@@ -15,7 +16,8 @@ API (the same shape as conll.py, squad.py and swag.py):
       config_like: dict/ConfigDict with `dataset`, optional `data_dir` and `sources`
       ({split: source}, defaulting to the table), and `heldout_fraction` /
       `heldout_seed`: when > 0, split "train" drops and split "heldout" keeps a seeded
-      random fraction of the train rows (`split_heldout`), for datasets without a dev file.
+      random fraction of the train rows (`split_heldout`), for datasets without a dev file;
+      `prompt_template`, featurize's.
   score(predictions, examples, dataset) -> {metric: value}
       predictions: logits [N, num_labels] (argmax taken), or scores [N] for STS-B.
 
@@ -275,16 +277,48 @@ def label_array(examples: Sequence[GlueExample], dataset: str | GlueDataset) -> 
                   np.int32)
 
 
+def prompt_texts(examples: Sequence[GlueExample], template: str, mask_token: str) -> list[str]:
+  """Each example's second segment under a prompt template (prompt-based fine-tuning):
+  `{mask}` becomes the tokenizer's mask token and `{b}` the example's second text, which a
+  pair task's template must hold and a single-sentence task's must not ("it was {mask} ."
+  for SST-2: `[CLS] sentence [SEP] it was [MASK] . [SEP]`; "{mask} , {b}" for a pair)."""
+  has_b = examples[0].text_b is not None
+  if template.count("{mask}") != 1:
+    raise ValueError(f"config.prompt.template={template!r}: expected exactly one {{mask}}")
+  if has_b != ("{b}" in template):
+    raise ValueError(f"config.prompt.template={template!r}: " + (
+        "a pair task's template must hold {b}, the second text" if has_b else
+        "a single-sentence task has no {b}"))
+  return [template.replace("{mask}", mask_token).replace("{b}", e.text_b or "")
+          for e in examples]
+
+
+def check_one_mask(input_ids: np.ndarray, mask_id: int, examples: Sequence[GlueExample]):
+  """Every prompted row must keep exactly one mask token (its class is read there)."""
+  counts = np.sum(input_ids == mask_id, axis=-1)
+  bad = np.flatnonzero(counts != 1)
+  if len(bad):
+    i = int(bad[0])
+    raise ValueError(f"{len(bad)} prompted examples hold {counts[i]} mask tokens instead of "
+                     f"one, the first {i}: {examples[i].text_a!r} (a text with the mask token "
+                     "in it, or a template cut off by max_seq_length)")
+
+
 def featurize(examples: Sequence[GlueExample], dataset: str | GlueDataset, tokenizer,
-              max_seq_length: int) -> dict[str, np.ndarray]:
-  """[CLS] a [SEP] (b [SEP]) model inputs (tokenizer.encode_for_model) plus labels."""
+              max_seq_length: int, prompt_template: str = "") -> dict[str, np.ndarray]:
+  """[CLS] a [SEP] (b [SEP]) model inputs (tokenizer.encode_for_model) plus labels; with a
+  prompt template, b is the template (prompt_texts)."""
   dataset = get_dataset(dataset)
   if not examples:
     raise ValueError("No examples to featurize.")
   has_b = examples[0].text_b is not None
-  features = tokenizer.encode_for_model(
-      [e.text_a for e in examples], [e.text_b for e in examples] if has_b else None,
-      max_length=max_seq_length)
+  texts_b = [e.text_b for e in examples] if has_b else None
+  if prompt_template:
+    texts_b = prompt_texts(examples, prompt_template, tokenizer.vocab[tokenizer.mask_id])
+  features = tokenizer.encode_for_model([e.text_a for e in examples], texts_b,
+                                        max_length=max_seq_length)
+  if prompt_template:
+    check_one_mask(features["input_ids"], tokenizer.mask_id, examples)
   features["label"] = label_array(examples, dataset)
   features["example_index"] = np.arange(len(examples), dtype=np.int32)
   return features
@@ -304,7 +338,8 @@ def load_split(config_like, split: str, tokenizer, max_seq_length: int):
   if fraction and split in ("train", "heldout"):
     kept, heldout = split_heldout(examples, fraction, get("heldout_seed", 0), dataset)
     examples = kept if split == "train" else heldout
-  return featurize(examples, dataset, tokenizer, max_seq_length), examples
+  return featurize(examples, dataset, tokenizer, max_seq_length,
+                   get("prompt_template", "") or ""), examples
 
 
 def split_heldout(examples: Sequence[GlueExample], fraction: float,

@@ -130,6 +130,16 @@ def cls_vectors(tokens, packing=None) -> jax.Array:
   return jnp.take_along_axis(tokens, packing["cls_positions"][..., None], axis=1)
 
 
+def example_members(tokens, packing=None) -> jax.Array:
+  """bool [B, T] -> [B, K, T]: which of them belong to each example (K = 1 unpacked; a
+  packed row's examples by their segment ids, each read at its [CLS])."""
+  if packing is None:
+    return tokens[:, None, :]
+  segments = packing["segment_ids"]
+  own = jnp.take_along_axis(segments, packing["cls_positions"], axis=1)  # [B, K]
+  return (segments[:, None, :] == own[:, :, None]) & tokens[:, None, :]
+
+
 def mean_of_real_tokens(enc, attention_mask, packing=None) -> jax.Array:
   """The last layer averaged over each example's real tokens (attention_mask 1), as HF
   ModernBERT's classifier_pooling="mean" and Sentence-BERT's mean pooling: [B, H], or
@@ -137,14 +147,7 @@ def mean_of_real_tokens(enc, attention_mask, packing=None) -> jax.Array:
   hidden = enc.sequence_output  # [B, T, H]
   if attention_mask is None:
     attention_mask = jnp.ones(hidden.shape[:2], jnp.int32)
-  real = attention_mask > 0  # [B, T]
-  if packing is None:
-    members = real[:, None, :]  # [B, 1, T]
-  else:
-    segments = packing["segment_ids"]
-    own = jnp.take_along_axis(segments, packing["cls_positions"], axis=1)  # [B, K]
-    members = (segments[:, None, :] == own[:, :, None]) & real[:, None, :]  # [B, K, T]
-  weights = members.astype(hidden.dtype)
+  weights = example_members(attention_mask > 0, packing).astype(hidden.dtype)
   means = jnp.einsum("bkt,bth->bkh", weights, hidden) / jnp.maximum(
       jnp.sum(weights, axis=-1, keepdims=True), 1)
   return means[:, 0] if packing is None else means
@@ -215,6 +218,44 @@ class BertForSequenceClassification(nn.Module):
     logits = LinearHead(self.config, self.num_labels, self.dropout_rate, name="classifier")(
         features, deterministic)
     return ClassifierOutput(logits=logits, hidden_states=enc.hidden_states)
+
+
+def prompt_vectors(enc, input_ids, mask_token_id: int, packing=None) -> jax.Array:
+  """Each example's last-layer vector at its prompt's mask token (one per example, which
+  the featurizer checks): [B, H], or [B, K, H] for a packed batch (the mask in each
+  example's segment, read at its [CLS])."""
+  hidden = enc.sequence_output  # [B, T, H]
+  members = example_members(input_ids == mask_token_id, packing)
+  vectors = jnp.einsum("bkt,bth->bkh", members.astype(hidden.dtype), hidden)
+  return vectors[:, 0] if packing is None else vectors
+
+
+class BertForPromptClassification(nn.Module):
+  """Prompt-based fine-tuning (PET, Schick & Schutze 2021; LM-BFF, Gao et al. 2021): each
+  input carries a template with one mask token ("... it was <mask> ."), and the class
+  logits are the MLM head's logits there for one verbalizer token per class
+  (`label_token_ids`, e.g. " terrible", " great"). No new params: `bert` and `mlm_head`
+  are a pretraining checkpoint's, so fine-tuning starts from what the MLM head learned.
+  logits [B, C], or [B, K, C] for a packed batch.
+  """
+  config: BertConfig
+  label_token_ids: tuple[int, ...]
+  mask_token_id: int
+
+  @nn.compact
+  def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
+               deterministic: bool = True, output_hidden_states: bool = False, packing=None):
+    bert = BertModel(self.config, add_pooling_layer=False, name="bert")
+    enc = bert(input_ids, token_type_ids, attention_mask, deterministic=deterministic,
+               output_hidden_states=output_hidden_states, packing=packing)
+    vectors = prompt_vectors(enc, input_ids, self.mask_token_id, packing)
+    squeeze = vectors.ndim == 2
+    vectors = vectors[:, None] if squeeze else vectors  # [B, K, H]
+    mlm_logits = MaskedLMHead(self.config, name="mlm_head")(
+        vectors, bert.word_embedding_table())  # [B, K, V]
+    logits = jnp.take(mlm_logits, jnp.asarray(self.label_token_ids), axis=-1)  # [B, K, C]
+    return ClassifierOutput(logits=logits[:, 0] if squeeze else logits,
+                            hidden_states=enc.hidden_states)
 
 
 class BertForTokenClassification(nn.Module):
@@ -391,6 +432,7 @@ TASK_MODELS = {
     "encoder": BertModel,
     "pretraining": BertForPreTraining,
     "sequence_classification": BertForSequenceClassification,
+    "prompt_classification": BertForPromptClassification,
     "token_classification": BertForTokenClassification,
     "question_answering": BertForQuestionAnswering,
     "multiple_choice": BertForMultipleChoice,
@@ -406,7 +448,7 @@ def build(config: BertConfig, spec: dict) -> nn.Module:
   if name not in TASK_MODELS:
     raise ValueError(f"model spec {{'task_model': {name!r}}}: expected one of "
                      f"{sorted(TASK_MODELS)}")
-  for key in ("sentence_heads", "feature_layers"):  # JSON lists -> hashable tuples
+  for key in ("sentence_heads", "feature_layers", "label_token_ids"):  # JSON lists -> hashable tuples
     if key in spec:
       spec[key] = tuple(spec[key])
   return TASK_MODELS[name](config, **spec)
