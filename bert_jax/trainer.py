@@ -179,9 +179,11 @@ def validate_config(config: ml_collections.ConfigDict) -> None:
         raise ValueError("config.num_train_steps=0 evaluates config.init_from's model, but "
                          "there is no held-out data: set config.data.eval_held_out_docs "
                          "or config.data.eval_files")
-    elif not config.get("num_train_epochs", 0) > 0:
+    elif not config.get("num_train_epochs", 0) > 0 and (
+        not config.get("init_from") or config.get("random_init")):
       raise ValueError(f"config.num_train_steps=0 and config.num_train_epochs="
-                       f"{config.get('num_train_epochs')}: set one of them > 0")
+                       f"{config.get('num_train_epochs')}: set one of them > 0, or set "
+                       "config.init_from to a fine-tuned model of this task to only evaluate it")
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:

@@ -301,6 +301,12 @@ def fresh_start(config, get_params, model_config: BertConfig, frozen=None, froze
   elif config.init_from:
     params, notes = init_params(get_params(), config.init_from, model_config)
     lines.append(f"Initialised from {config.init_from}" + _notes(notes))
+    new = [note for note in notes if note.startswith("newly initialised")]
+    if new and config.task != "pretraining" and not config.num_train_steps and not config.get(
+        "num_train_epochs"):
+      raise ValueError(f"config.num_train_steps=0 evaluates init_from {config.init_from} as it "
+                       f"is, but the model would have {new[0]}: init_from must be a model "
+                       "fine-tuned for this task (its head and label count)")
   elif frozen is not None and frozen.init_trainable is not None:
     params, notes = frozen.init_trainable(get_params(), frozen_host)
     lines.append("Initialised from the frozen params" + _notes(notes))

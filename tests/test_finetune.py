@@ -139,3 +139,20 @@ def test_random_init_takes_the_architecture_but_not_the_weights(small_bert, tmp_
   embeddings = flatten(trained["bert"])["embeddings/word_embeddings/embedding"]
   assert embeddings.shape == flatten(pretrained)["embeddings/word_embeddings/embedding"].shape
   assert np.abs(embeddings - flatten(pretrained)["embeddings/word_embeddings/embedding"]).max() > 0.01
+
+
+def test_zero_steps_evaluates_a_fine_tuned_model_as_it_is(small_bert, tmp_path):
+  """num_train_steps=0 with num_train_epochs=0 from a fine-tuned model: its own eval, no
+  step taken; from a model without the task's head: refused before anything is written."""
+  config = glue.get_config("task=sst2,runlocal=True")
+  tuned = _run(config, tmp_path / "tuned", small_bert)
+  again = glue.get_config("task=sst2,runlocal=True")
+  again.num_train_epochs = 0
+  results = _run(again, tmp_path / "eval_only", str(tmp_path / "tuned"))
+  assert results == {"step": 0, "eval_accuracy": tuned["eval_accuracy"]}
+  fresh = glue.get_config("task=sst2,runlocal=True")
+  fresh.num_train_epochs = 0
+  with pytest.raises(ValueError, match=r"evaluates init_from .* as it is, but the model would "
+                     r"have newly initialised \[.*'classifier'\]"):
+    _run(fresh, tmp_path / "refused", small_bert)
+  assert not os.path.exists(tmp_path / "refused")
