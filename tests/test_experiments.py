@@ -257,7 +257,7 @@ def test_pretraining_payoff_learning_curve_section(tmp_path):
                              "10.00] | 15.00 [15.00, 15.00] | -5.00 | fewer than 3 seeds |")
   assert os.path.getsize(tmp_path / "pretraining_payoff.png") > 1000
   runs = runner.sweeps.load("pretraining_payoff").get_sweep()
-  assert len(runs) == 348 and runs["modernbert_sst2_n8000_random_s2"]["overrides"] == {
+  assert len(runs) == 384 and runs["modernbert_sst2_n8000_random_s2"]["overrides"] == {
       "init_from": "runs/modernbert", "random_init": True, "data.max_seq_length": 64,
       "optim.learning_rate": "5e-4", "seed": 2, "data.seed": 2, "data.pack_each_batch": False}
   assert runs["modernbert_sst2_n1000-ep10_pretrained_s0"]["overrides"] == {
@@ -281,6 +281,13 @@ def test_pretraining_payoff_learning_curve_section(tmp_path):
   assert (runs["vecmlm10_cola_nall_pretrained_s0"]["overrides"]["init_from"]
           == "runs/modernbert_vectors")
   assert runs["vec10_sst2_n500_random_s1"] == runs["modernbert_sst2_n500_random_s1"]
+  # Prompt-based fine-tuning: each task's template and words, both inits alike.
+  assert runs["vecmlm10pr_mrpc_nall_random_s1"]["overrides"] == {
+      **runs["modernbert_mrpc_nall_random_s1"]["overrides"],
+      "data.prompt_template": "{mask} , {b}", "data.prompt_verbalizer": "no,yes"}
+  assert runs["vecmlm10pr_sst2_n8000_pretrained_s0"]["overrides"] == {
+      **runs["vecmlm10_sst2_n8000_pretrained_s0"]["overrides"],
+      "data.prompt_template": "it was {mask} .", "data.prompt_verbalizer": "terrible,great"}
   # A diagnosis (one recipe change at one point) gets its own row after the curve's.
   rows += [_row(f"modernbert_sst2_n1000-ep10_{init}_s{seed}", {"step": 313, "eval_accuracy": a},
                 sweep="pretraining_payoff")
