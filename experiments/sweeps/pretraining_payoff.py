@@ -24,6 +24,10 @@ weights, over training-set sizes, tasks and seeds, for each model in MODELS:
               ModernBERT task head (dense, GELU, norm on [CLS], started from the MLM
               transform; Family.task_head) instead of the tanh pooler that every run above
               had. Its rows are the code of today; the others' stay as they ran.
+  vecmlm10pr  the same model, fine-tuned (both inits) through its MLM head instead
+              (prompt-based fine-tuning, session 28; PROMPTS: LM-BFF's SST-2 template and
+              words, its CoLA template with " wrong" for " incorrect", two pieces here, and
+              its MRPC template with lower-case words, " Yes" being two pieces).
 
 PREPARE pretrains each when missing. Each run fine-tunes one with the main job's recipe
 (seq 64, lr 5e-4, 3 epochs) from its weights ("pretrained") or from random weights of the
@@ -59,7 +63,15 @@ MODELS = {
     "vecmlm10": (*_MODERNBERT, "ModernBERT-Tiny, MLM from corpus vectors at std 0.1"),
     "vecmlm10hf": (*_MODERNBERT, "ModernBERT-Tiny, MLM from corpus vectors at std 0.1, "
                    "HF's task head"),
+    "vecmlm10pr": (*_MODERNBERT, "ModernBERT-Tiny, MLM from corpus vectors at std 0.1, "
+                   "prompt-based fine-tuning"),
 }
+# Model -> {task: (template, verbalizer)}: fine-tuned through the MLM head, both inits alike
+# (configs/glue.py's data.prompt_template / prompt_verbalizer; Gao et al. 2021's manual
+# prompts, fixed before any run).
+PROMPTS = {"vecmlm10pr": {"sst2": ("it was {mask} .", "terrible,great"),
+                          "cola": ("this is {mask} .", "wrong,correct"),
+                          "mrpc": ("{mask} , {b}", "no,yes")}}
 VECTORS = "runs/corpus/bpe-8k-vectors.npz"
 VECMLM = ("runs/modernbert_vecmlm",
           "python -m bert_jax.train --config=configs/modernbert.py "
@@ -76,7 +88,8 @@ PRETRAINED = {"vectors": {"random_init": True, "init_word_vectors": VECTORS},
               "vec10": {"random_init": True, "init_word_vectors": VECTORS,
                         "init_word_vectors_std": 0.1},
               "vecmlm10": {"init_from": VECMLM10[0]},
-              "vecmlm10hf": {"init_from": VECMLM10[0]}}
+              "vecmlm10hf": {"init_from": VECMLM10[0]},
+              "vecmlm10pr": {"init_from": VECMLM10[0]}}
 PREPARE = (
     ("runs/corpus/pretrain.txt",
      "python -m bert_jax.text.prepare --output=runs/corpus/pretrain.txt"),
@@ -157,13 +170,16 @@ def get_sweep():
           if source_run not in epochs:
             continue  # its sel run has no row yet
           picked = {"num_train_epochs": epochs[source_run]}
+        prompt = PROMPTS.get(model, {}).get(task)
+        prompt = ({"data.prompt_template": prompt[0], "data.prompt_verbalizer": prompt[1]}
+                  if prompt else {})
         runs[name] = {
             "config": TASKS[task][0].format(size=size),
             "overrides": {"init_from": MODELS[model][0], "random_init": init == "random",
                           "data.max_seq_length": 64, "optim.learning_rate": "5e-4",
                           "seed": seed, "data.seed": seed, **sweeps.PADDED,
                           **(RECIPES[recipe[1:]][0] if recipe else {}),
-                          **picked,
+                          **picked, **prompt,
                           **(PRETRAINED.get(model, {}) if init == "pretrained" else {})}}
   return runs
 
