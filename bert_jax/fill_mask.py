@@ -3,8 +3,8 @@
   python -m bert_jax.fill_mask --model=runs/tiny "the cat sat on the [MASK] ." [--top_k=5]
 
 PATH is anything `load_pretrained` reads that carries the MLM head (a bert_jax pretraining
-workdir or checkpoint, an HF BertForPreTraining/BertForMaskedLM folder, a Google TF
-checkpoint), with its tokenizer files beside the weights. Each text may hold several [MASK]s
+workdir or checkpoint, a prompt-tuned GLUE workdir, an HF BertForPreTraining/BertForMaskedLM
+folder, a Google TF checkpoint), with its tokenizer files beside the weights. Each text may hold several [MASK]s
 (the tokenizer's mask token: `<mask>` for byte-level BPE, RoBERTa's and ModernBERT's here);
 each is scored on its own (the others stay [MASK]), as HF's fill-mask pipeline does.
 The probabilities are the softmax over the whole vocabulary.
@@ -18,22 +18,26 @@ from absl import app, flags, logging
 
 from bert_jax import cli
 from bert_jax.text.tokenizers import model_tokenizer
-from bert_jax.models.task_models import BertForPreTraining
+from bert_jax.models.task_models import BertForPreTraining, BertForPromptClassification
 from bert_jax.weights import load_pretrained
 
 
 @functools.partial(jax.jit, static_argnames=("model",))
 def _mlm_probabilities(model, variables, batch, positions):
-  out = model.apply(variables, batch["input_ids"], batch["token_type_ids"],
-                    batch["attention_mask"], positions)
-  return jax.nn.softmax(out.mlm_logits.astype(jnp.float32), axis=-1)  # [B, P, V]
+  inputs = (batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], positions)
+  if isinstance(model, BertForPromptClassification):  # its MLM head, the whole vocabulary
+    logits = model.apply(variables, *inputs, method="masked_lm")
+  else:
+    logits = model.apply(variables, *inputs).mlm_logits
+  return jax.nn.softmax(logits.astype(jnp.float32), axis=-1)  # [B, P, V]
 
 
 def fill_mask(model, variables, tokenizer, texts, top_k: int = 5,
               max_length: int = 128) -> list[list[list[tuple[str, float]]]]:
   """For each text, for each [MASK] in it (left to right): top_k (token, probability)."""
-  if not isinstance(model, BertForPreTraining):
-    raise ValueError(f"fill_mask needs a model with its MLM head (BertForPreTraining), got "
+  if not isinstance(model, (BertForPreTraining, BertForPromptClassification)):
+    raise ValueError(f"fill_mask needs a model with its MLM head (BertForPreTraining, or "
+                     f"a prompt-tuned BertForPromptClassification), got "
                      f"{type(model).__name__}: this checkpoint has no MLM head")
   if top_k < 1:
     raise ValueError(f"top_k={top_k}: expected >= 1")

@@ -63,6 +63,10 @@ def test_prompt_logits_are_the_mlm_heads_at_the_mask_packed_or_not(family):
   logits = prompt.apply({"params": shared}, *inputs).logits  # [N, 2]
   np.testing.assert_allclose(np.asarray(logits),
                              np.asarray(reference)[:, 0][:, list(VERBALIZER)], atol=1e-5)
+  # masked_lm (what fill_mask shows): the whole vocabulary's logits, as the MLM model's.
+  np.testing.assert_allclose(np.asarray(prompt.apply({"params": shared}, *inputs, positions,
+                                                     method="masked_lm")),
+                             np.asarray(reference), atol=1e-5)
   packed = packing.pack(features, max_per_row=3, pad_id=config.pad_token_id)
   out = prompt.apply({"params": shared}, *(jnp.asarray(packed[k]) for k in packing.TOKEN_KEYS),
                      packing={k: jnp.asarray(packed[k]) for k in packing.PACKING_KEYS})

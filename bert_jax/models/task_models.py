@@ -236,26 +236,35 @@ class BertForPromptClassification(nn.Module):
   logits are the MLM head's logits there for one verbalizer token per class
   (`label_token_ids`, e.g. " terrible", " great"). No new params: `bert` and `mlm_head`
   are a pretraining checkpoint's, so fine-tuning starts from what the MLM head learned.
-  logits [B, C], or [B, K, C] for a packed batch.
+  logits [B, C], or [B, K, C] for a packed batch. `masked_lm` gives the whole vocabulary's
+  logits at given positions (what fill_mask shows).
   """
   config: BertConfig
   label_token_ids: tuple[int, ...]
   mask_token_id: int
 
-  @nn.compact
+  def setup(self):
+    self.bert = BertModel(self.config, add_pooling_layer=False)
+    self.mlm_head = MaskedLMHead(self.config)
+
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
                deterministic: bool = True, output_hidden_states: bool = False, packing=None):
-    bert = BertModel(self.config, add_pooling_layer=False, name="bert")
-    enc = bert(input_ids, token_type_ids, attention_mask, deterministic=deterministic,
-               output_hidden_states=output_hidden_states, packing=packing)
+    enc = self.bert(input_ids, token_type_ids, attention_mask, deterministic=deterministic,
+                    output_hidden_states=output_hidden_states, packing=packing)
     vectors = prompt_vectors(enc, input_ids, self.mask_token_id, packing)
     squeeze = vectors.ndim == 2
     vectors = vectors[:, None] if squeeze else vectors  # [B, K, H]
-    mlm_logits = MaskedLMHead(self.config, name="mlm_head")(
-        vectors, bert.word_embedding_table())  # [B, K, V]
+    mlm_logits = self.mlm_head(vectors, self.bert.word_embedding_table())  # [B, K, V]
     logits = jnp.take(mlm_logits, jnp.asarray(self.label_token_ids), axis=-1)  # [B, K, C]
     return ClassifierOutput(logits=logits[:, 0] if squeeze else logits,
                             hidden_states=enc.hidden_states)
+
+  def masked_lm(self, input_ids, token_type_ids=None, attention_mask=None,
+                masked_lm_positions=None):
+    """[B, P, V] MLM logits at masked_lm_positions [B, P] (every position when None)."""
+    enc = self.bert(input_ids, token_type_ids, attention_mask)
+    return self.mlm_head(enc.sequence_output, self.bert.word_embedding_table(),
+                         masked_lm_positions)
 
 
 class BertForTokenClassification(nn.Module):
