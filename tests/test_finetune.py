@@ -156,3 +156,20 @@ def test_zero_steps_evaluates_a_fine_tuned_model_as_it_is(small_bert, tmp_path):
                      r"have newly initialised \[.*'classifier'\]"):
     _run(fresh, tmp_path / "refused", small_bert)
   assert not os.path.exists(tmp_path / "refused")
+
+
+@pytest.mark.parametrize("name,arg,prompt", [
+    ("glue", "task=sst2", False), ("glue", "task=stsb", False), ("glue", "task=sst2", True),
+    ("conll", "", False), ("squad", "", False), ("swag", "", False)])
+def test_compile_only_reports_every_fine_tuning_task(small_bert, name, arg, prompt):
+  """--compile_only compiles the train step of each task's batch, labels included."""
+  from bert_jax.compile_report import compile_report
+  config = {"glue": glue, "conll": conll, "squad": squad, "swag": swag}[name].get_config(
+      ",".join(filter(None, [arg, "runlocal=True"])))
+  config.init_from = small_bert
+  config.data.max_seq_length = 32
+  if prompt:
+    config.data.prompt_template, config.data.prompt_verbalizer = "it was {mask} .", "bad,good"
+  report = compile_report(config)
+  assert report["seq_len"] == 32 and report["params_total_bytes"] > 0
+  assert report["xla_flops_per_device"] > 0 and report["model_flops_per_step"] > 0

@@ -146,10 +146,19 @@ class FinetuningTask:
     return None
 
   def example_batch(self, batch_size: int):
+    """Zeros of a training batch's shapes (unpacked rows of max_seq_length), for init and
+    compile-only runs: the model inputs and the label fields the loss reads."""
+    return {**self.example_inputs(batch_size), **self.example_labels(batch_size)}
+
+  def example_inputs(self, batch_size: int):
     t = self.config.data.max_seq_length
     batch = {k: jnp.zeros((batch_size, t), jnp.int32) for k in MODEL_INPUTS}
     batch["attention_mask"] = jnp.ones((batch_size, t), jnp.int32)
     return batch
+
+  def example_labels(self, batch_size: int):
+    """One int32 per example for each of label_keys; tasks with other labels override."""
+    return {k: jnp.zeros((batch_size,), jnp.int32) for k in self.label_keys}
 
   # --- model -----------------------------------------------------------------------
   def frozen_params(self):

@@ -24,6 +24,10 @@ class ConllTask(FinetuningTask):
             "feature_layers": list(feature_layers(self.config)),
             "frozen_encoder": bool(self.config.freeze_encoder)}
 
+  def example_labels(self, batch_size):  # a tag and a weight per token
+    shape = (batch_size, self.config.data.max_seq_length)
+    return {"labels": jnp.zeros(shape, jnp.int32), "label_weights": jnp.zeros(shape, jnp.float32)}
+
   def loss_sums(self, outputs, batch):
     loss, correct = xent_sums(outputs.logits, batch["labels"], batch["label_weights"])
     return {"loss": loss, "accuracy": correct}

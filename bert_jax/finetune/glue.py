@@ -60,6 +60,10 @@ class GlueTask(FinetuningTask):
             "frozen_encoder": bool(self.config.freeze_encoder),
             "pooling": self.config.get("classifier_pooling", "pooler")}
 
+  def example_labels(self, batch_size):  # STS-B's scores are floats
+    dtype = jnp.float32 if self.dataset.is_regression else jnp.int32
+    return {"label": jnp.zeros((batch_size,), dtype)}
+
   def loss_sums(self, outputs, batch):
     weights = batch.get("example_mask")  # packed rows: [B, K] logits, empty slots 0
     if self.dataset.is_regression:

@@ -22,8 +22,8 @@ class SwagTask(FinetuningTask):
   def model_spec(self):
     return {"task_model": "multiple_choice"}
 
-  def example_batch(self, batch_size):
-    batch = super().example_batch(batch_size)
+  def example_inputs(self, batch_size):  # [B, C, T]: the choices of each example
+    batch = super().example_inputs(batch_size)
     return {k: jnp.repeat(v[:, None], swag_reader.NUM_CHOICES, axis=1)
             for k, v in batch.items()}
 
