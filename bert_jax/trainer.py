@@ -488,7 +488,8 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
     summary = ", ".join(f"{k} {v:.4f}" for k, v in final.items()
                         if isinstance(v, float) and k.split("eval_")[-1] in
                         (*task.metric_names, *_HEADLINE_METRICS))
-    print(f"Finished at step {step}: {summary}", flush=True)
+    print(f"Finished at step {step}: {summary or 'no metrics (an unlabeled eval split)'}",
+          flush=True)
     with open(os.path.join(workdir, "eval_results.json"), "w") as f:
       json.dump({"step": step, **final}, f, indent=2)
     if not finished_before:

@@ -13,8 +13,7 @@ from configs.common import finetuning_config, parse_arg, shrink_for_runlocal
 
 def get_config(arg=None):
   arg = parse_arg(arg, eval="dev", train_examples=0, runlocal=False)
-  sources = {"train": conll_reader.DEFAULT_FILES["train"], arg.eval: conll_reader.DEFAULT_FILES[arg.eval]}
-  config = finetuning_config("conll", sources)
+  config = finetuning_config("conll", dict(conll_reader.DEFAULT_FILES))  # every split
   config.data.eval_split = arg.eval
   config.data.train_examples = arg.train_examples
   config.data.pack_each_batch = True  # dynamic padding's losses, far fewer pad tokens

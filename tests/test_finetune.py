@@ -150,6 +150,15 @@ def test_zero_steps_evaluates_a_fine_tuned_model_as_it_is(small_bert, tmp_path):
   again.num_train_epochs = 0
   results = _run(again, tmp_path / "eval_only", str(tmp_path / "tuned"))
   assert results == {"step": 0, "eval_accuracy": tuned["eval_accuracy"]}
+  # GLUE's submission file for an unlabeled test file: predictions, no metrics.
+  test = tmp_path / "test.tsv"
+  test.write_text("index\tsentence\n0\ta gripping film .\n1\ta dull mess .\n")
+  submit = glue.get_config("task=sst2,runlocal=True")
+  submit.num_train_epochs, submit.predict = 0, True
+  submit.data.sources.test, submit.data.eval_split = str(test), "test"
+  assert _run(submit, tmp_path / "test_run", str(tmp_path / "tuned")) == {"step": 0}
+  rows = (tmp_path / "test_run" / "predictions_sst2.tsv").read_text().splitlines()
+  assert rows[0] == "index\tprediction" and len(rows) == 3
   fresh = glue.get_config("task=sst2,runlocal=True")
   fresh.num_train_epochs = 0
   with pytest.raises(ValueError, match=r"evaluates init_from .* as it is, but the model would "

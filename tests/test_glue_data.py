@@ -209,8 +209,10 @@ def test_unlabeled_test_split_and_unknown_names(tmp_path):
   path = _write(tmp_path, "test.tsv", "index\tsentence\n0\tA test sentence.\n")
   (example,) = glue.read_examples("cola", "test", path)  # CoLA test has a header.
   assert example.label is None and example.text_a == "A test sentence."
-  with pytest.raises(ValueError, match="Cannot score unlabeled"):
-    glue.score(np.zeros((1, 2)), [example], "cola")
+  assert glue.score(np.zeros((1, 2)), [example], "cola") == {}  # a test split: no metrics
+  labelled = glue.read_examples("cola", "dev", _write(tmp_path, "dev.tsv", "s\t1\t\tgood\n"))
+  with pytest.raises(ValueError, match=r"test\.tsv:2: no label, though 1 of the split's 2 "):
+    glue.score(np.zeros((2, 2)), [*labelled, example], "cola")
   with pytest.raises(ValueError, match="Unknown GLUE dataset"):
     glue.read_examples("squad", "train")
   with pytest.raises(ValueError, match="no split 'dev'"):

@@ -113,3 +113,13 @@ def heldout_mask(size: int, count: int, seed, groups=None) -> np.ndarray:
   order = np.random.default_rng(seed).permutation(len(names))
   taken = order[:int(np.searchsorted(np.cumsum(sizes[order]), count)) + 1]
   return np.isin(inverse, taken)
+
+
+def unlabeled(examples, has_no_label) -> bool:
+  """True when no example has a label (a test split: predictions only, no metrics); some
+  labelled and some not is an error naming the first unlabeled example's provenance."""
+  missing = [e for e in examples if has_no_label(e)]
+  if missing and len(missing) < len(examples):
+    raise ValueError(f"{missing[0].provenance}: no label, though {len(examples) - len(missing)} "
+                     f"of the split's {len(examples)} examples have one")
+  return bool(missing)
