@@ -13,6 +13,9 @@ from configs.common import finetuning_config, parse_arg, shrink_for_runlocal
 
 _FILES = {"1.1": "squad/du2017_split/test-v1.1.json",
           "2.0": "squad/v2.0_train_subset/train-v2.0.json"}
+# The official dev sets' names (not in ../shared/data): `--config.data.eval_split=dev`
+# scores one placed under the data root, or any path given as --config.data.sources.dev.
+_DEV_FILES = {"1.1": "squad/dev-v1.1.json", "2.0": "squad/dev-v2.0.json"}
 
 
 def get_config(arg=None):
@@ -20,7 +23,8 @@ def get_config(arg=None):
   if arg.version not in _FILES:
     raise ValueError(f"version={arg.version!r}: expected one of {sorted(_FILES)}")
   config = finetuning_config(
-      "squad", {"train": _FILES[arg.version]}, heldout_fraction=0.1, heldout_seed=0,
+      "squad", {"train": _FILES[arg.version], "dev": _DEV_FILES[arg.version]},
+      heldout_fraction=0.1, heldout_seed=0,
       doc_stride=128, max_query_length=64, n_best_size=20, max_answer_length=30,
       null_score_threshold=0.0, version_2_with_negative=arg.version == "2.0")
   config.data.eval_split = "heldout"
