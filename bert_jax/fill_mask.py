@@ -4,9 +4,10 @@
 
 PATH is anything `load_pretrained` reads that carries the MLM head (a bert_jax pretraining
 workdir or checkpoint, a prompt-tuned GLUE workdir, an HF BertForPreTraining/BertForMaskedLM
-folder, a Google TF checkpoint), with its tokenizer files beside the weights. Each text may hold several [MASK]s
-(the tokenizer's mask token: `<mask>` for byte-level BPE, RoBERTa's and ModernBERT's here);
-each is scored on its own (the others stay [MASK]), as HF's fill-mask pipeline does.
+folder, a Google TF checkpoint), with its tokenizer files beside the weights. Each text may
+hold several [MASK]s (the tokenizer's mask token: `<mask>` for byte-level BPE, RoBERTa's and
+ModernBERT's here); each is scored on its own (the others stay [MASK]), as HF's fill-mask
+pipeline does.
 The probabilities are the softmax over the whole vocabulary.
 """
 import functools

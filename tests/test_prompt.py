@@ -102,9 +102,10 @@ def test_template_is_the_second_segment_with_one_mask(tokenizer):
     ("sst2", "it was .", ("fine",), 16, "expected exactly one {mask}"),
     ("sst2", "{mask} , {b}", ("fine",), 16, "a single-sentence task has no {b}"),
     ("mrpc", "it was {mask} .", ("a", "b"), 16, "a pair task's template must hold {b}"),
-    ("sst2", "it was {mask} .", ("a [MASK] film",), 16, "hold 2 mask tokens instead of one"),
+    ("sst2", "it was {mask} .", ("a [MASK] film",), 16, "t:1: the prompted example holds 2 "
+     "mask tokens instead of one (1 such examples"),
     ("sst2", "it was a long long long long long {mask} .", ("fine film",), 8,
-     "hold 0 mask tokens instead of one, the first 0: 'fine film'")])
+     "holds 0 mask tokens instead of one")])
 def test_bad_templates_fail_in_one_line(tokenizer, dataset, template, texts, length, error):
   with pytest.raises(ValueError, match=error.replace("{", r"\{").replace("}", r"\}")
                      .replace("(", r"\(")):

@@ -284,9 +284,10 @@ def prompt_texts(examples: Sequence[GlueExample], template: str, mask_token: str
   for SST-2: `[CLS] sentence [SEP] it was [MASK] . [SEP]`; "{mask} , {b}" for a pair)."""
   has_b = examples[0].text_b is not None
   if template.count("{mask}") != 1:
-    raise ValueError(f"config.prompt.template={template!r}: expected exactly one {{mask}}")
+    raise ValueError(f"config.data.prompt_template={template!r}: expected exactly one "
+                     "{mask}")
   if has_b != ("{b}" in template):
-    raise ValueError(f"config.prompt.template={template!r}: " + (
+    raise ValueError(f"config.data.prompt_template={template!r}: " + (
         "a pair task's template must hold {b}, the second text" if has_b else
         "a single-sentence task has no {b}"))
   return [template.replace("{mask}", mask_token).replace("{b}", e.text_b or "")
@@ -299,9 +300,9 @@ def check_one_mask(input_ids: np.ndarray, mask_id: int, examples: Sequence[GlueE
   bad = np.flatnonzero(counts != 1)
   if len(bad):
     i = int(bad[0])
-    raise ValueError(f"{len(bad)} prompted examples hold {counts[i]} mask tokens instead of "
-                     f"one, the first {i}: {examples[i].text_a!r} (a text with the mask token "
-                     "in it, or a template cut off by max_seq_length)")
+    raise ValueError(f"{examples[i].provenance}: the prompted example holds {counts[i]} mask "
+                     f"tokens instead of one ({len(bad)} such examples; a text with the mask "
+                     "token in it, or a template cut off by max_seq_length)")
 
 
 def featurize(examples: Sequence[GlueExample], dataset: str | GlueDataset, tokenizer,
