@@ -13,8 +13,8 @@ whose dev files are not in ../shared/data; the train split then skips those rows
 holds back whole sentences with their phrases and scores the sentences, as its dev set);
 `runlocal=True` is a smoke test. `--config.data.prompt_template="it was {mask} ."
 --config.data.prompt_verbalizer=terrible,great` fine-tunes through the MLM head at the
-template's mask instead of a new classifier (prompt-based fine-tuning). Writes WORKDIR/eval_results.json
-(+ predictions_<task>.tsv with --config.predict=true). Each training batch's examples are
+template's mask instead of a new classifier (prompt-based fine-tuning). Writes
+WORKDIR/eval_results.json (+ predictions_<task>.tsv with --config.predict=true). Each training batch's examples are
 packed into as few rows as fit (`data.pack_each_batch`, the losses of dynamic padding);
 `--config.data.pack_each_batch=false` trains on padded rows.
 

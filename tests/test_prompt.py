@@ -115,7 +115,8 @@ def test_bad_templates_fail_in_one_line(tokenizer, dataset, template, texts, len
 @pytest.mark.parametrize("verbalizer,dataset,error", [
     ("great", "sst2", r"expected 2 comma-separated words, one per label \['0', '1'\]"),
     ("terrible,,great", "sst2", "expected 2 comma-separated words"),
-    ("terrible,greatishly", "sst2", r"'greatishly' is \d tokens of this tokenizer; each label word must be one"),
+    ("terrible,greatishly", "sst2",
+     r"'greatishly' is \d tokens of this tokenizer; each label word must be one"),
     ("low,high", "stsb", "stsb is regression")])
 def test_bad_verbalizers_fail_in_one_line(vocab_path, verbalizer, dataset, error):
   from bert_jax.finetune.glue import GlueTask

@@ -457,7 +457,8 @@ def build(config: BertConfig, spec: dict) -> nn.Module:
   if name not in TASK_MODELS:
     raise ValueError(f"model spec {{'task_model': {name!r}}}: expected one of "
                      f"{sorted(TASK_MODELS)}")
-  for key in ("sentence_heads", "feature_layers", "label_token_ids"):  # JSON lists -> hashable tuples
+  # JSON lists -> hashable tuples
+  for key in ("sentence_heads", "feature_layers", "label_token_ids"):
     if key in spec:
       spec[key] = tuple(spec[key])
   return TASK_MODELS[name](config, **spec)
