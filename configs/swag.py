@@ -12,8 +12,9 @@ from configs.common import finetuning_config, parse_arg
 
 def get_config(arg=None):
   arg = parse_arg(arg, train="", dev="", runlocal=False)
+  # test: the unlabeled test.csv's name (not in ../shared/data), for predictions only.
   config = finetuning_config("swag", {"train": arg.train or _sample(),
-                                      "dev": arg.dev or _sample()})
+                                      "dev": arg.dev or _sample(), "test": "swag/test.csv"})
   config.data.max_seq_length = 64
   config.data.batch_size = 4
   config.data.eval_batch_size = 4

@@ -51,9 +51,10 @@ def test_embedding_size_is_settable_from_the_command_line():
 
 def test_every_split_has_a_source_to_point_elsewhere():
   """--config.data.sources.<split>=PATH needs the key (ml_collections refuses new ones)."""
-  from configs import conll, glue, squad
+  from configs import conll, glue, squad, swag
   assert set(glue.get_config("task=sst2").data.sources) == {"train", "dev", "test"}
   assert set(glue.get_config("task=mnli").data.sources) == {
       "train", "dev_matched", "dev_mismatched", "test_matched", "test_mismatched"}
   assert set(conll.get_config().data.sources) == {"train", "dev", "test"}
   assert set(squad.get_config("version=2.0").data.sources) == {"train", "dev"}
+  assert set(swag.get_config().data.sources) == {"train", "dev", "test"}
