@@ -14,9 +14,9 @@ holds back whole sentences with their phrases and scores the sentences, as its d
 `runlocal=True` is a smoke test. `--config.data.prompt_template="it was {mask} ."
 --config.data.prompt_verbalizer=terrible,great` fine-tunes through the MLM head at the
 template's mask instead of a new classifier (prompt-based fine-tuning). Writes
-WORKDIR/eval_results.json (+ predictions_<task>.tsv with --config.predict=true). Each training batch's examples are
-packed into as few rows as fit (`data.pack_each_batch`, the losses of dynamic padding);
-`--config.data.pack_each_batch=false` trains on padded rows.
+WORKDIR/eval_results.json (+ predictions_<task>.tsv with --config.predict=true). Each
+training batch's examples are packed into as few rows as fit (`data.pack_each_batch`, the
+losses of dynamic padding); `--config.data.pack_each_batch=false` trains on padded rows.
 
 BERT's recipe: 3 epochs, batch 32, lr in {2,3,5}e-5, 10% warmup, seq 128.
 """
