@@ -302,8 +302,9 @@ def fresh_start(config, get_params, model_config: BertConfig, frozen=None, froze
     params, notes = init_params(get_params(), config.init_from, model_config)
     lines.append(f"Initialised from {config.init_from}" + _notes(notes))
     new = [note for note in notes if note.startswith("newly initialised")]
-    if new and config.task != "pretraining" and not config.num_train_steps and not config.get(
-        "num_train_epochs"):
+    evaluate_only = (config.get("num_train_steps", 1) == 0
+                     and config.get("num_train_epochs", 1) == 0)  # fine-tuning's eval-only
+    if new and evaluate_only:
       raise ValueError(f"config.num_train_steps=0 evaluates init_from {config.init_from} as it "
                        f"is, but the model would have {new[0]}: init_from must be a model "
                        "fine-tuned for this task (its head and label count)")
