@@ -117,18 +117,24 @@ def test_bad_templates_fail_in_one_line(tokenizer, dataset, template, texts, len
     ("terrible,,great", "sst2", "expected 2 comma-separated words"),
     ("terrible,greatishly", "sst2",
      r"'greatishly' is \d tokens of this tokenizer; each label word must be one"),
-    ("low,high", "stsb", "stsb is regression")])
-def test_bad_verbalizers_fail_in_one_line(vocab_path, verbalizer, dataset, error):
+    ("low,high", "stsb", "stsb is regression"),
+    ("bad,good", "sst2 feature_layers=-2,-1", "config.feature_layers='-2,-1': a prompt-based"),
+    ("bad,good", "sst2 freeze_encoder=True", "config.freeze_encoder=True: a prompt-based"),
+    ("bad,good", "sst2 classifier_pooling=mean", "config.classifier_pooling='mean': a prompt")])
+def test_bad_verbalizers_and_options_fail_in_one_line(vocab_path, verbalizer, dataset, error):
   from bert_jax.finetune.glue import GlueTask
   from configs import glue
+  dataset, *option = dataset.split()
   config = glue.get_config(f"task={dataset},runlocal=True")
   config.init_from, config.data.vocab_path = "", vocab_path
+  for field, value in (o.split("=") for o in option):
+    config[field] = {"True": True}.get(value, value)
   config.data.prompt_template = "it was {mask} ."
   config.data.prompt_verbalizer = verbalizer
   with pytest.raises(ValueError, match=error):
     GlueTask(config, _config("bert")).model_spec()
   config.data.prompt_verbalizer = "terrible, great"
-  if dataset == "sst2":
+  if dataset == "sst2" and not option:
     spec = GlueTask(config, _config("bert")).model_spec()
     from bert_jax.text.wordpiece import WordPieceTokenizer
     vocab = WordPieceTokenizer(vocab_path).vocab

@@ -18,6 +18,12 @@ def prompt_spec(config, dataset: glue_reader.GlueDataset) -> dict:
   one verbalizer word per label, in the dataset's label order, each one token of the run's
   tokenizer as it reads after a space (" great")."""
   words = [w.strip() for w in config.data.get("prompt_verbalizer", "").split(",")]
+  for field, default in (("feature_layers", ""), ("freeze_encoder", False),
+                         ("classifier_pooling", "pooler")):
+    if config.get(field, default) != default:
+      raise ValueError(f"config.{field}={config.get(field)!r}: a prompt-based classifier "
+                       "reads the MLM head at the mask; it has no such option (leave it at "
+                       f"{default!r} with config.data.prompt_template)")
   if dataset.is_regression:
     raise ValueError(f"config.data.prompt_template: {dataset.name} is regression; prompts "
                      "here classify (one verbalizer word per label)")
