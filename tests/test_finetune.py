@@ -182,3 +182,19 @@ def test_compile_only_reports_every_fine_tuning_task(small_bert, name, arg, prom
   report = compile_report(config)
   assert report["seq_len"] == 32 and report["params_total_bytes"] > 0
   assert report["xla_flops_per_device"] > 0 and report["model_flops_per_step"] > 0
+
+
+@pytest.mark.parametrize("name,field,value", [
+    ("conll", "classifier_pooling", "mean"), ("squad", "feature_layers", "-2,-1"),
+    ("swag", "classifier_pooling", "mean"), ("squad", "classifier_pooling", "mean")])
+def test_a_head_option_the_task_does_not_read_is_refused(name, field, value):
+  """Not silently ignored: e.g. a mean-pooled classifier makes no sense for tagging."""
+  from bert_jax.finetune import conll as conll_task, squad as squad_task, swag as swag_task
+  config = {"conll": conll, "squad": squad, "swag": swag}[name].get_config("runlocal=True")
+  config[field] = value
+  task = {"conll": conll_task.ConllTask, "squad": squad_task.SquadTask,
+          "swag": swag_task.SwagTask}[name]
+  with pytest.raises(ValueError, match=rf"config.{field}='{value}': the {name} task's model "
+                     "does not read it"):
+    task(config, BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
+                            num_attention_heads=1, intermediate_size=8))

@@ -36,6 +36,10 @@ from bert_jax.task import Evaluation, TaskInputs
 MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
 
 
+# config fields that change a fine-tuning head -> their default (configs/common.py).
+HEAD_OPTIONS = {"feature_layers": "", "freeze_encoder": False, "classifier_pooling": "pooler"}
+
+
 def feature_layers(config) -> tuple[int, ...]:
   """config.feature_layers "-4,-3,-2,-1" -> (-4, -3, -2, -1); "" -> () (fine-tuning)."""
   spec = config.feature_layers
@@ -55,11 +59,18 @@ class FinetuningTask:
   label_keys: tuple[str, ...] = ()  # batch features the loss reads besides MODEL_INPUTS
   metric_names = ("loss", "accuracy")
   packable = False  # labels per example or per token: training rows can pack several
+  # The head options (HEAD_OPTIONS) the task's model reads; others must stay at their default.
+  head_options: tuple[str, ...] = ("freeze_encoder",)
   select_metric = None  # the score that picks the epoch (config.data.select_fraction)
   label_names = None  # the logits' classes, in order (Task.label_names)
 
   def __init__(self, config, model_config: BertConfig):
     self.config, self.model_config = config, model_config
+    for field, default in HEAD_OPTIONS.items():
+      if field not in self.head_options and config.get(field, default) != default:
+        raise ValueError(f"config.{field}={config.get(field)!r}: the {self.name} task's model "
+                         f"does not read it (its options: {', '.join(self.head_options)}); "
+                         f"leave it at {default!r}")
     if config.data.get("packing") and not self.packable:
       raise ValueError(f"config.data.packing={config.data.packing}: the {self.name} task has "
                        "no packed form (GLUE and CoNLL have); set it to 0")

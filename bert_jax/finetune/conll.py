@@ -17,6 +17,7 @@ class ConllTask(FinetuningTask):
   reader = conll_reader
   label_keys = ("labels", "label_weights")
   packable = True  # per-token labels ride along in packed rows (finetune/packing.py)
+  head_options = ("feature_layers", "freeze_encoder")
   label_names = conll_reader.LABELS
 
   def model_spec(self):

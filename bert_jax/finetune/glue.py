@@ -8,7 +8,7 @@ import os
 import jax.numpy as jnp
 
 from bert_jax.finetune import glue_reader
-from bert_jax.finetune.base import FinetuningTask, feature_layers
+from bert_jax.finetune.base import HEAD_OPTIONS, FinetuningTask, feature_layers
 from bert_jax.losses import xent_sums
 from bert_jax.text.tokenizers import make_tokenizer
 
@@ -18,8 +18,7 @@ def prompt_spec(config, dataset: glue_reader.GlueDataset) -> dict:
   one verbalizer word per label, in the dataset's label order, each one token of the run's
   tokenizer as it reads after a space (" great")."""
   words = [w.strip() for w in config.data.get("prompt_verbalizer", "").split(",")]
-  for field, default in (("feature_layers", ""), ("freeze_encoder", False),
-                         ("classifier_pooling", "pooler")):
+  for field, default in HEAD_OPTIONS.items():
     if config.get(field, default) != default:
       raise ValueError(f"config.{field}={config.get(field)!r}: a prompt-based classifier "
                        "reads the MLM head at the mask; it has no such option (leave it at "
@@ -47,6 +46,7 @@ class GlueTask(FinetuningTask):
   reader = glue_reader
   label_keys = ("label",)
   packable = True
+  head_options = tuple(HEAD_OPTIONS)
 
   def __init__(self, config, model_config):
     self.dataset = glue_reader.get_dataset(config.data.dataset)
