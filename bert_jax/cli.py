@@ -5,7 +5,9 @@
 
 An expected error (bad data, config, checkpoint or weights: `ValueError` and its
 subclasses such as `CorpusError`, `OSError` such as a missing file, `FloatingPointError`)
-becomes `<program>: error: <message>` on stderr and exit code 1, with no traceback.
+becomes `<program>: error: <message>` on stderr and exit code 1, with no traceback; so
+does a bad flag or `--config` override (a config arg or field that does not exist, a value
+that does not parse), which absl meets while parsing, before main.
 `--verbose` (where the program has that flag) or the environment variable
 `BERT_JAX_TRACEBACK=1` shows the traceback instead. Any other exception is a bug and
 always shows its traceback.
@@ -61,6 +63,35 @@ def one_line_errors(main: Callable[[list[str]], Any]) -> Callable[[list[str]], A
   return wrapped
 
 
+def flag_error_message(error: BaseException) -> str:
+  """What a bad command-line flag's error says, in one line: the config file's own error
+  (the last line of the traceback ml_collections puts in its message, after the flag), or
+  the unknown field of a `--config.*` override with ml_collections' suggestion."""
+  inner = error.args[0] if error.args and isinstance(error.args[0], BaseException) else None
+  if isinstance(error, AttributeError) and isinstance(inner, KeyError) and inner.args:
+    field, _, hint = str(inner.args[0]).partition("\n")
+    return f"a --config override names no config field {field}" + (
+        f" ({hint.strip()})" if hint.strip() else "")
+  lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+  if len(lines) > 1 and lines[0].startswith("flag "):  # "flag --config=...: Error whilst ..."
+    return f"{lines[0].split(': ')[0]}: {lines[-1]}"
+  return lines[-1] if lines else type(error).__name__
+
+
+def _parse_flags(argv: list[str]) -> list[str]:
+  """absl's flag parsing, a bad flag or config override ending as one line (unless
+  tracebacks are on: BERT_JAX_TRACEBACK=1 or --verbose)."""
+  try:
+    return flags.FLAGS(argv)
+  except (flags.Error, AttributeError, KeyError, TypeError, ValueError) as error:
+    if os.environ.get(TRACEBACK_ENV, "") not in ("", "0") or "--verbose" in argv:
+      raise
+    print(f"{program_name()}: error: {flag_error_message(error)}", file=sys.stderr,
+          flush=True)
+    sys.exit(1)
+
+
 def run(main: Callable[[list[str]], Any]) -> None:
-  """absl's `app.run(main)`, with expected errors as one line (module docstring)."""
-  app.run(one_line_errors(main))
+  """absl's `app.run(main)`, with expected errors (and bad flags) as one line (module
+  docstring)."""
+  app.run(one_line_errors(main), flags_parser=_parse_flags)

@@ -39,6 +39,13 @@ def bad_runs(tmp: str) -> dict[str, tuple[list[str], dict[str, str]]]:
       "bert_jax.text.learn_vocab": (["bert_jax.text.learn_vocab", f"--input={missing}",
                                      f"--output={os.path.join(tmp, 'vocab.txt')}"], {}),
       "bert_jax.pretrain.inspect": (["bert_jax.pretrain.inspect", tiny_missing_corpus], {}),
+      # Bad flags fail while absl parses them, before main: one line too.
+      "bert_jax.train: override typo": (
+          ["bert_jax.train", "--config=configs/tiny.py", "--config.optim.learning_rat=1e-3",
+           f"--workdir={os.path.join(tmp, 'workdir')}"], {}),
+      "bert_jax.train: config arg typo": (
+          ["bert_jax.train", "--config=configs/tiny.py:runlocl=True",
+           f"--workdir={os.path.join(tmp, 'workdir')}"], {}),
       "traceback: BERT_JAX_TRACEBACK=1": (
           ["bert_jax.text.prepare", f"--source={missing}",
            f"--output={os.path.join(tmp, 'corpus.txt')}"], {cli.TRACEBACK_ENV: "1"}),
@@ -73,13 +80,17 @@ def last_line(text: str) -> str:
     ("bert_jax.text.prepare", "source '.*missing.txt' not found"),
     ("bert_jax.text.learn_vocab", "input file\\(s\\) not found: .*missing.txt"),
     ("bert_jax.pretrain.inspect", "file pattern '.*missing.txt' .* matches no file"),
+    ("bert_jax.train: override typo", "a --config override names no config field "
+     "'learning_rat' \\(Did you mean \"learning_rate\""),
+    ("bert_jax.train: config arg typo", "flag --config=configs/tiny.py:runlocl=True: "
+     "ValueError: config arg 'runlocl': expected one of"),
 ])
 def test_expected_error_is_one_line(results, program, message):
   result = results[program]
   assert result.returncode == 1, result.stderr
   assert "Traceback" not in result.stderr, result.stderr
   line = last_line(result.stderr)
-  assert line.startswith(f"{program}: error: "), result.stderr
+  assert line.startswith(f"{program.split(':')[0]}: error: "), result.stderr
   assert re.search(message, line), line
 
 
