@@ -28,6 +28,7 @@ runs it would do, one per line, and runs nothing.
 """
 import argparse
 import datetime
+import difflib
 import hashlib
 import json
 import os
@@ -318,8 +319,10 @@ def main(argv=None):
   specs = module.get_sweep()
   unknown = [run for run in args.runs if run not in specs]
   if unknown:
-    raise SystemExit(f"unknown run(s) {', '.join(unknown)} in sweep {args.sweep}; "
-                     f"known runs: {', '.join(specs)}")
+    near = sorted({m for run in unknown for m in difflib.get_close_matches(run, specs, n=3)})
+    raise SystemExit(f"unknown run(s) {', '.join(unknown)} in sweep {args.sweep} ("
+                     f"{len(specs)} runs; `--print` shows each one's command)"
+                     + (f"; did you mean {', '.join(near)}?" if near else ""))
   path = args.results or sweeps.results_path(args.sweep)
   done = {row["run"] for row in sweeps.read_results(path)}
   runs = args.runs or list(specs)
