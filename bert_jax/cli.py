@@ -23,6 +23,7 @@ from typing import Any
 
 from absl import app
 from absl import flags
+from absl import logging
 
 EXPECTED_ERRORS = (ValueError, OSError, FloatingPointError)
 TRACEBACK_ENV = "BERT_JAX_TRACEBACK"
@@ -95,3 +96,10 @@ def run(main: Callable[[list[str]], Any]) -> None:
   """absl's `app.run(main)`, with expected errors (and bad flags) as one line (module
   docstring)."""
   app.run(one_line_errors(main), flags_parser=_parse_flags)
+
+
+def quiet_logs() -> None:
+  """INFO logs (orbax's per-file checkpoint chatter) off unless --verbosity was given; call
+  at the top of a program's main."""
+  if not flags.FLAGS["verbosity"].present:
+    logging.set_verbosity(logging.WARNING)

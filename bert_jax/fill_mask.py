@@ -15,7 +15,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-from absl import app, flags, logging
+from absl import app, flags
 
 from bert_jax import cli
 from bert_jax.text.tokenizers import model_tokenizer
@@ -75,8 +75,7 @@ def main(argv):
   texts = argv[1:]
   if not texts:
     raise app.UsageError("give one or more texts with [MASK] in them")
-  if not flags.FLAGS["verbosity"].present:  # checkpoint-loading chatter off unless asked
-    logging.set_verbosity(logging.WARNING)
+  cli.quiet_logs()  # checkpoint-loading chatter off unless asked
   model, variables = load_pretrained(_MODEL.value)
   tokenizer = model_tokenizer(_MODEL.value)
   for text, masks in zip(texts, fill_mask(model, variables, tokenizer, texts, _TOP_K.value,
