@@ -118,6 +118,7 @@ def test_bad_templates_fail_in_one_line(tokenizer, dataset, template, texts, len
     ("terrible,greatishly", "sst2",
      r"'greatishly' is \d tokens of this tokenizer; each label word must be one"),
     ("low,high", "stsb", "stsb is regression"),
+    ("great,Great", "sst2", "two labels have the same token"),
     ("bad,good", "sst2 feature_layers=-2,-1", "config.feature_layers='-2,-1': a prompt-based"),
     ("bad,good", "sst2 freeze_encoder=True", "config.freeze_encoder=True: a prompt-based"),
     ("bad,good", "sst2 classifier_pooling=mean", "config.classifier_pooling='mean': a prompt")])

@@ -36,6 +36,9 @@ def prompt_spec(config, dataset: glue_reader.GlueDataset) -> dict:
     if len(pieces) != 1:
       raise ValueError(f"config.data.prompt_verbalizer: {word!r} is {len(pieces)} tokens of "
                        "this tokenizer; each label word must be one")
+  if len({p[0] for p in ids}) < len(ids):
+    raise ValueError(f"config.data.prompt_verbalizer={config.data.prompt_verbalizer!r}: two "
+                     "labels have the same token; each label needs its own word")
   return {"task_model": "prompt_classification", "label_token_ids": [p[0] for p in ids],
           "mask_token_id": int(tokenizer.mask_id)}
 
