@@ -3,6 +3,7 @@
 Reading, featurizing and the official metrics: glue_reader.py.
 """
 import csv
+import functools
 import os
 
 import jax.numpy as jnp
@@ -61,9 +62,13 @@ class GlueTask(FinetuningTask):
   def row_groups(self, train_metadata):  # SST-2: a sentence's phrases stay together
     return glue_reader.row_groups(train_metadata, self.dataset)
 
+  @functools.cached_property
+  def _prompt_spec(self) -> dict:  # reads the tokenizer once; model_spec is asked often
+    return prompt_spec(self.config, self.dataset)
+
   def model_spec(self):
     if self.config.data.get("prompt_template"):
-      return prompt_spec(self.config, self.dataset)
+      return dict(self._prompt_spec)
     return {"task_model": "sequence_classification", "num_labels": self.dataset.num_labels,
             "feature_layers": list(feature_layers(self.config)),
             "frozen_encoder": bool(self.config.freeze_encoder),
