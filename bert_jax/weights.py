@@ -305,7 +305,7 @@ def fresh_start(config, get_params, model_config: BertConfig, frozen=None, froze
     evaluate_only = (config.get("num_train_steps", 1) == 0
                      and config.get("num_train_epochs", 1) == 0)  # fine-tuning's eval-only
     if new and evaluate_only:
-      raise ValueError(f"config.num_train_steps=0 evaluates init_from {config.init_from} as it "
+      raise ValueError(f"config.num_train_epochs=0 evaluates init_from {config.init_from} as it "
                        f"is, but the model would have {new[0]}: init_from must be a model "
                        "fine-tuned for this task (its head and label count)")
   elif frozen is not None and frozen.init_trainable is not None:
