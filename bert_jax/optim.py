@@ -6,7 +6,12 @@ clipping at 1.0. (optax's Adam applies bias correction; the original TF optimize
 
 config.optim fields: name ("adamw" | "lamb"), learning_rate, warmup_steps (or, when it
 is 0, warmup_fraction of the total steps: BERT fine-tuning warms up over 10%),
-end_learning_rate, b1, b2, eps, weight_decay, grad_clip_norm (0 = off), layer_decay
+end_learning_rate, schedule (what follows the warmup, SCHEDULES: "linear", BERT's decay to
+end_learning_rate over the rest; "wsd", warmup-stable-decay, ModernBERT's trapezoid: the
+peak held, then a 1 - sqrt decay to end_learning_rate over the last decay_fraction of the
+steps, Hägele et al. 2024, arXiv 2405.18392: a checkpoint saved before the decay is one
+of a longer run on the same schedule too, so a workdir holding it as its latest continues
+with a larger num_train_steps), decay_fraction, b1, b2, eps, weight_decay, grad_clip_norm (0 = off), layer_decay
 (1.0 = off; d < 1: layer-wise learning-rate decay, ELECTRA's fine-tuning recipe, Clark et
 al. 2020: the embeddings train at lr x d^(L+1), encoder layer i at lr x d^(L-i), the
 pooler and every head at lr; weight decay scales alike), word_embedding_lr_scale (1.0 =
@@ -28,19 +33,47 @@ _NO_DECAY_LEAVES = ("bias", "scale", "output_bias")  # LayerNorm scale/bias, eve
 def default_optim_config() -> ml_collections.ConfigDict:
   return ml_collections.ConfigDict(dict(
       name="adamw", learning_rate=1e-4, warmup_steps=10_000, warmup_fraction=0.0,
-      end_learning_rate=0.0,
+      end_learning_rate=0.0, schedule="linear", decay_fraction=0.2,
       b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.01, grad_clip_norm=1.0, layer_decay=1.0,
       word_embedding_lr_scale=1.0))
 
 
+def _linear_decay(optim, steps: int, total_steps: int):
+  """From the peak straight down to end_learning_rate over the `steps` after the warmup."""
+  del total_steps
+  return optax.linear_schedule(optim.learning_rate, optim.end_learning_rate, steps)
+
+
+def _warmup_stable_decay(optim, steps: int, total_steps: int):
+  """The peak, then over the run's last decay_fraction x total_steps steps (at most the
+  `steps` after the warmup) peak - (peak - end) * sqrt(t / decay) for t = 0 .. decay."""
+  fraction = float(optim.get("decay_fraction", 0.2))
+  if not 0.0 < fraction <= 1.0:
+    raise ValueError(f"config.optim.decay_fraction={fraction}: expected 0 < f <= 1 (the "
+                     "share of the run's steps that the wsd schedule decays over)")
+  decay = max(min(round(fraction * total_steps), steps), 1)
+  peak, end = float(optim.learning_rate), float(optim.end_learning_rate)
+
+  def one_minus_sqrt(count):
+    return peak - (peak - end) * jnp.sqrt(jnp.clip(count / decay, 0.0, 1.0))
+  return optax.join_schedules([optax.constant_schedule(peak), one_minus_sqrt],
+                              boundaries=[steps - decay])
+
+
+# config.optim.schedule -> fn(optim, steps after the warmup, total steps): that part's schedule.
+SCHEDULES = {"linear": _linear_decay, "wsd": _warmup_stable_decay}
+
+
 def learning_rate_schedule(optim: ml_collections.ConfigDict, total_steps: int):
-  """Linear warmup from 0 to the peak over warmup_steps, then linear decay to the end."""
+  """Linear warmup from 0 to the peak over warmup_steps, then SCHEDULES[optim.schedule]."""
   warmup = int(optim.warmup_steps) or round(optim.warmup_fraction * total_steps)
   warmup = min(warmup, total_steps)
-  decay_steps = max(total_steps - warmup, 1)
+  name = optim.get("schedule", "linear")
+  if name not in SCHEDULES:
+    raise ValueError(f"config.optim.schedule={name!r}: expected one of {sorted(SCHEDULES)}")
   return optax.join_schedules(
       [optax.linear_schedule(0.0, optim.learning_rate, max(warmup, 1)),
-       optax.linear_schedule(optim.learning_rate, optim.end_learning_rate, decay_steps)],
+       SCHEDULES[name](optim, max(total_steps - warmup, 1), total_steps)],
       boundaries=[warmup])
 
 

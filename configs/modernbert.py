@@ -28,8 +28,9 @@ What differs from the paper, because the codebase does not have it or it is a si
   - optimizer: AdamW, not StableAdamW (its per-tensor update clipping); global-norm
     clipping at 1.0 stays. Weight decay 0.01 in optax's (lr-scaled) form is the paper's
     decoupled 1e-5 at its peak lr 8e-4 (1e-5 / 8e-4 = 0.0125), rounded to BERT's;
-  - schedule: linear warmup + linear decay to 0 (optim.py), not the trapezoid (warmup,
-    long constant phase, 1 - sqrt decay); no batch-size warmup; the peak lr is
+  - schedule: linear warmup + linear decay to 0, not the paper's trapezoid (warmup, long
+    constant phase, 1 - sqrt decay), which is `--config.optim.schedule=wsd` (optim.py;
+    not measured on this config yet); no batch-size warmup; the peak lr is
     configs/tiny.py's 2e-3 for this tiny model (the paper: 8e-4 at 149M params);
   - packing: ModernBERT trains on unpadded rows of several documents that do not see
     each other. The model takes such rows (`--config.data.packing`: rotary positions

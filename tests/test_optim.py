@@ -140,3 +140,48 @@ def test_clip_by_global_norm_equals_optax_and_torch(max_norm):
   norm = np.sqrt(sum(np.sum(np.square(np.asarray(x, np.float64))) for x in jax.tree.leaves(ours)))
   if max_norm < 100:
     assert norm == pytest.approx(max_norm, rel=1e-6)
+
+
+def _schedule(total_steps, **fields):
+  config = optim.default_optim_config()
+  config.update(learning_rate=1.0, warmup_steps=10, **fields)
+  return optim.learning_rate_schedule(config, total_steps)
+
+
+def test_linear_schedule_is_berts():
+  """Warmup 0 -> peak over 10 steps, then a straight line to end_learning_rate at the end."""
+  lr = _schedule(110, end_learning_rate=0.1)
+  np.testing.assert_allclose([lr(t) for t in (0, 5, 10, 60, 110, 120)],
+                             [0.0, 0.5, 1.0, 0.55, 0.1, 0.1], atol=1e-6)
+
+
+def test_wsd_holds_the_peak_then_decays_as_one_minus_sqrt():
+  """ModernBERT's trapezoid: the peak until the last 20% of the steps, then
+  end + (peak - end)(1 - sqrt(t / decay))."""
+  lr = _schedule(100, schedule="wsd", decay_fraction=0.2, end_learning_rate=0.1)
+  np.testing.assert_allclose([lr(t) for t in (5, 10, 50, 80)], [0.5, 1.0, 1.0, 1.0], atol=1e-6)
+  for t in (81, 85, 90, 99, 100):
+    np.testing.assert_allclose(lr(t), 0.1 + 0.9 * (1 - np.sqrt((t - 80) / 20)), atol=1e-6)
+  assert float(lr(150)) == pytest.approx(0.1)
+
+
+def test_wsd_checkpoints_before_the_decay_continue_a_longer_run():
+  """A 1,000-step wsd run has the same learning rates as a 10,000-step one up to its decay
+  (step 800), so its checkpoints there continue the longer run; linear decay has none."""
+  short, long = (_schedule(n, schedule="wsd") for n in (1000, 10_000))
+  steps = np.arange(0, 801, 50)
+  np.testing.assert_array_equal([short(t) for t in steps], [long(t) for t in steps])
+  assert float(short(900)) < float(long(900)) == 1.0
+  linear_short, linear_long = (_schedule(n) for n in (1000, 10_000))
+  assert float(linear_short(500)) < float(linear_long(500))
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"schedule": "cosine"}, r"config.optim.schedule='cosine': expected one of \['linear', "
+                             r"'wsd'\]"),
+    ({"schedule": "wsd", "decay_fraction": 0.0}, r"config.optim.decay_fraction=0.0: expected "
+                                                 r"0 < f <= 1"),
+])
+def test_bad_schedule_is_one_line(fields, message):
+  with pytest.raises(ValueError, match=message):
+    _schedule(100, **fields)
