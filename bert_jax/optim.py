@@ -1,10 +1,12 @@
-"""The optimizer from config.optim: AdamW or LAMB, warmup + linear decay, clipping.
+"""The optimizer from config.optim: AdamW, LAMB or StableAdamW, warmup + decay, clipping.
 
 BERT's recipe: no weight decay on LayerNorm params or biases; linear warmup to the peak
 learning rate, then linear decay to `end_learning_rate` at the last step; global-norm
 clipping at 1.0. (optax's Adam applies bias correction; the original TF optimizer did not.)
 
-config.optim fields: name ("adamw" | "lamb"), learning_rate, warmup_steps (or, when it
+config.optim fields: name ("adamw" | "lamb" | "stableadamw": AdamW whose per-tensor step is
+divided by max(1, RMS(g^2 / v)), Adafactor's update clipping, Wortsman et al. 2023, arXiv
+2304.13013, the optimizer ModernBERT trains with), learning_rate, warmup_steps (or, when it
 is 0, warmup_fraction of the total steps: BERT fine-tuning warms up over 10%),
 end_learning_rate, schedule (what follows the warmup, SCHEDULES: "linear", BERT's decay to
 end_learning_rate over the rest; "wsd", warmup-stable-decay, ModernBERT's trapezoid: the
@@ -164,6 +166,34 @@ def clip_by_global_norm(max_norm: float) -> optax.GradientTransformation:
   return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
 
 
+def scale_by_stable_adam(b1: float, b2: float, eps: float, weight_decay: float,
+                         mask) -> optax.GradientTransformation:
+  """StableAdamW's step before the learning rate: per tensor, (m / (sqrt(v) + eps) +
+  weight_decay x param) / max(1, sqrt(mean(g^2 / max(v, eps^2)))), with m and v Adam's
+  bias-corrected moments after this gradient, and the decay only where `mask(params)` is
+  True. A gradient far above its running second moment (a loss spike) shrinks that
+  tensor's whole step, weight decay included, as torch-optimi's StableAdamW does."""
+  def init(params):
+    zeros = lambda: jax.tree.map(jnp.zeros_like, params)  # noqa: E731
+    return optax.ScaleByAdamState(count=jnp.zeros([], jnp.int32), mu=zeros(), nu=zeros())
+
+  def update(grads, state, params):
+    count = optax.safe_increment(state.count)
+    mu = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, grads)
+    nu = jax.tree.map(lambda v, g: b2 * v + (1 - b2) * g * g, state.nu, grads)
+    t = count.astype(jnp.float32)
+    m_scale, v_scale = 1 / (1 - b1 ** t), 1 / (1 - b2 ** t)
+
+    def step(g, m, v, p, decays):
+      m, v = m * m_scale, v * v_scale
+      u = m / (jnp.sqrt(v) + eps) + (weight_decay * p if decays else 0.0)
+      rms = jnp.sqrt(jnp.mean(g * g / jnp.maximum(v, eps * eps)))
+      return u / jnp.maximum(1.0, rms)
+    updates = jax.tree.map(step, grads, mu, nu, params, mask(params))
+    return updates, optax.ScaleByAdamState(count=count, mu=mu, nu=nu)
+  return optax.GradientTransformation(init, update)
+
+
 def make_optimizer(optim: ml_collections.ConfigDict, total_steps: int):
   """(optax transformation, learning-rate schedule)."""
   schedule = learning_rate_schedule(optim, total_steps)
@@ -173,8 +203,14 @@ def make_optimizer(optim: ml_collections.ConfigDict, total_steps: int):
   elif optim.name == "lamb":
     core = optax.lamb(schedule, b1=optim.b1, b2=optim.b2, eps=optim.eps,
                       weight_decay=optim.weight_decay, mask=weight_decay_mask)
+  elif optim.name == "stableadamw":
+    core = optax.chain(
+        scale_by_stable_adam(optim.b1, optim.b2, optim.eps, optim.weight_decay,
+                             weight_decay_mask),
+        optax.scale_by_learning_rate(schedule))
   else:
-    raise ValueError(f"config.optim.name={optim.name!r}: expected 'adamw' or 'lamb'")
+    raise ValueError(f"config.optim.name={optim.name!r}: expected 'adamw', 'lamb' or "
+                     "'stableadamw'")
   layer_decay = float(optim.get("layer_decay", 1.0))
   if not 0.0 < layer_decay <= 1.0:
     raise ValueError(f"config.optim.layer_decay={layer_decay}: expected 0 < d <= 1 "

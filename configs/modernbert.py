@@ -25,8 +25,9 @@ ModernBERT's choices that this codebase has, all taken:
     RoBERTa's <s>/</s>), whose <pad> = 1 is pad_token_id;
   - AdamW with b2 = 0.98 and eps 1e-6, weight decay off norms and biases.
 What differs from the paper, because the codebase does not have it or it is a size choice:
-  - optimizer: AdamW, not StableAdamW (its per-tensor update clipping); global-norm
-    clipping at 1.0 stays. Weight decay 0.01 in optax's (lr-scaled) form is the paper's
+  - optimizer: AdamW with global-norm clipping at 1.0, not the paper's StableAdamW (its
+    per-tensor update clipping), which is `--config.optim.name=stableadamw` (optim.py,
+    equal to torch-optimi's; not measured on this config yet). Weight decay 0.01 in optax's (lr-scaled) form is the paper's
     decoupled 1e-5 at its peak lr 8e-4 (1e-5 / 8e-4 = 0.0125), rounded to BERT's;
   - schedule: linear warmup + linear decay to 0, not the paper's trapezoid (warmup, long
     constant phase, 1 - sqrt decay), which is `--config.optim.schedule=wsd` (optim.py;

@@ -1,7 +1,9 @@
 """config.optim.layer_decay: layer-wise learning-rate decay (ELECTRA's fine-tuning recipe);
 config.optim.word_embedding_lr_scale."""
 import jax
+import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from flax import linen as nn
 
@@ -185,3 +187,53 @@ def test_wsd_checkpoints_before_the_decay_continue_a_longer_run():
 def test_bad_schedule_is_one_line(fields, message):
   with pytest.raises(ValueError, match=message):
     _schedule(100, **fields)
+
+
+def test_stableadamw_equals_torch_optimi():
+  """Five steps of our StableAdamW (scale_by_stable_adam + the learning rate) against
+  torch-optimi's, the implementation ModernBERT trained with: a decayed kernel and an
+  undecayed bias, one gradient spiking 50x (its tensor's RMS term > 1, the step shrunk)."""
+  import torch
+  from optimi import StableAdamW
+
+  rng = np.random.default_rng(0)
+  params = {"dense": {"kernel": rng.normal(size=(6, 4)).astype(np.float32),
+                      "bias": rng.normal(size=(4,)).astype(np.float32)}}
+  grads = [jax.tree.map(lambda p: rng.normal(size=p.shape).astype(np.float32), params)
+           for _ in range(5)]
+  grads[3]["dense"]["kernel"] *= 50.0
+  tx = optax.chain(optim.scale_by_stable_adam(0.9, 0.98, 1e-6, 0.1, optim.weight_decay_mask),
+                   optax.scale_by_learning_rate(1e-2))
+  ours, state = params, tx.init(params)
+  for g in grads:
+    updates, state = tx.update(g, state, ours)
+    ours = optax.apply_updates(ours, updates)
+
+  kernel, bias = (torch.nn.Parameter(torch.tensor(params["dense"][k])) for k in ("kernel", "bias"))
+  theirs = StableAdamW([{"params": [kernel], "weight_decay": 0.1},
+                        {"params": [bias], "weight_decay": 0.0}],
+                       lr=1e-2, betas=(0.9, 0.98), eps=1e-6, foreach=False, triton=False)
+  for g in grads:
+    kernel.grad, bias.grad = (torch.tensor(g["dense"][k]) for k in ("kernel", "bias"))
+    theirs.step()
+  np.testing.assert_allclose(ours["dense"]["kernel"], kernel.detach().numpy(), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(ours["dense"]["bias"], bias.detach().numpy(), rtol=1e-5, atol=1e-6)
+  # The spike did take the clipped branch: its tensor's RMS term is well above 1.
+  nu = 0.0
+  for t, g in enumerate(grads, 1):
+    nu = 0.98 * nu + 0.02 * g["dense"]["kernel"] ** 2
+    if t == 4:
+      assert np.sqrt(np.mean(g["dense"]["kernel"] ** 2 / (nu / (1 - 0.98 ** t)))) > 1.5
+
+
+def test_stableadamw_by_name_trains():
+  """config.optim.name=stableadamw builds it (with the schedule and global-norm clipping)."""
+  params = _classifier_params()
+  config = optim.default_optim_config()
+  config.update(name="stableadamw", learning_rate=1e-3, warmup_steps=1)
+  tx, _ = optim.make_optimizer(config, total_steps=10)
+  grads = jax.tree.map(jnp.ones_like, params)
+  state = tx.init(params)
+  for _ in range(2):
+    updates, state = tx.update(grads, state, params)
+  assert all(np.all(np.isfinite(u)) and np.any(u != 0) for u in jax.tree.leaves(updates))
