@@ -6,7 +6,8 @@
 # guesses for two masks, then fine-tune that model on SST-2 (8,000 training sentences,
 # 3 epochs; dev accuracy) and, as the baseline pretraining has to beat, the same model
 # from random weights (config.random_init), each with fine-tuning seeds 0, 1, 2, printing
-# both sides' dev accuracies (mean [range]) and whether the ranges are apart.
+# both sides' dev accuracies (mean [range]), whether the ranges are apart, and each seed's
+# pretrained - random difference (a seed draws both sides' training subset and order).
 # Re-running resumes from runs/modernbert_vectors and runs/modernbert_vectors_sst2_*
 # (finished runs just report again). Arguments go to the pretraining command (e.g.
 # --config.num_train_steps=200).
@@ -54,4 +55,9 @@ verdict = ("pretrained above random init on every seed, by more than the seeds' 
            "random init above on every seed" if max(acc["pretrained"]) < min(acc["random"])
            else "the seeds' ranges overlap")
 print(f"  gap {gap:+.2f} points: {verdict}")
+# A seed draws both sides' training subset, order and head: compare each with its twin too.
+diffs = [p - r for p, r in zip(acc["pretrained"], acc["random"])]
+print("  paired by seed (pretrained - random init, same subset and order): "
+      + ", ".join(f"{d:+.2f}" for d in diffs)
+      + f"; pretrained above on {sum(d > 0 for d in diffs)} of {len(diffs)} seeds")
 PY
