@@ -11,15 +11,15 @@ is 0, warmup_fraction of the total steps: BERT fine-tuning warms up over 10%),
 end_learning_rate, schedule (what follows the warmup, SCHEDULES: "linear", BERT's decay to
 end_learning_rate over the rest; "wsd", warmup-stable-decay, ModernBERT's trapezoid: the
 peak held, then a 1 - sqrt decay to end_learning_rate over the last decay_fraction of the
-steps, Hägele et al. 2024, arXiv 2405.18392: a checkpoint saved before the decay is one
-of a longer run on the same schedule too, so a workdir holding it as its latest continues
-with a larger num_train_steps), decay_fraction, b1, b2, eps, weight_decay, grad_clip_norm (0 = off), layer_decay
-(1.0 = off; d < 1: layer-wise learning-rate decay, ELECTRA's fine-tuning recipe, Clark et
-al. 2020: the embeddings train at lr x d^(L+1), encoder layer i at lr x d^(L-i), the
-pooler and every head at lr; weight decay scales alike), word_embedding_lr_scale (1.0 =
-off; s < 1: every word_embeddings table, tied MLM decoders included, trains at lr x s and
-its weight decay alike; 0 freezes it, e.g. to keep word vectors that started it:
-config.init_word_vectors).
+steps, Hägele et al. 2024, arXiv 2405.18392: with the warmup in warmup_steps, a checkpoint
+saved before the decay is one of a longer run on the same schedule too, so a workdir
+holding it as its latest continues with a larger num_train_steps), decay_fraction, b1, b2,
+eps, weight_decay, grad_clip_norm (0 = off), layer_decay (1.0 = off; d < 1: layer-wise
+learning-rate decay, ELECTRA's fine-tuning recipe, Clark et al. 2020: the embeddings
+train at lr x d^(L+1), encoder layer i at lr x d^(L-i), the pooler and every head at lr;
+weight decay scales alike), word_embedding_lr_scale (1.0 = off; s < 1: every
+word_embeddings table, tied MLM decoders included, trains at lr x s and its weight decay
+alike; 0 freezes it, e.g. to keep word vectors that started it: config.init_word_vectors).
 """
 import re
 
