@@ -1,6 +1,7 @@
 """End-to-end training on a shrunken config: real steps on real text (lm1b train_test style)."""
 import json
 import os
+import shutil
 import sys
 
 import jax
@@ -154,3 +155,28 @@ def test_sigkill_and_resume_gives_identical_losses(corpus, tmp_path, capsys):
   for step in ref:
     assert abs(ref[step] - got[step]) <= 1e-6 * max(1.0, abs(ref[step])), (step, ref[step],
                                                                           got[step])
+
+
+def test_wsd_run_continues_from_a_checkpoint_before_its_decay(corpus, tmp_path):
+  """optim.schedule=wsd: a 10-step run's step-8 checkpoint (its decay starts at 8) continued
+  with num_train_steps=16 trains steps 9-16 exactly as a 16-step run does (same rates, data
+  position, losses): the pre-decay checkpoint of a short run is one of the longer run."""
+  wsd = {"optim.schedule": "wsd", "optim.decay_fraction": 0.2, "optim.warmup_steps": 2,
+         "optim.learning_rate": 3e-3, "checkpoint_every_steps": 4, "eval_every_steps": 0,
+         "model.hidden_dropout_prob": 0.0, "model.attention_probs_dropout_prob": 0.0}
+  short, long = str(tmp_path / "short"), str(tmp_path / "long")
+  trainer.train_and_evaluate(small_config(corpus, num_train_steps=10, **wsd), short)
+  for step in os.listdir(os.path.join(short, "checkpoints")):
+    if step.isdigit() and int(step) > 8:  # keep the last checkpoint before the decay
+      shutil.rmtree(os.path.join(short, "checkpoints", step))
+  trainer.train_and_evaluate(small_config(corpus, num_train_steps=16, **wsd), short)
+  trainer.train_and_evaluate(small_config(corpus, num_train_steps=16, **wsd), long)
+  # On resume the log keeps the rows up to the restored step: those after 8 are the new run's.
+  rows = [r for r in read_rows(short) if "loss" in r]
+  assert [r["step"] for r in rows] == list(range(1, 17))
+  continued = {r["step"]: (r["loss"], r["learning_rate"]) for r in rows if r["step"] > 8}
+  straight = {r["step"]: (r["loss"], r["learning_rate"]) for r in read_rows(long) if "loss" in r}
+  assert sorted(continued) == list(range(9, 17))
+  for step, (loss, lr) in continued.items():
+    assert lr == straight[step][1] and abs(loss - straight[step][0]) <= 1e-5 * loss, step
+  assert straight[12][1] == pytest.approx(3e-3) and straight[16][1] < 2e-3  # peak, then decay
