@@ -178,18 +178,18 @@ def scale_by_stable_adam(b1: float, b2: float, eps: float, weight_decay: float,
     return optax.ScaleByAdamState(count=jnp.zeros([], jnp.int32), mu=zeros(), nu=zeros())
 
   def update(grads, state, params):
+    # Adam's moments and bias correction, as optax.scale_by_adam computes them.
+    mu = optax.tree_utils.tree_update_moment(grads, state.mu, b1, 1)
+    nu = optax.tree_utils.tree_update_moment(grads, state.nu, b2, 2)
     count = optax.safe_increment(state.count)
-    mu = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, grads)
-    nu = jax.tree.map(lambda v, g: b2 * v + (1 - b2) * g * g, state.nu, grads)
-    t = count.astype(jnp.float32)
-    m_scale, v_scale = 1 / (1 - b1 ** t), 1 / (1 - b2 ** t)
+    m_hat = optax.tree_utils.tree_bias_correction(mu, b1, count)
+    v_hat = optax.tree_utils.tree_bias_correction(nu, b2, count)
 
     def step(g, m, v, p, decays):
-      m, v = m * m_scale, v * v_scale
       u = m / (jnp.sqrt(v) + eps) + (weight_decay * p if decays else 0.0)
       rms = jnp.sqrt(jnp.mean(g * g / jnp.maximum(v, eps * eps)))
       return u / jnp.maximum(1.0, rms)
-    updates = jax.tree.map(step, grads, mu, nu, params, mask(params))
+    updates = jax.tree.map(step, grads, m_hat, v_hat, params, mask(params))
     return updates, optax.ScaleByAdamState(count=count, mu=mu, nu=nu)
   return optax.GradientTransformation(init, update)
 
