@@ -30,7 +30,10 @@ TRACEBACK_ENV = "BERT_JAX_TRACEBACK"
 
 
 def program_name() -> str:
-  """`python -m bert_jax.text.prepare` -> "bert_jax.text.prepare"; else the script's name."""
+  """`python -m bert_jax.text.prepare` -> "bert_jax.text.prepare"; a console script
+  (`bert-jax-prepare`, bert_jax.console) -> its name; else the script's name."""
+  if os.path.basename(sys.argv[0]).startswith("bert-jax-"):
+    return os.path.basename(sys.argv[0])
   spec = getattr(sys.modules.get("__main__"), "__spec__", None)
   if spec is not None and spec.name:
     return spec.name.removesuffix(".__main__")
@@ -94,12 +97,22 @@ def _parse_flags(argv: list[str]) -> list[str]:
 
 def run(main: Callable[[list[str]], Any]) -> None:
   """absl's `app.run(main)`, with expected errors (and bad flags) as one line (module
-  docstring)."""
-  app.run(one_line_errors(main), flags_parser=_parse_flags)
+  docstring). Every program gets `--verbose` (tracebacks, INFO logs and the start-up lines
+  that `bert_jax.quiet` hides)."""
+  if "verbose" not in flags.FLAGS:
+    flags.DEFINE_bool("verbose", False, "Tracebacks, INFO logs and TensorFlow's / XLA's "
+                      "start-up lines (bert_jax.quiet), all of which are off by default.")
+
+  def quiet_main(argv):
+    quiet_logs()
+    return main(argv)
+
+  app.run(one_line_errors(functools.wraps(main)(quiet_main)), flags_parser=_parse_flags)
 
 
 def quiet_logs() -> None:
-  """INFO logs (orbax's per-file checkpoint chatter) off unless --verbosity was given; call
-  at the top of a program's main."""
-  if not flags.FLAGS["verbosity"].present:
+  """INFO logs (orbax's per-file checkpoint chatter) off unless --verbosity or --verbose
+  was given (`run` does it before main)."""
+  if not flags.FLAGS["verbosity"].present and not (
+      "verbose" in flags.FLAGS and flags.FLAGS["verbose"].value):
     logging.set_verbosity(logging.WARNING)

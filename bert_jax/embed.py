@@ -95,7 +95,6 @@ if __name__ == "__main__":  # flags exist only when run as a program
 
 def main(argv):
   del argv
-  cli.quiet_logs()  # checkpoint-loading chatter off unless asked
   sentences = read_lines(_INPUT.value)  # a bad --input fails before the model loads
   layers = parse_layers(_LAYERS.value)
   model, variables = load_pretrained(_MODEL.value, heads="none")

@@ -8,7 +8,10 @@ folder, a Google TF checkpoint), with its tokenizer files beside the weights. Ea
 hold several [MASK]s (the tokenizer's mask token: `<mask>` for byte-level BPE, RoBERTa's and
 ModernBERT's here); each is scored on its own (the others stay [MASK]), as HF's fill-mask
 pipeline does.
-The probabilities are the softmax over the whole vocabulary.
+The probabilities are the softmax over the whole vocabulary. Each prediction is shown as
+its decoded text, as HF's fill-mask pipeline shows `token_str` (byte-level BPE's `Ġit` and
+SentencePiece's `▁it` read `it`; a WordPiece continuation keeps its `##`);
+`--raw_pieces` shows the vocabulary's entries instead.
 """
 import functools
 
@@ -33,9 +36,17 @@ def _mlm_probabilities(model, variables, batch, positions):
   return jax.nn.softmax(logits.astype(jnp.float32), axis=-1)  # [B, P, V]
 
 
-def fill_mask(model, variables, tokenizer, texts, top_k: int = 5,
-              max_length: int = 128) -> list[list[list[tuple[str, float]]]]:
-  """For each text, for each [MASK] in it (left to right): top_k (token, probability)."""
+def token_text(tokenizer, token_id: int) -> str:
+  """One vocabulary entry as text: the tokenizer's decoding of it alone, without the
+  space that marks a word start (HF's fill-mask `token_str`); an entry that decodes to
+  whitespace only (byte-BPE's `ĉ`, a tab) is shown as the entry."""
+  return tokenizer.decode([token_id]).strip() or tokenizer.vocab[token_id]
+
+
+def fill_mask(model, variables, tokenizer, texts, top_k: int = 5, max_length: int = 128,
+              raw_pieces: bool = False) -> list[list[list[tuple[str, float]]]]:
+  """For each text, for each [MASK] in it (left to right): top_k (token, probability); a
+  token is `token_text` (decoded), or the vocabulary entry with `raw_pieces`."""
   if not isinstance(model, (BertForPreTraining, BertForPromptClassification)):
     raise ValueError(f"fill_mask needs a model with its MLM head (BertForPreTraining, or "
                      f"a prompt-tuned BertForPromptClassification), got "
@@ -59,8 +70,8 @@ def fill_mask(model, variables, tokenizer, texts, top_k: int = 5,
     per_mask = []
     for slot in range(len(positions)):
       best = np.argsort(-probabilities[row, slot], kind="stable")[:top_k]
-      per_mask.append([(tokenizer.vocab[i], float(probabilities[row, slot, i]))
-                       for i in best])
+      per_mask.append([(tokenizer.vocab[i] if raw_pieces else token_text(tokenizer, i),
+                        float(probabilities[row, slot, i])) for i in best])
     results.append(per_mask)
   return results
 
@@ -69,17 +80,18 @@ if __name__ == "__main__":  # flags exist only when run as a program
   _MODEL = flags.DEFINE_string("model", None, "Workdir, checkpoint, HF folder or TF checkpoint.")
   _TOP_K = flags.DEFINE_integer("top_k", 5, "Predictions shown per [MASK].")
   _MAX_LENGTH = flags.DEFINE_integer("max_length", 128, "Tokens per text (truncated).")
+  _RAW_PIECES = flags.DEFINE_bool("raw_pieces", False, "Show vocabulary entries (`Ġit`, "
+                                  "`▁it`) instead of their decoded text (`it`).")
 
 
 def main(argv):
   texts = argv[1:]
   if not texts:
     raise app.UsageError("give one or more texts with [MASK] in them")
-  cli.quiet_logs()  # checkpoint-loading chatter off unless asked
   model, variables = load_pretrained(_MODEL.value)
   tokenizer = model_tokenizer(_MODEL.value)
   for text, masks in zip(texts, fill_mask(model, variables, tokenizer, texts, _TOP_K.value,
-                                          _MAX_LENGTH.value)):
+                                          _MAX_LENGTH.value, _RAW_PIECES.value)):
     print(text)
     for i, predictions in enumerate(masks):
       shown = "  ".join(f"{token} {probability:.3f}" for token, probability in predictions)

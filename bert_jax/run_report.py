@@ -74,7 +74,10 @@ def _rapl_counters(root: str) -> Optional[dict[str, tuple[int, int]]]:
 def _nvml_energy_joules() -> Optional[float]:
   """Total energy counter of every visible NVIDIA GPU (J), or None without NVML."""
   try:
-    import pynvml  # optional; not a dependency
+    import pynvml  # optional (nvidia-ml-py); not a dependency
+  except ImportError:
+    return None
+  try:
     pynvml.nvmlInit()
     total_mj = sum(pynvml.nvmlDeviceGetTotalEnergyConsumption(
         pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(pynvml.nvmlDeviceGetCount()))

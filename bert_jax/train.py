@@ -10,12 +10,10 @@ import os
 import sys
 import threading
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+from absl import app, flags
+from ml_collections import config_flags
 
-from absl import app, flags, logging  # noqa: E402
-from ml_collections import config_flags  # noqa: E402
-
-from bert_jax import cli  # noqa: E402
+from bert_jax import cli
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Experiment config file.",
                                           lock_config=True)
@@ -29,7 +27,6 @@ _PROCESS_ID = flags.DEFINE_integer("process_id", None, "This process's index.")
 _COMPILE_ONLY = flags.DEFINE_bool(
     "compile_only", False, "Compile the train step for the configured mesh and print "
     "per-device memory and FLOPs (see bert_jax/compile_report.py); no training.")
-_VERBOSE = flags.DEFINE_bool("verbose", False, "Keep INFO logs of orbax/absl.")
 _INIT_TIMEOUT = flags.DEFINE_integer("initialization_timeout", 300,
                                      "Seconds to wait for every process to join.")
 _HEARTBEAT_TIMEOUT = flags.DEFINE_integer(
@@ -69,8 +66,6 @@ def _initialize_distributed(**cluster):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-  if not _VERBOSE.value:
-    logging.set_verbosity(logging.WARNING)  # orbax logs every file it writes at INFO
   import tensorflow as tf
   tf.config.set_visible_devices([], "GPU")  # tf.data only; accelerators belong to JAX
   distributed = _DISTRIBUTED.value

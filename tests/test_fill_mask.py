@@ -64,3 +64,35 @@ def test_fill_mask_cli(hf_folder):
   assert lines[0] == TEXTS[1]
   assert lines[1].startswith("  [MASK] 1: ") and lines[2].startswith("  [MASK] 2: ")
   assert len(lines[1].split()) == 2 + 2 * 3  # "[MASK] 1:" then 3 x (token, probability)
+
+
+@pytest.mark.parametrize("kind", ["bpe", "sentencepiece"])
+def test_predictions_read_as_hf_decodes_them(kind, tmp_path, data_dir):
+  """Each vocabulary entry is shown as HF's tokenizer decodes it alone (the pipeline's
+  `token_str`, less the word-start space): `Ġit` and `▁it` read `it`; --raw_pieces keeps
+  the entry."""
+  import transformers
+  from bert_jax.fill_mask import token_text
+  from bert_jax.text import bpe, sentencepiece_vocab
+  text = tmp_path / "text.txt"
+  with open(os.path.join(data_dir, "wikitext-2", "valid.txt"), encoding="utf-8") as f:
+    text.write_text("".join(line for line in f.readlines()[:2000] if line.strip()))
+  if kind == "bpe":
+    ours = bpe.train_bpe([str(text)], str(tmp_path / "bpe"), vocab_size=600)
+    hf = transformers.PreTrainedTokenizerFast(
+        tokenizer_file=str(tmp_path / "bpe" / "tokenizer.json"))
+    marked = [i for i, piece in enumerate(ours.vocab) if piece.startswith("\u0120")]
+  else:
+    sentencepiece_vocab.train_sentencepiece([str(text)], str(tmp_path / "spiece"),
+                                            vocab_size=600, num_threads=1)
+    ours = sentencepiece_vocab.SentencePieceTokenizer.from_pretrained_dir(str(tmp_path))
+    hf = transformers.AlbertTokenizerFast.from_pretrained(str(tmp_path))
+    marked = [i for i, piece in enumerate(ours.vocab) if piece.startswith("\u2581")]
+  specials = {ours.pad_id, ours.cls_id, ours.sep_id, ours.mask_id, ours.unk_id}
+  ids = [i for i in range(len(ours.vocab)) if i not in specials and hf.decode([i]).strip()]
+  assert len(ids) > 500 and len(marked) > 100
+  assert [token_text(ours, i) for i in ids] == [hf.decode([i]).strip() for i in ids]
+  blank = [i for i in range(len(ours.vocab)) if not ours.decode([i]).strip()]
+  assert all(token_text(ours, i) == ours.vocab[i] for i in blank)  # whitespace: the entry
+  words = [i for i in marked if ours.vocab[i][1:].isascii() and ours.vocab[i][1:].isalpha()]
+  assert len(words) > 50 and all(token_text(ours, i) == ours.vocab[i][1:] for i in words)

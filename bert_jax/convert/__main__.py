@@ -72,7 +72,6 @@ def convert(input_path: str, output: str, to: str = "native", heads: str = "auto
 
 def main(argv):
   del argv
-  cli.quiet_logs()  # checkpoint-loading chatter off unless asked
   convert(_INPUT.value, _OUTPUT.value, _TO.value, _HEADS.value)
 
 

@@ -6,7 +6,7 @@ tf.data pipeline), same init range, AdamW with BERT's decay mask, warmup + linea
 clipping at 1.0; the MLM head runs on the masked positions only, as ours does. It logs
 the metric names of our metrics.jsonl, so the two runs compare line by line:
 
-  python -m experiments.hf_pretraining_reference --config=configs/tiny.py \
+  python bench/hf_pretraining_reference.py --config=configs/tiny.py \
       --config.num_train_steps=300 --config.eval_every_steps=100 --log_every=50
 
 `--write_synthetic_corpus=PATH` writes (and trains on) a corpus whose masked words are fixed
