@@ -10,8 +10,10 @@ ModernBERT); the keys each query attends to (ModernBERT's local layers: the wind
 local_attention + 1, not T; model FLOPs count the window even where the kernel computes
 the full T x T and masks it). Shared layers (ALBERT) cost what unshared ones do.
 """
+import dataclasses
 import functools
 import time
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -30,27 +32,52 @@ _PEAKS_BF16 = {
 _PEAKS_FP32 = {"A100": 19.5e12, "H100": 67e12, "H200": 67e12}
 
 
-# Feed-forward matrices of H x I per layer, by the family's architecture: in + out (BERT's
-# layers), or GeGLU's 2I-wide input + out (ModernBERT's).
-_FFN_MATRICES = {"bert": 2, "modernbert": 3}
-
-
-def _keys_per_query(config: BertConfig, layer: int, seq: int) -> int:
-  """Keys a query attends to in this layer: all T, or a local layer's window."""
-  if family_of(config).architecture == "modernbert" and not is_global_layer(config, layer):
-    return min(seq, config.local_attention + 1)
+def _all_keys(config: BertConfig, layer: int, seq: int) -> int:
+  del config, layer
   return seq
+
+
+def _local_or_global_keys(config: BertConfig, layer: int, seq: int) -> int:
+  """A global layer's query sees all T keys, a local layer's its window."""
+  return seq if is_global_layer(config, layer) else min(seq, config.local_attention + 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerShape:
+  """What an architecture's layer costs, for the FLOP count.
+
+  Attributes:
+    ffn_matrices: feed-forward matrices of H x I per layer: in + out (BERT's layers), or
+      GeGLU's 2I-wide input + out (ModernBERT's: 3).
+    keys_per_query: (config, layer, T) -> the keys one query attends to in that layer.
+  """
+  ffn_matrices: int
+  keys_per_query: Callable[[BertConfig, int, int], int]
+
+
+# The `Family.architecture` names (bert_jax.models.bert.ARCHITECTURES) -> their layer cost.
+LAYER_SHAPES = {"bert": LayerShape(2, _all_keys),
+                "modernbert": LayerShape(3, _local_or_global_keys)}
+
+
+def layer_shape(config: BertConfig) -> LayerShape:
+  architecture = family_of(config).architecture
+  if architecture not in LAYER_SHAPES:
+    raise ValueError(f"family {config.family!r}: architecture {architecture!r} has no FLOP "
+                     f"count (bert_jax.flops.LAYER_SHAPES has {sorted(LAYER_SHAPES)})")
+  return LAYER_SHAPES[architecture]
 
 
 def encoder_forward_flops(config: BertConfig, batch: int, seq: int) -> float:
   """Matmul FLOPs of one forward pass of the encoder (+ pooler)."""
   h, i, e = config.hidden_size, config.intermediate_size, config.embedding_width
   tokens = batch * seq
-  ffn = _FFN_MATRICES[family_of(config).architecture]
+  shape = layer_shape(config)
+  ffn = shape.ffn_matrices
   per_token_layer = 2 * (4 * h * h + ffn * h * i)  # q, k, v, out projections + FFN
   total = 0.0
   for layer in range(config.num_hidden_layers):
-    attention = 2 * 2 * _keys_per_query(config, layer, seq) * h  # scores and context
+    attention = 2 * 2 * shape.keys_per_query(config, layer, seq) * h  # scores and context
     total += tokens * (per_token_layer + attention)
   projection = 2 * e * h * tokens if config.projects_embeddings else 0
   pooler = 2 * h * h * batch

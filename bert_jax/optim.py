@@ -194,23 +194,33 @@ def scale_by_stable_adam(b1: float, b2: float, eps: float, weight_decay: float,
   return optax.GradientTransformation(init, update)
 
 
+def _adamw(optim, schedule):
+  return optax.adamw(schedule, b1=optim.b1, b2=optim.b2, eps=optim.eps,
+                     weight_decay=optim.weight_decay, mask=weight_decay_mask)
+
+
+def _lamb(optim, schedule):
+  return optax.lamb(schedule, b1=optim.b1, b2=optim.b2, eps=optim.eps,
+                    weight_decay=optim.weight_decay, mask=weight_decay_mask)
+
+
+def _stableadamw(optim, schedule):
+  return optax.chain(scale_by_stable_adam(optim.b1, optim.b2, optim.eps, optim.weight_decay,
+                                          weight_decay_mask),
+                     optax.scale_by_learning_rate(schedule))
+
+
+# config.optim.name -> (optim config, schedule) -> the optimizer (before the scalings and
+# clipping make_optimizer adds): BERT's AdamW, LAMB (large batches), StableAdamW (ModernBERT).
+OPTIMIZERS = {"adamw": _adamw, "lamb": _lamb, "stableadamw": _stableadamw}
+
+
 def make_optimizer(optim: ml_collections.ConfigDict, total_steps: int):
   """(optax transformation, learning-rate schedule)."""
   schedule = learning_rate_schedule(optim, total_steps)
-  if optim.name == "adamw":
-    core = optax.adamw(schedule, b1=optim.b1, b2=optim.b2, eps=optim.eps,
-                       weight_decay=optim.weight_decay, mask=weight_decay_mask)
-  elif optim.name == "lamb":
-    core = optax.lamb(schedule, b1=optim.b1, b2=optim.b2, eps=optim.eps,
-                      weight_decay=optim.weight_decay, mask=weight_decay_mask)
-  elif optim.name == "stableadamw":
-    core = optax.chain(
-        scale_by_stable_adam(optim.b1, optim.b2, optim.eps, optim.weight_decay,
-                             weight_decay_mask),
-        optax.scale_by_learning_rate(schedule))
-  else:
-    raise ValueError(f"config.optim.name={optim.name!r}: expected 'adamw', 'lamb' or "
-                     "'stableadamw'")
+  if optim.name not in OPTIMIZERS:
+    raise ValueError(f"config.optim.name={optim.name!r}: expected one of {sorted(OPTIMIZERS)}")
+  core = OPTIMIZERS[optim.name](optim, schedule)
   layer_decay = float(optim.get("layer_decay", 1.0))
   if not 0.0 < layer_decay <= 1.0:
     raise ValueError(f"config.optim.layer_decay={layer_decay}: expected 0 < d <= 1 "

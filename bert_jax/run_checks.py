@@ -4,8 +4,10 @@ evaluate, and a vocabulary of the model's size."""
 import ml_collections
 
 
-def validate_config(config: ml_collections.ConfigDict) -> None:
-  """Sizes and counts that must be positive, checked before anything is read or written."""
+def validate_config(config: ml_collections.ConfigDict, counts_in_steps: bool) -> None:
+  """Sizes and counts that must be positive, checked before anything is read or written.
+  counts_in_steps: the task's `counts_in_steps` (pretraining's stream has no fixed epoch:
+  its length is num_train_steps; fine-tuning may count num_train_epochs)."""
   positive = {"data.batch_size": config.data.batch_size,
               "grad_accum_steps": config.grad_accum_steps,
               "log_every_steps": config.log_every_steps,
@@ -20,7 +22,7 @@ def validate_config(config: ml_collections.ConfigDict) -> None:
     if config.get(name, 0) < 0:
       raise ValueError(f"config.{name}={config[name]}: must be >= 0")
   if config.num_train_steps == 0:
-    if config.task == "pretraining":
+    if counts_in_steps:
       if not config.get("init_from"):  # else: evaluate init_from's model, train nothing
         raise ValueError("config.num_train_steps=0: pretraining counts its length in steps "
                          "(the stream's epochs have no fixed length); set it > 0, or set "

@@ -111,6 +111,9 @@ class Task(Protocol):
   # The classes the model's logits stand for, in order (e.g. SST-2's "0", "1"; CoNLL's tags),
   # recorded in model_config.json and written as an HF export's id2label; None: no classes.
   label_names: tuple[str, ...] | None
+  # The run's length is config.num_train_steps only (a stream without a fixed epoch:
+  # pretraining); False: num_train_epochs of the task's data may set it (fine-tuning).
+  counts_in_steps: bool
 
   def model_spec(self) -> dict:
     """{"task_model": NAME, **kwargs}: the model in models/task_models.TASK_MODELS terms.

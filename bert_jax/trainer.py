@@ -3,10 +3,12 @@
   task + tokenizer -> data -> mesh, model + optimizer (sharded init) -> restore / init_from
   -> jitted train/eval steps -> loop (log, eval, checkpoint) -> final eval
 
-The trainer knows tasks only through bert_jax/task.py's contract; TASKS names them.
+The trainer knows tasks only through bert_jax/task.py's contract; bert_jax/tasks.py's
+registry names them.
 Everything is sharded through the logical-axis rules (bert_jax.sharding): the same code
 runs on 1 CPU, a simulated 8-device mesh and a pod slice.
 """
+import contextlib
 import dataclasses
 import json
 import os
@@ -25,25 +27,16 @@ from bert_jax import optim
 from bert_jax import run_report
 from bert_jax.run_checks import check_vocab_size, validate_config
 from bert_jax import sharding
+from bert_jax.tasks import make_task, task_class
 from bert_jax.steps import (SelectingTrainState, TrainState, keep_best, make_eval_step,
                             make_train_step, tree_norm)
 from bert_jax.stop_signals import StopSignals
 from bert_jax import weights
 from bert_jax import workdir as workdir_lib
-from bert_jax.finetune.conll import ConllTask
-from bert_jax.finetune.glue import GlueTask
-from bert_jax.finetune.squad import SquadTask
-from bert_jax.finetune.swag import SwagTask
 from bert_jax.metric_writers import MetricWriter, format_progress
 from bert_jax.models.config import BertConfig
-from bert_jax.pretrain.electra import ElectraTask
-from bert_jax.pretrain.task import PretrainingTask
 from bert_jax.task import FrozenParams, Task
 from bert_jax.text.tokenizers import make_tokenizer
-
-# config.task -> the task class; each is built as Task(config, model_config).
-TASKS = {"pretraining": PretrainingTask, "electra": ElectraTask, "glue": GlueTask,
-         "conll": ConllTask, "squad": SquadTask, "swag": SwagTask}
 
 # Printed in the final summary line when a task reports them.
 _HEADLINE_METRICS = ("accuracy", "f1", "matthews_corrcoef", "pearson", "spearman",
@@ -80,12 +73,6 @@ def resolve_model_config(config: ml_collections.ConfigDict) -> BertConfig:
     raise ValueError("config.model does not give the architecture (no vocab_size) and "
                      "config.init_from is empty: set one of them")
   return weights.load_config(config.init_from).replace(**fields)
-
-
-def make_task(config: ml_collections.ConfigDict, model_config: BertConfig) -> Task:
-  if config.task not in TASKS:
-    raise ValueError(f"config.task={config.task!r}: expected one of {sorted(TASKS)}")
-  return TASKS[config.task](config, model_config)
 
 
 def build(config: ml_collections.ConfigDict, task: Task | None = None,
@@ -151,13 +138,13 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   workdir is written. SIGTERM/SIGINT stop after the current step with a checkpoint; the
   result then has "stopped_by" (the signal's name) and "step".
   """
-  validate_config(config)
+  validate_config(config, task_class(config.task).counts_in_steps)
   with workdir_lib.WorkdirLock(workdir), StopSignals() as stop:
     return _train(config, workdir, stop)
 
 
 def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -> dict:
-  invocation, meter = run_report.Invocation(), run_report.EnergyMeter()
+  invocation, energy = run_report.Invocation(), run_report.EnergyMeter()
   # ------------------------------------------------------------------------------------
   # Task, tokenizer, data (a fine-tuning run's length is counted in epochs of its data).
   # ------------------------------------------------------------------------------------
@@ -165,33 +152,124 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
   tokenizer = make_tokenizer(config.data, model_dir=config.init_from)
   check_vocab_size(config, tokenizer.vocab_size, task.model_config.vocab_size)
   inputs = task.make_inputs(tokenizer, jax.process_index(), jax.process_count())
-  train_input = inputs.train
-  total_steps = int(config.num_train_steps)
-  if total_steps <= 0 and config.get("num_train_epochs", 0) > 0:  # else evaluation only
-    total_steps = max(1, round(config.num_train_epochs * inputs.steps_per_epoch))
+  total_steps = _total_steps(config, inputs)
   workdir_lib.check_same_model(workdir, task.model_config.to_json_dict(), task.model_spec())
 
   # ------------------------------------------------------------------------------------
-  # Setup: mesh, model, optimizer, shardings.
+  # Setup: mesh, model, optimizer, shardings; params and optimizer state initialised
+  # directly into their shardings.
   # ------------------------------------------------------------------------------------
   setup = build(config, task, total_steps)
-  model_config, mesh, rules = setup.model_config, setup.mesh, setup.rules
-  state_sharding, batch_sharding = setup.state_sharding, setup.batch_sharding
-  replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-  is_chief = jax.process_index() == 0
-  peak_flops = flops_lib.device_peak_flops(model_config.dtype) * jax.device_count()
-
-  # ------------------------------------------------------------------------------------
-  # Initialise params and optimizer state directly into their shardings.
-  # ------------------------------------------------------------------------------------
-  with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
+  with jax.set_mesh(setup.mesh), nn.logical_axis_rules(setup.rules):
     state = jax.jit(lambda r: nn.unbox(setup.init_state(r)),
-                    out_shardings=state_sharding)(setup.init_rng)
+                    out_shardings=setup.state_sharding)(setup.init_rng)
 
   # ------------------------------------------------------------------------------------
   # Restore (automatic, from the workdir) or init_from pretrained weights.
   # ------------------------------------------------------------------------------------
   checkpoints = checkpoint.TrainCheckpoints(workdir, config.max_checkpoints_to_keep)
+  start = _restore_or_start(config, workdir, setup, state, checkpoints, inputs.train,
+                            total_steps)
+  if start.results is not None:  # finished before: reported again, nothing changed
+    return start.results
+  state, frozen = start.state, start.frozen
+
+  # From here on the run writes to the workdir (nothing above has).
+  writer = _open_workdir(config, workdir, task, tokenizer, start.restored_step)
+
+  # ------------------------------------------------------------------------------------
+  # Steps, evaluation, the finite-check and checkpoint policy, throughput counters.
+  # ------------------------------------------------------------------------------------
+  steps = RunSteps.make(config, setup, frozen)
+  evaluator = Evaluator(task, steps, inputs)
+  saver = Saver(checkpoints, steps, inputs.train, start.restored_step)
+  step = int(jax.device_get(state.step))
+  invocation.first_step = step
+  if step < total_steps:
+    steps.compile_widths(state, inputs.width_examples)
+  meter = Throughput(invocation, energy, flops_lib.device_peak_flops(
+      setup.model_config.dtype) * jax.device_count())
+  last_metrics: dict = {}
+
+  # ------------------------------------------------------------------------------------
+  # Loop.
+  # ------------------------------------------------------------------------------------
+  while step < total_steps:
+    local = next(inputs.train)
+    state, metrics = steps.train(state, local)
+    step += 1
+    saver.unchecked.append((step, metrics))
+    meter.count(task, local, metrics, step)
+
+    if step % config.log_every_steps == 0 or step == total_steps:
+      last_metrics = _log(writer, step, total_steps, metrics, saver.check_finite(state, step),
+                          meter)
+    if config.eval_every_steps and step % config.eval_every_steps == 0 and step < total_steps:
+      _write_eval(writer, step, prefixed(evaluator.evaluate(state.params)))
+    if evaluator.select_every and (step % evaluator.select_every == 0 or step == total_steps):
+      state = evaluator.keep_best(state, step, writer, last=step == total_steps)
+
+    stopping = stop.agreed()  # SIGTERM/SIGINT here or (multi-process) on any process
+    if step % config.checkpoint_every_steps == 0 or step == total_steps or stopping:
+      saver.save(step, state)
+    if stopping and step < total_steps:
+      saver.close()
+      by = stop.requested or "a signal to another process"
+      _report(config, workdir, task, steps, meter, state, time.time(), stopped_by=by)
+      print(f"Stopped by {by} at step {step}; checkpoint saved in {checkpoints.directory}: "
+            "run the same command to resume", flush=True)
+      return {"stopped_by": by, "step": step}
+
+  # ------------------------------------------------------------------------------------
+  # Final eval.
+  # ------------------------------------------------------------------------------------
+  saver.checkpoints.wait()
+  jax.block_until_ready(state)
+  loop_end = time.time()
+  final = {**last_metrics, **meter.examples_per_sec(step, config.data.batch_size)}
+  evaluation = evaluator.evaluate(state.params)
+  eval_metrics = {**prefixed(evaluation), **evaluator.selected(state)}
+  if eval_metrics and not start.finished_before:
+    writer.write(step, eval_metrics)
+  final.update(eval_metrics)
+  checkpoints.close()
+  if jax.process_index() == 0:
+    final = _write_results(workdir, task, step, final, start.finished_before)
+    if not start.finished_before:
+      _report(config, workdir, task, steps, meter, state, loop_end)
+    if config.get("predict") and evaluation is not None:
+      path = task.write_predictions(evaluation, inputs, workdir)
+      if path:
+        print(f"Wrote {path}", flush=True)
+  return final
+
+
+# ----------------------------------------------------------------------------------------
+# The pieces of the run, in the order the loop meets them.
+# ----------------------------------------------------------------------------------------
+def _total_steps(config: ml_collections.ConfigDict, inputs) -> int:
+  """config.num_train_steps, or num_train_epochs of the task's data; 0: evaluation only."""
+  total_steps = int(config.num_train_steps)
+  if total_steps <= 0 and config.get("num_train_epochs", 0) > 0:
+    total_steps = max(1, round(config.num_train_epochs * inputs.steps_per_epoch))
+  return total_steps
+
+
+@dataclasses.dataclass
+class _Start:
+  """Where the run starts: its state (restored or fresh), the frozen params on the mesh,
+  the restored step (None: a fresh run), and for a run that had finished before, its
+  results (when nothing is left to do) or `finished_before` (re-evaluated to predict)."""
+  state: object = None
+  frozen: dict | None = None
+  restored_step: int | None = None
+  finished_before: bool = False
+  results: dict | None = None
+
+
+def _restore_or_start(config, workdir, setup: Setup, state, checkpoints, train_input,
+                      total_steps: int) -> _Start:
+  """The latest intact checkpoint of the workdir, else init_from's weights (or none)."""
   abstract = jax.tree.map(  # the initialised state's shapes and shardings
       lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), state)
   restored = checkpoints.restore_latest_intact(abstract, check_data=train_input.restore)
@@ -202,33 +280,35 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
   if finished_before and not config.get("predict"):
     checkpoints.close()  # a finished run: report it again, change nothing
     with open(results_path) as f:
-      final = json.load(f)
+      results = json.load(f)
     print(f"Already finished at step {restored_step}; results in {results_path}", flush=True)
-    return final
+    return _Start(results=results)
 
   frozen = frozen_host = None  # the task's untrained params (a teacher)
   if setup.frozen is not None and (setup.frozen.in_step or restored is None):
     frozen_host = setup.frozen.load()  # for the steps, or (init only) a fresh run's start
     if setup.frozen.in_step:
       frozen = place_frozen(frozen_host, setup.frozen_sharding)
-
   if restored is not None:
     state = restored[1]
     print(f"Resumed from {checkpoints.directory} at step {restored_step}", flush=True)
   else:
     params, lines = weights.fresh_start(config, lambda: jax.device_get(state.params),
-                                        model_config, setup.frozen, frozen_host)
+                                        setup.model_config, setup.frozen, frozen_host)
     if params is not None:
-      state = state.replace(params=jax.device_put(params, state_sharding.params))
+      state = state.replace(params=jax.device_put(params, setup.state_sharding.params))
     for line in lines:
       print(line, flush=True)
-  del frozen_host
+  return _Start(state=state, frozen=frozen, restored_step=restored_step,
+                finished_before=finished_before)
 
-  # From here on the run writes to the workdir (nothing above has).
-  writer = MetricWriter(workdir, enabled=is_chief)
-  if is_chief:
-    # So the workdir loads like any pretrained model, with its head (weights.py).
-    checkpoint.write_model_config(workdir, model_config, model=task.model_spec(),
+
+def _open_workdir(config, workdir: str, task: Task, tokenizer, restored_step) -> MetricWriter:
+  """The metric writer (cut back to the restored step); on process 0 the files that make
+  the workdir load like any pretrained model, with its head (weights.py)."""
+  writer = MetricWriter(workdir, enabled=jax.process_index() == 0)
+  if jax.process_index() == 0:
+    checkpoint.write_model_config(workdir, task.model_config, model=task.model_spec(),
                                   **({"labels": list(task.label_names)} if task.label_names
                                      else {}))
     tokenizer.save(workdir)
@@ -236,80 +316,150 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
       f.write(config.to_json_best_effort(indent=2))
   if restored_step is not None:
     writer.truncate_after(restored_step)
-  del restored  # its state is the loop's first input, donated to the first step
+  return writer
 
-  # ------------------------------------------------------------------------------------
-  # Steps.
-  # ------------------------------------------------------------------------------------
-  train_step = make_train_step(task, setup.model, setup.tx, setup.schedule,
-                               int(config.grad_accum_steps), setup.dropout_rng)
-  eval_step = make_eval_step(task, setup.model)
 
-  p_train_step = jax.jit(train_step, in_shardings=(state_sharding, batch_sharding,
-                                                   setup.frozen_sharding),
-                         out_shardings=(state_sharding, replicated), donate_argnums=0)
-  p_eval_step = jax.jit(eval_step, in_shardings=(state_sharding.params, batch_sharding,
-                                                 setup.frozen_sharding),
-                        out_shardings=replicated)
+@dataclasses.dataclass
+class RunSteps:
+  """The jitted train / eval steps on the mesh, with the frozen params they read."""
+  setup: Setup
+  frozen: dict | None
+  p_train_step: object
+  p_eval_step: object
+  p_param_norm: object
+  p_keep_best: object
+  global_batch: dict | None = None  # the last train step's, for the run report's cost
 
-  def evaluate(params, split=inputs):
-    """The task's Evaluation on split.eval (None without one)."""
-    if split.eval is None:
-      return None
+  @classmethod
+  def make(cls, config, setup: Setup, frozen) -> "RunSteps":
+    state_sharding, batch_sharding = setup.state_sharding, setup.batch_sharding
+    replicated = jax.sharding.NamedSharding(setup.mesh, jax.sharding.PartitionSpec())
+    train_step = make_train_step(setup.task, setup.model, setup.tx, setup.schedule,
+                                 int(config.grad_accum_steps), setup.dropout_rng)
+    eval_step = make_eval_step(setup.task, setup.model)
+    return cls(
+        setup=setup, frozen=frozen,
+        p_train_step=jax.jit(train_step, in_shardings=(state_sharding, batch_sharding,
+                                                       setup.frozen_sharding),
+                             out_shardings=(state_sharding, replicated), donate_argnums=0),
+        p_eval_step=jax.jit(eval_step, in_shardings=(state_sharding.params, batch_sharding,
+                                                     setup.frozen_sharding),
+                            out_shardings=replicated),
+        p_param_norm=jax.jit(tree_norm, in_shardings=(state_sharding.params,),
+                             out_shardings=replicated),
+        p_keep_best=jax.jit(keep_best, in_shardings=(state_sharding, replicated),
+                            out_shardings=state_sharding, donate_argnums=0))
 
-    def run_eval(local_batch):
-      with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
-        return p_eval_step(params, sharding.global_batch(local_batch, mesh, rules), frozen)
-    return task.evaluate(run_eval, split)
+  @contextlib.contextmanager
+  def on_mesh(self):
+    """The mesh and the logical-axis rules, as a context for a step call."""
+    with jax.set_mesh(self.setup.mesh), nn.logical_axis_rules(self.setup.rules):
+      yield
 
-  # Picking the epoch on held-back training examples (config.data.select_fraction).
-  select_every = inputs.steps_per_epoch if inputs.select is not None else 0
-  held_back = dataclasses.replace(inputs, eval=inputs.select,
-                                  eval_metadata=inputs.select_metadata)
-  p_param_norm = jax.jit(tree_norm, in_shardings=(state_sharding.params,),
-                         out_shardings=replicated)
-  p_keep_best = jax.jit(keep_best, in_shardings=(state_sharding, replicated),
-                        out_shardings=state_sharding, donate_argnums=0)
+  def train(self, state, local_batch):
+    with self.on_mesh():
+      self.global_batch = sharding.global_batch(local_batch, self.setup.mesh, self.setup.rules)
+      return self.p_train_step(state, self.global_batch, self.frozen)
 
-  def prefixed(evaluation) -> dict:
-    return {} if evaluation is None else {f"eval_{k}": v for k, v in evaluation.metrics.items()}
+  def eval(self, params, local_batch):
+    with self.on_mesh():
+      return self.p_eval_step(params, sharding.global_batch(local_batch, self.setup.mesh,
+                                                            self.setup.rules), self.frozen)
 
-  # ------------------------------------------------------------------------------------
-  # Loop.
-  # ------------------------------------------------------------------------------------
-  step = int(jax.device_get(state.step))
-  invocation.first_step = step
-  if len(inputs.width_examples) > 1 and step < total_steps:
-    # Every padded width of the training batches, compiled now rather than mid-loop (a
-    # longer batch first coming at step 500 would stall the run there, and its timing).
+  def param_norm(self, params) -> float:
+    with jax.set_mesh(self.setup.mesh):
+      return float(jax.device_get(self.p_param_norm(params)))
+
+  def compile_widths(self, state, width_examples) -> None:
+    """Every padded width of the training batches, compiled now rather than mid-loop (a
+    longer batch first coming at step 500 would stall the run there, and its timing)."""
+    if len(width_examples) <= 1:
+      return
     start = time.time()
-    with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
-      for example in inputs.width_examples:
+    with self.on_mesh():
+      for example in width_examples:
         abstract = {k: jax.ShapeDtypeStruct((v.shape[0] * jax.process_count(), *v.shape[1:]),
-                                            v.dtype, sharding=batch_sharding)
+                                            v.dtype, sharding=self.setup.batch_sharding)
                     for k, v in example.items()}
-        p_train_step.lower(state, abstract, frozen).compile()
-    shapes = ["x".join(map(str, e["input_ids"].shape)) for e in inputs.width_examples]
+        self.p_train_step.lower(state, abstract, self.frozen).compile()
+    shapes = ["x".join(map(str, e["input_ids"].shape)) for e in width_examples]
     print(f"Compiled the train step for batch shapes {shapes} (per process) "
           f"in {time.time() - start:.1f} s", flush=True)
-  last_metrics: dict = {}
-  tokens_since, flops_since, time_since, loop_start, start_step = 0, 0.0, time.time(), None, step
-  real_since = 0  # non-padding tokens (attention_mask), for the fill rate
-  unchecked = []  # (step, metrics on device) not yet checked for NaN/inf
-  last_saved = restored_step
-  global_batch = None  # the last step's, for the compiled cost in the run report
 
-  def check_finite() -> float:
-    """Stops at the first step whose loss or gradient is not finite, or if the params now
-    are not; returns their norm (a sync at log and checkpoint steps only, which wait for the
-    device anyway). Finite gradients keep finite params finite, so checking the params
-    when the run logs or saves is enough, and the step itself skips a pass over them."""
-    values = jax.device_get([(s, m["loss"], m["grad_norm"]) for s, m in unchecked])
-    unchecked.clear()
-    with jax.set_mesh(mesh):
-      param_norm = float(jax.device_get(p_param_norm(state.params)))
-    kept = (f"the last good checkpoint is step {last_saved} in {checkpoints.directory}"
-            if last_saved is not None else "no checkpoint was saved")
+  def compiled_flops(self, state):
+    if self.global_batch is None:
+      return None
+    with self.on_mesh():
+      return run_report.compiled_flops(self.p_train_step, state, self.global_batch,
+                                       self.frozen)
+
+
+def prefixed(evaluation) -> dict:
+  """An Evaluation's metrics as eval_<name> (empty without one)."""
+  return {} if evaluation is None else {f"eval_{k}": v for k, v in evaluation.metrics.items()}
+
+
+class Evaluator:
+  """The task's evaluation of the eval split, and the epoch picked on held-back training
+  examples (config.data.select_fraction: every epoch, the state keeps its best params)."""
+
+  def __init__(self, task: Task, steps: RunSteps, inputs):
+    self.task, self.steps, self.inputs = task, steps, inputs
+    self.select_every = inputs.steps_per_epoch if inputs.select is not None else 0
+    self.held_back = dataclasses.replace(inputs, eval=inputs.select,
+                                         eval_metadata=inputs.select_metadata)
+
+  def evaluate(self, params, split=None):
+    """The task's Evaluation on split.eval (None without one)."""
+    split = self.inputs if split is None else split
+    if split.eval is None:
+      return None
+    return self.task.evaluate(lambda local_batch: self.steps.eval(params, local_batch), split)
+
+  def keep_best(self, state, step: int, writer: MetricWriter, last: bool):
+    """Scores the held-back examples, keeps the best params; the run ends on them."""
+    metric = self.inputs.select_metric
+    scores = self.evaluate(state.params, self.held_back).metrics
+    with jax.set_mesh(self.steps.setup.mesh):
+      state = self.steps.p_keep_best(state, jnp.float32(scores[metric]))
+    best = jax.device_get((state.best_score, state.best_step))
+    writer.write(step, {f"select_{k}": v for k, v in scores.items()})
+    if jax.process_index() == 0:
+      print(f"held back: {metric} {scores[metric]:.4f} (best {best[0]:.4f}, step {best[1]})",
+            flush=True)
+    if last:  # the run ends on the best params: saved, then evaluated
+      state = state.replace(params=state.best_params)
+    return state
+
+  def selected(self, state) -> dict:
+    """The picked step and its held-back score, for the final results."""
+    if self.inputs.select is None:
+      return {}
+    best_score, best_step = jax.device_get((state.best_score, state.best_step))
+    return {"selected_step": int(best_step),
+            f"selected_{self.inputs.select_metric}": float(best_score)}
+
+
+class Saver:
+  """The checkpoint policy's guard: a step whose loss or gradient is not finite, or
+  params that are not, stop the run before anything is saved over the last good
+  checkpoint. The check syncs at log and checkpoint steps only (which wait for the device
+  anyway): finite gradients keep finite params finite, so checking the params when the
+  run logs or saves is enough, and the step itself skips a pass over them."""
+
+  def __init__(self, checkpoints, steps: RunSteps, train_input, last_saved):
+    self.checkpoints, self.steps, self.train_input = checkpoints, steps, train_input
+    self.last_saved = last_saved
+    self.unchecked = []  # (step, metrics on device) not yet checked for NaN/inf
+
+  def check_finite(self, state, step: int) -> float:
+    """Raises FloatingPointError on the first non-finite step; returns the param norm."""
+    values = jax.device_get([(s, m["loss"], m["grad_norm"]) for s, m in self.unchecked])
+    self.unchecked.clear()
+    param_norm = self.steps.param_norm(state.params)
+    kept = (f"the last good checkpoint is step {self.last_saved} in "
+            f"{self.checkpoints.directory}" if self.last_saved is not None
+            else "no checkpoint was saved")
     advice = ("Rerunning the command resumes from it: change what diverged first, e.g. "
               "--config.optim.learning_rate")
     for s, loss, grad_norm in values:
@@ -323,138 +473,121 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
           f"before saving ({kept}). {advice}")
     return param_norm
 
-  def save(at_step):
-    nonlocal last_saved
-    check_finite()
-    checkpoints.save(at_step, state, train_input.state())
-    last_saved = at_step
+  def save(self, step: int, state) -> None:
+    self.check_finite(state, step)
+    self.checkpoints.save(step, state, self.train_input.state())
+    self.last_saved = step
 
-  def report(loop_end: float, stopped_by=None):
-    """Writes this invocation's run report (WORKDIR/run_report.json) and prints it."""
-    if not is_chief or global_batch is None:
-      return
-    invocation.train_seconds = loop_end - invocation_loop_start
-    if loop_start is not None:
-      invocation.steady_seconds = loop_end - loop_start
-    with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
-      compiled = run_report.compiled_flops(p_train_step, state, global_batch, frozen)
-    entry = run_report.invocation_report(
-        invocation, step_flops=task.step_flops(local) * jax.process_count(),
-        step_flops_compiled=compiled, peak_flops=peak_flops, meter=meter,
-        report_config=config.get("report") or run_report.default_config(),
-        stopped_by=stopped_by)
-    run_report.append(workdir, entry)
-    print(run_report.summary_line(entry), flush=True)
+  def close(self) -> None:
+    self.checkpoints.wait()
+    self.checkpoints.close()
 
-  invocation_loop_start = time.time()
 
-  while step < total_steps:
-    local = next(train_input)
-    with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
-      global_batch = sharding.global_batch(local, mesh, rules)
-      state, metrics = p_train_step(state, global_batch, frozen)
-    step += 1
-    unchecked.append((step, metrics))
+class Throughput:
+  """Tokens, model FLOPs and real (non-padding) tokens per second since the last log
+  line, timed from the second step (the first includes compilation), and this
+  invocation's totals for its run report."""
+
+  def __init__(self, invocation: run_report.Invocation, energy: run_report.EnergyMeter,
+               peak_flops: float):
+    self.invocation, self.energy, self.peak_flops = invocation, energy, peak_flops
+    self.tokens = self.real = 0
+    self.flops = 0.0
+    self.since = time.time()
+    self.loop_start = None  # after the first step
+    self.start_step = invocation.first_step
+    self.invocation_start = time.time()
+    self.last_local = None  # the last step's local batch (its FLOPs for the report)
+
+  def count(self, task: Task, local: dict, metrics, step: int) -> None:
     step_tokens = task.tokens(local) * jax.process_count()
     step_flops = task.step_flops(local) * jax.process_count()
-    tokens_since += step_tokens
-    real_since += int(np.sum(local["attention_mask"])) * jax.process_count()
-    flops_since += step_flops
-    invocation.steps += 1
-    invocation.tokens += step_tokens
-    invocation.model_flops += step_flops
-    if loop_start is None:  # the first step includes compilation; time from the second
+    self.last_local = local
+    self.tokens += step_tokens
+    self.real += int(np.sum(local["attention_mask"])) * jax.process_count()
+    self.flops += step_flops
+    self.invocation.steps += 1
+    self.invocation.tokens += step_tokens
+    self.invocation.model_flops += step_flops
+    if self.loop_start is None:  # the first step includes compilation; time from the second
       jax.block_until_ready(metrics)
-      loop_start, time_since, start_step = time.time(), time.time(), step
-      tokens_since, flops_since, real_since = 0, 0.0, 0
+      self.loop_start, self.since, self.start_step = time.time(), time.time(), step
+      self.tokens, self.flops, self.real = 0, 0.0, 0
     else:
-      invocation.steady_flops += step_flops
+      self.invocation.steady_flops += step_flops
 
-    if step % config.log_every_steps == 0 or step == total_steps:
-      param_norm = check_finite()
-      metrics = {**jax.device_get(metrics), "param_norm": param_norm}
-      now = time.time()
-      metrics["tokens_per_sec"] = tokens_since / max(now - time_since, 1e-9)
-      metrics["mfu"] = flops_since / max(now - time_since, 1e-9) / peak_flops
-      metrics["real_tokens_per_sec"] = real_since / max(now - time_since, 1e-9)
-      metrics["fill_rate"] = real_since / max(tokens_since, 1)
-      tokens_since, flops_since, real_since, time_since = 0, 0.0, 0, now
-      per_step = (now - loop_start) / max(step - start_step, 1)
-      last_metrics = {k: float(v) for k, v in metrics.items()}
-      writer.write(step, last_metrics)
-      if is_chief:
-        print(format_progress(step, total_steps, last_metrics, per_step * (total_steps - step)),
-              flush=True)
+  def rates(self, step: int) -> tuple[dict, float]:
+    """(tokens_per_sec, mfu, real_tokens_per_sec, fill_rate since the last call; seconds
+    per step since the loop's second step); restarts the counts."""
+    now = time.time()
+    seconds = max(now - self.since, 1e-9)
+    rates = {"tokens_per_sec": self.tokens / seconds,
+             "mfu": self.flops / seconds / self.peak_flops,
+             "real_tokens_per_sec": self.real / seconds,
+             "fill_rate": self.real / max(self.tokens, 1)}
+    self.tokens, self.flops, self.real, self.since = 0, 0.0, 0, now
+    return rates, (now - self.loop_start) / max(step - self.start_step, 1)
 
-    if config.eval_every_steps and step % config.eval_every_steps == 0 and step < total_steps:
-      eval_metrics = prefixed(evaluate(state.params))
-      if eval_metrics:
-        writer.write(step, eval_metrics)
-        if is_chief:
-          print("eval: " + ", ".join(f"{k} {v:.4f}" for k, v in eval_metrics.items()
-                                     if isinstance(v, float)), flush=True)
+  def examples_per_sec(self, step: int, batch_size: int) -> dict:
+    """This process's loop throughput, for the final results (none before a second step)."""
+    if self.loop_start is None or step <= self.start_step:
+      return {}
+    return {"train_examples_per_sec": ((step - self.start_step) * batch_size /
+                                       max(time.time() - self.loop_start, 1e-9))}
 
-    if select_every and (step % select_every == 0 or step == total_steps):
-      scores = evaluate(state.params, held_back).metrics
-      with jax.set_mesh(mesh):
-        state = p_keep_best(state, jnp.float32(scores[inputs.select_metric]))
-      best = jax.device_get((state.best_score, state.best_step))
-      writer.write(step, {f"select_{k}": v for k, v in scores.items()})
-      if is_chief:
-        print(f"held back: {inputs.select_metric} {scores[inputs.select_metric]:.4f} (best "
-              f"{best[0]:.4f}, step {best[1]})", flush=True)
-      if step == total_steps:  # the run ends on the best params: saved, then evaluated
-        state = state.replace(params=state.best_params)
+  def close(self, loop_end: float) -> None:
+    self.invocation.train_seconds = loop_end - self.invocation_start
+    if self.loop_start is not None:
+      self.invocation.steady_seconds = loop_end - self.loop_start
 
-    stopping = stop.agreed()  # SIGTERM/SIGINT here or (multi-process) on any process
-    if step % config.checkpoint_every_steps == 0 or step == total_steps or stopping:
-      save(step)
-    if stopping and step < total_steps:
-      checkpoints.wait()
-      checkpoints.close()
-      by = stop.requested or "a signal to another process"
-      report(time.time(), stopped_by=by)
-      print(f"Stopped by {by} at step {step}; checkpoint saved in {checkpoints.directory}: "
-            "run the same command to resume", flush=True)
-      return {"stopped_by": by, "step": step}
 
-  # ------------------------------------------------------------------------------------
-  # Final eval.
-  # ------------------------------------------------------------------------------------
-  checkpoints.wait()
-  jax.block_until_ready(state)
-  loop_end = time.time()
-  final = dict(last_metrics)
-  if loop_start is not None and step > start_step:  # throughput of this process's loop
-    final["train_examples_per_sec"] = ((step - start_step) * config.data.batch_size /
-                                       max(time.time() - loop_start, 1e-9))
-  evaluation = evaluate(state.params)
-  eval_metrics = prefixed(evaluation)
-  if inputs.select is not None:
-    best_score, best_step = jax.device_get((state.best_score, state.best_step))
-    eval_metrics.update({"selected_step": int(best_step),
-                         f"selected_{inputs.select_metric}": float(best_score)})
-  if eval_metrics and not finished_before:
-    writer.write(step, eval_metrics)
-  final.update(eval_metrics)
-  checkpoints.close()
-  if is_chief:
-    if finished_before:  # re-evaluated only to write predictions: keep the run's keys
-      with open(results_path) as f:
-        final = {**json.load(f), **final}
-    summary = ", ".join(f"{k} {v:.4f}" for k, v in final.items()
-                        if isinstance(v, float) and k.split("eval_")[-1] in
-                        (*task.metric_names, *_HEADLINE_METRICS))
-    print(f"Finished at step {step}: {summary or 'no metrics (an unlabeled eval split)'}",
+def _log(writer: MetricWriter, step: int, total_steps: int, metrics, param_norm: float,
+         meter: Throughput) -> dict:
+  """The step's metrics with the param norm and throughput: written, and printed."""
+  rates, per_step = meter.rates(step)
+  logged = {k: float(v) for k, v in {**jax.device_get(metrics), "param_norm": param_norm,
+                                     **rates}.items()}
+  writer.write(step, logged)
+  if jax.process_index() == 0:
+    print(format_progress(step, total_steps, logged, per_step * (total_steps - step)),
           flush=True)
-    with open(os.path.join(workdir, "eval_results.json"), "w") as f:
-      json.dump({"step": step, **final}, f, indent=2)
-    if not finished_before:
-      report(loop_end)
-    if config.get("predict") and evaluation is not None:
-      path = task.write_predictions(evaluation, inputs, workdir)
-      if path:
-        print(f"Wrote {path}", flush=True)
+  return logged
+
+
+def _write_eval(writer: MetricWriter, step: int, eval_metrics: dict) -> None:
+  if eval_metrics:
+    writer.write(step, eval_metrics)
+    if jax.process_index() == 0:
+      print("eval: " + ", ".join(f"{k} {v:.4f}" for k, v in eval_metrics.items()
+                                 if isinstance(v, float)), flush=True)
+
+
+def _report(config, workdir: str, task: Task, steps: RunSteps, meter: Throughput, state,
+            loop_end: float, stopped_by=None) -> None:
+  """Writes this invocation's run report (WORKDIR/run_report.json) and prints it."""
+  if jax.process_index() != 0 or steps.global_batch is None:
+    return
+  meter.close(loop_end)
+  entry = run_report.invocation_report(
+      meter.invocation, step_flops=task.step_flops(meter.last_local) * jax.process_count(),
+      step_flops_compiled=steps.compiled_flops(state), peak_flops=meter.peak_flops,
+      meter=meter.energy, report_config=config.get("report") or run_report.default_config(),
+      stopped_by=stopped_by)
+  run_report.append(workdir, entry)
+  print(run_report.summary_line(entry), flush=True)
+
+
+def _write_results(workdir: str, task: Task, step: int, final: dict,
+                   finished_before: bool) -> dict:
+  """WORKDIR/eval_results.json and the summary line (process 0)."""
+  if finished_before:  # re-evaluated only to write predictions: keep the run's keys
+    with open(os.path.join(workdir, "eval_results.json")) as f:
+      final = {**json.load(f), **final}
+  summary = ", ".join(f"{k} {v:.4f}" for k, v in final.items()
+                      if isinstance(v, float) and k.split("eval_")[-1] in
+                      (*task.metric_names, *_HEADLINE_METRICS))
+  print(f"Finished at step {step}: {summary or 'no metrics (an unlabeled eval split)'}",
+        flush=True)
+  with open(os.path.join(workdir, "eval_results.json"), "w") as f:
+    json.dump({"step": step, **final}, f, indent=2)
   return final
-
-

@@ -27,7 +27,7 @@ from configs.common import finetuning_config, parse_arg, shrink_for_runlocal
 def get_config(arg=None):
   arg = parse_arg(arg, task="sst2", train_examples=0, heldout=0.0, runlocal=False)
   dataset = glue_reader.get_dataset(arg.task)
-  eval_split = "dev_matched" if arg.task == "mnli" else "dev"
+  eval_split = dataset.dev_split
   sources = dict(dataset.files)  # every split the table knows, so each can be pointed elsewhere
   config = finetuning_config("glue", sources, dataset=arg.task, heldout_fraction=arg.heldout,
                              heldout_seed=0)

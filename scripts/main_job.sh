@@ -14,7 +14,7 @@
 #
 # QUICK=1 runs every step on a small scale (about 3 minutes once installed; CI runs it in a
 # clean virtual environment): one text source (wikitext-2 valid), a 2,000-entry
-# vocabulary, 30 pretraining steps, fine-tuning seed 0 on 300 sentences for one epoch;
+# vocabulary, 6 held-out documents, 30 pretraining steps, fine-tuning seed 0 on 300 sentences for one epoch;
 # everything under runs/quick/. Its accuracies say nothing: it proves the steps run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +22,7 @@ RUNS=runs
 SOURCES=()  # all the pretraining text of the data root
 VOCAB_SIZE=8192
 TRAIN_EXAMPLES=8000
+EXTRA_CORPUS=()  # overrides of the corpus' config, for the vectors and the pretraining
 EXTRA_PRETRAIN=()
 EXTRA_FINETUNE=()
 if [ "${QUICK:-0}" = 1 ]; then
@@ -29,6 +30,7 @@ if [ "${QUICK:-0}" = 1 ]; then
   SOURCES=(--source=wikitext-2/valid.txt)
   VOCAB_SIZE=2000
   TRAIN_EXAMPLES=300
+  EXTRA_CORPUS=(--config.data.eval_held_out_docs=6)  # of its 60 documents
   EXTRA_PRETRAIN=(--config.num_train_steps=30 --config.eval_every_steps=30
                   --config.eval_batches=2 --config.log_every_steps=10)
   EXTRA_FINETUNE=(--config.num_train_epochs=1)
@@ -45,8 +47,8 @@ python -m bert_jax.text.prepare "${SOURCES[@]}" --output="$RUNS/corpus/pretrain.
 python -m bert_jax.text.learn_vocab --kind=bpe --input="$RUNS/corpus/pretrain.txt" \
     --vocab_size="$VOCAB_SIZE" --output="$VOCAB"
 [ -f "$VOCAB-vectors.npz" ] || python -m bert_jax.pretrain.word_vectors \
-    --config="$CONFIG" --output="$VOCAB-vectors.npz"
-python -m bert_jax.train --config="$CONFIG" \
+    --config="$CONFIG" "${EXTRA_CORPUS[@]}" --output="$VOCAB-vectors.npz"
+python -m bert_jax.train --config="$CONFIG" "${EXTRA_CORPUS[@]}" \
     --config.init_word_vectors="$VOCAB-vectors.npz" \
     --config.init_word_vectors_std=0.1 --workdir="$MODEL" "${EXTRA_PRETRAIN[@]}" "$@"
 python -m bert_jax.fill_mask --model="$MODEL" \

@@ -128,6 +128,28 @@ def test_missing_path_and_missing_weights(tmp_path):
     load_pretrained(str(tmp_path / "empty"))
 
 
+def test_damaged_safetensors_is_one_line_naming_the_file(tmp_path):
+  """A model.safetensors cut to a third: a ValueError naming the file, from the loader and
+  from the convert command (one line, no traceback)."""
+  import subprocess
+  import sys
+  folder = _write_hf(tmp_path / "hf", _random_state())
+  weights_file = os.path.join(folder, "model.safetensors")
+  with open(weights_file, "rb") as f:
+    data = f.read()
+  with open(weights_file, "wb") as f:
+    f.write(data[:len(data) // 3])
+  with pytest.raises(ValueError, match=re.escape(weights_file) + ": not a readable safetensors"):
+    load_pretrained(folder)
+  result = subprocess.run([sys.executable, "-m", "bert_jax.convert", f"--input={folder}",
+                           f"--output={tmp_path / 'out'}"], capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+  lines = result.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith(f"bert_jax.convert: error: {weights_file}: "
+                                                 "not a readable safetensors"), result.stderr
+
+
 def test_wrong_shape_names_tensor_and_both_shapes(tmp_path):
   folder = _write_hf(tmp_path / "m", _random_state(), config=CONFIG.replace(vocab_size=51))
   with pytest.raises(ValueError, match=r"word_embeddings.weight has shape \(50, 24\) but the "

@@ -10,7 +10,7 @@ config reader and writer and to its HF classes (its HF tensor names are
 import dataclasses
 from typing import Any, Callable
 
-from bert_jax.models.config import HF_ACT_NAMES, BertConfig
+from bert_jax.models.config import HF_ACT_NAMES, BertConfig, hf_bert_fields
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,9 +79,18 @@ def _roberta_from_hf(raw: dict, source: str) -> BertConfig:
   return BertConfig.from_json_dict({**raw, "family": "roberta"}, source)
 
 
+def _unshared_unprojected(config: BertConfig, family: str) -> None:
+  """HF's RoBERTa and DistilBERT have one layer per depth and no E -> H projection."""
+  if config.layer_sharing != "none" or config.projects_embeddings:
+    raise ValueError(f"BertConfig: layer_sharing={config.layer_sharing!r}, embedding_size="
+                     f"{config.embedding_size} (hidden_size {config.hidden_size}) have no HF "
+                     f"{family} equivalent; this model cannot be exported to HF")
+
+
 def _roberta_to_hf(config: BertConfig) -> dict[str, Any]:
-  raw = config.replace(family="bert").to_hf_dict()  # the field names BERT and RoBERTa share
-  raw.update(model_type="roberta", pad_token_id=config.pad_token_id, bos_token_id=0,
+  _unshared_unprojected(config, "roberta")
+  raw = hf_bert_fields(config)  # the field names BERT and RoBERTa share
+  raw.update(model_type="roberta", position_embedding_type="absolute", pad_token_id=config.pad_token_id, bos_token_id=0,
              eos_token_id=2)
   return raw
 
@@ -114,7 +123,8 @@ def _distilbert_to_hf(config: BertConfig) -> dict[str, Any]:
     raise ValueError(f"DistilBERT in HF has no segment table and LayerNorm eps 1e-12; this "
                      f"config has type_vocab_size={config.type_vocab_size}, layer_norm_eps="
                      f"{config.layer_norm_eps}")
-  bert = config.replace(family="bert").to_hf_dict()
+  _unshared_unprojected(config, "distilbert")
+  bert = hf_bert_fields(config)
   raw = {theirs: bert[ours] for theirs, ours in _DISTILBERT_NAMES.items()}
   raw.update({k: bert[k] for k in _DISTILBERT_SHARED})
   raw.update(model_type="distilbert", sinusoidal_pos_embds=False, tie_word_embeddings=True)
@@ -139,8 +149,8 @@ def _albert_to_hf(config: BertConfig) -> dict[str, Any]:
     raise ValueError(f"ALBERT in HF shares whole layers or none and always has embedding_size;"
                      f" this config has layer_sharing={config.layer_sharing!r}, embedding_size="
                      f"{config.embedding_size}")
-  raw = config.replace(family="bert", layer_sharing="none", embedding_size=None).to_hf_dict()
-  raw.update(model_type="albert", embedding_size=config.embedding_size, inner_group_num=1,
+  raw = hf_bert_fields(config)
+  raw.update(model_type="albert", position_embedding_type="absolute", embedding_size=config.embedding_size, inner_group_num=1,
              num_hidden_groups=1 if config.layer_sharing == "all" else config.num_hidden_layers)
   return raw
 
@@ -164,8 +174,8 @@ def _electra_from_hf(raw: dict, source: str) -> BertConfig:
 
 
 def _electra_to_hf(config: BertConfig) -> dict[str, Any]:
-  raw = config.replace(family="bert", embedding_size=None).to_hf_dict()
-  raw.update(model_type="electra", embedding_size=config.embedding_width)
+  raw = hf_bert_fields(config)
+  raw.update(model_type="electra", position_embedding_type="absolute", embedding_size=config.embedding_width)
   return raw
 
 

@@ -18,6 +18,7 @@ import json
 import os
 
 import numpy as np
+from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
 from bert_jax.convert import families, mapping
@@ -112,18 +113,28 @@ def _build_spec(spec: dict) -> dict:
   return {k: spec[k] for k in keep if k in spec}
 
 
+def _load_safetensors(path: str) -> dict[str, np.ndarray]:
+  """One safetensors file; a damaged one (cut short, not safetensors) is a ValueError
+  that names it."""
+  try:
+    return load_file(path)
+  except SafetensorError as error:
+    raise ValueError(f"{path}: not a readable safetensors file ({error}); the file is "
+                     "damaged or cut short: download or convert it again") from None
+
+
 def read_state(folder: str) -> dict[str, np.ndarray]:
   """All tensors of the folder's safetensors file(s), by name."""
   single = os.path.join(folder, "model.safetensors")
   index = os.path.join(folder, "model.safetensors.index.json")
   if os.path.exists(single):
-    return load_file(single)
+    return _load_safetensors(single)
   if os.path.exists(index):
     with open(index) as f:
       shards = sorted(set(json.load(f)["weight_map"].values()))
     state = {}
     for shard in shards:
-      state.update(load_file(os.path.join(folder, shard)))
+      state.update(_load_safetensors(os.path.join(folder, shard)))
     return state
   if os.path.exists(os.path.join(folder, "pytorch_model.bin")):
     raise ValueError(f"{folder}: only pytorch_model.bin found; pickle files are not loaded. "

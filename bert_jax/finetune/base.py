@@ -63,6 +63,7 @@ class FinetuningTask:
   head_options: tuple[str, ...] = ("freeze_encoder",)
   select_metric = None  # the score that picks the epoch (config.data.select_fraction)
   label_names = None  # the logits' classes, in order (Task.label_names)
+  counts_in_steps = False  # num_train_epochs of the task's data may set the run's length
 
   def __init__(self, config, model_config: BertConfig):
     self.config, self.model_config = config, model_config

@@ -64,6 +64,7 @@ class GlueDataset:
   # Training rows are phrases of longer training rows (SST's parse-tree nodes): a held-back
   # split keeps each phrase on its sentence's side (phrase_groups).
   phrase_rows: bool = False
+  dev_split: str = "dev"  # the split a run evaluates on by default (MNLI: dev_matched)
 
   @property
   def is_regression(self) -> bool:
@@ -112,7 +113,7 @@ DATASETS: dict[str, GlueDataset] = {dataset.name: dataset for dataset in (
     GlueDataset("mnli", _files("MNLI", *_MNLI_SPLITS),
              *_pair("sentence1", "sentence2", "gold_label"), _MNLI_LABELS,
              ("accuracy",), "mnli", ("premise", "hypothesis"),
-             ("entailment", "neutral", "contradiction")),
+             ("entailment", "neutral", "contradiction"), dev_split="dev_matched"),
     GlueDataset("qnli", _files("QNLI", *_STANDARD_SPLITS),
              *_pair("question", "sentence", "label"), _ENTAILMENT,
              ("accuracy",), "qnli", ("question", "sentence"), _ENTAILMENT),

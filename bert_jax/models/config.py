@@ -239,24 +239,34 @@ class BertConfig:
     if self.family != "bert":
       raise ValueError(f"BertConfig.to_hf_dict writes BERT's config.json; a {self.family} "
                        "config is written by bert_jax.convert.families.config_to_hf")
-    if self.pre_layer_norm:
-      raise ValueError("BertConfig: pre_layer_norm=True has no HF BERT equivalent (HF's "
-                       "BertModel is post-LN); this model cannot be exported to HF")
     if self.layer_sharing != "none" or self.projects_embeddings:
       raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r}, embedding_size="
                        f"{self.embedding_size} (hidden_size {self.hidden_size}) have no HF "
                        f"{self.family} equivalent; this model cannot be exported to HF")
-    if not (self.norm_bias and self.mlm_transform_bias):
-      raise ValueError("BertConfig: norm_bias=False or mlm_transform_bias=False has no HF BERT "
-                       "equivalent; this model cannot be exported to HF BERT")
-    d = dataclasses.asdict(self)
-    ours_only = ("dtype", "scan_layers", "remat_policy", "pre_layer_norm", "family",
-                 "embedding_size", "layer_sharing", "attention_impl", "projection_init")
-    for k in ours_only + _BIAS_AND_ROPE:
-      d.pop(k)
-    d.update(hidden_act=HF_ACT_NAMES[self.hidden_act], model_type="bert",
-             architectures=["BertForPreTraining"], position_embedding_type="absolute")
+    d = hf_bert_fields(self)
+    d.update(model_type="bert", architectures=["BertForPreTraining"],
+             position_embedding_type="absolute")
     return d
+
+
+def hf_bert_fields(config: "BertConfig") -> dict[str, Any]:
+  """The config's fields under HF BertConfig's names (which RoBERTa, ALBERT and ELECTRA
+  share; DistilBERT renames them), our implementation fields dropped. Each family's HF
+  writer (bert_jax.convert.families) starts from these; a model HF's post-LN, biased
+  encoders cannot express is refused here for every family."""
+  if config.pre_layer_norm:
+    raise ValueError("BertConfig: pre_layer_norm=True has no HF BERT equivalent (HF's "
+                     "BertModel is post-LN); this model cannot be exported to HF")
+  if not (config.norm_bias and config.mlm_transform_bias):
+    raise ValueError("BertConfig: norm_bias=False or mlm_transform_bias=False has no HF BERT "
+                     "equivalent; this model cannot be exported to HF BERT")
+  d = dataclasses.asdict(config)
+  ours_only = ("dtype", "scan_layers", "remat_policy", "pre_layer_norm", "family",
+               "embedding_size", "layer_sharing", "attention_impl", "projection_init")
+  for k in ours_only + _BIAS_AND_ROPE:
+    d.pop(k)
+  d.update(hidden_act=HF_ACT_NAMES[config.hidden_act])
+  return d
 
 
 _ROBERTA = dict(family="roberta", vocab_size=50265, max_position_embeddings=514,

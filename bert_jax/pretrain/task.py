@@ -58,6 +58,7 @@ class PretrainingTask:
 
   name = "pretraining"
   label_names = None
+  counts_in_steps = True  # the stream has no fixed epoch
 
   def __init__(self, config, model_config: BertConfig):
     self.config, self.model_config = config, model_config

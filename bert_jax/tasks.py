@@ -1,0 +1,29 @@
+"""The task registry: `config.task` -> the Task class that trains it (bert_jax/task.py's
+contract). A new task is one module under pretrain/ or finetune/ plus one entry here; the
+trainer reads tasks only through `make_task`.
+"""
+import ml_collections
+
+from bert_jax.finetune.conll import ConllTask
+from bert_jax.finetune.glue import GlueTask
+from bert_jax.finetune.squad import SquadTask
+from bert_jax.finetune.swag import SwagTask
+from bert_jax.models.config import BertConfig
+from bert_jax.pretrain.electra import ElectraTask
+from bert_jax.pretrain.task import PretrainingTask
+from bert_jax.task import Task
+
+# config.task -> the task class; each is built as Task(config, model_config).
+TASKS = {"pretraining": PretrainingTask, "electra": ElectraTask, "glue": GlueTask,
+         "conll": ConllTask, "squad": SquadTask, "swag": SwagTask}
+
+
+def task_class(name: str) -> type:
+  """The registered class of config.task=name; an unknown name is a one-line error."""
+  if name not in TASKS:
+    raise ValueError(f"config.task={name!r}: expected one of {sorted(TASKS)}")
+  return TASKS[name]
+
+
+def make_task(config: ml_collections.ConfigDict, model_config: BertConfig) -> Task:
+  return task_class(config.task)(config, model_config)
