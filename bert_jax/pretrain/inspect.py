@@ -51,8 +51,11 @@ the statistics. With --json it prints one JSON object, nothing else, with:
                       longest); ngram: 6/11, 3/11, 2/11; span: 0.2 * 0.8^(N-1) renormalised
 
   entity_whole_fraction  with span annotations (config.data.spans): of the annotated
-  phrase_whole_fraction  entities (phrases) in the rows, the share predicted whole; ~the
-                      mask rate with masking=entity (phrase), less with token masking
+  phrase_whole_fraction  entities (phrases) in the rows, the share predicted whole; up to
+                      the mask rate with masking=entity (phrase): a unit longer than what
+                      is left of a row's budget is skipped, so long ones are masked less
+                      often (4-word phrases in 64-token rows: 0.09); near 0 with token
+                      masking
   entity_split_fraction  of those with any token predicted, the share only partly
   phrase_split_fraction  predicted; 0 with masking=entity (phrase) (text/spans.py)
 

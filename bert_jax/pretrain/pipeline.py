@@ -389,7 +389,7 @@ def make_inputs(data_config, tokenizer, *, process_index: int = 0, process_count
 def _line_source(data_config, field: str) -> tuple[corpus_lib.LineSource, list]:
   """(the LineSource of config.data.<field>, else tfds; what identifies it for the cache)."""
   file_patterns = tuple(data_config[field])
-  with_spans = bool(data_config.spans)
+  with_spans = bool(data_config.get("spans", False))
   if file_patterns:
     files = corpus_lib.expand_file_patterns(file_patterns, data_config.data_dir,
                                             f"config.data.{field}")
