@@ -192,3 +192,35 @@ def test_ernie_config_pretrains_with_knowledge_masking_and_exports_to_hf(tmp_pat
   _, info = transformers.ErnieForPreTraining.from_pretrained(str(tmp_path / "hf"),
                                                              output_loading_info=True)
   assert not info["missing_keys"] and not info["unexpected_keys"], info
+
+
+def test_entity_and_phrase_selectors_take_annotated_units_whole():
+  """masking.py alone: rows [CLS] w w E E E w P P P P w [SEP] with their span tags; over
+  many draws every entity (phrase) is predicted whole or not at all, the budget is never
+  exceeded, and each unit is drawn about as often as a single word."""
+  import tensorflow as tf
+  cls, sep, pad, mask = 101, 102, 0, 103
+  row = [cls, *range(2000, 2011), sep] + [pad] * 3
+  code = [0, 0, 0, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]  # entity words 3..5
+  phrase = [0] * 7 + [1, 2, 2, 2] + [0] * 5  # phrase words 7..10
+  tags = np.array(code) * spans.KINDS["entity"] + np.array(phrase) * spans.KINDS["phrase"]
+  ids, tags = np.tile(row, (400, 1)).astype(np.int32), np.tile(tags, (400, 1)).astype(np.int32)
+  for kind, unit in (("entity", slice(3, 6)), ("phrase", slice(7, 11))):
+    options = masking.MaskingOptions(
+        max_predictions_per_seq=6, mask_id=mask, special_ids=(pad, cls, sep, mask),
+        replacement_ids=np.arange(1000, 1100, dtype=np.int32), masked_lm_prob=0.4,
+        selector=kind, span_tags=True)
+    noise = masking.example_noise(0, 0, tf.range(400, dtype=tf.int64),
+                                  masking.noise_size(ids.shape[1], options))
+    out = masking.mask_batch(tf.constant(ids), noise, options, tf.constant(tags))
+    predicted = np.zeros(ids.shape, bool)
+    weights = out["masked_lm_weights"].numpy() > 0
+    rows, slots = np.nonzero(weights)
+    predicted[rows, out["masked_lm_positions"].numpy()[rows, slots]] = True
+    hits = predicted[:, unit].sum(1)
+    assert set(hits.tolist()) <= {0, unit.stop - unit.start}, kind  # whole or nothing
+    assert (weights.sum(1) <= 4).all()  # round(0.4 * 11 eligible) = 4
+    assert 0.1 < (hits > 0).mean() < 0.6, (kind, (hits > 0).mean())
+  with pytest.raises(ValueError, match="masking='entity' masks annotated units"):
+    masking.MaskingOptions(max_predictions_per_seq=6, mask_id=mask, special_ids=(pad,),
+                           replacement_ids=np.arange(3, dtype=np.int32), selector="entity")
