@@ -17,7 +17,8 @@ from bert_jax.weights import load_pretrained
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", ("roberta", "distilbert", "albert", "electra", "modernbert"))
+@pytest.mark.parametrize("family", ("roberta", "distilbert", "albert", "electra", "modernbert",
+                                    "ernie"))
 def test_tiny_model_fine_tunes_from_an_hf_folder(family, tmp_path, vocab_path):
   """GLUE SST-2 runlocal, 2 steps, from a tiny random model saved as an HF folder with
   BERT's WordPiece vocab (the byte-level BPE tokenizer lands separately; pad id 0 is the

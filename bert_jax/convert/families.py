@@ -261,6 +261,25 @@ def _modernbert_to_hf(config: BertConfig) -> dict[str, Any]:
   return raw
 
 
+# --- ERNIE: BERT's names plus the task-type table (use_task_id) -------------------------
+
+_ERNIE_TASK_TYPES = 3  # HF ErnieConfig's task_type_vocab_size when use_task_id is off
+
+
+def _ernie_from_hf(raw: dict, source: str) -> BertConfig:
+  tasks = int(raw.get("task_type_vocab_size", _ERNIE_TASK_TYPES)) if raw.get("use_task_id") else 0
+  return BertConfig.from_json_dict({**raw, "family": "ernie", "task_type_vocab_size": tasks},
+                                   source)
+
+
+def _ernie_to_hf(config: BertConfig) -> dict[str, Any]:
+  _unshared_unprojected(config, "ernie")
+  raw = hf_bert_fields(config)
+  raw.update(model_type="ernie", position_embedding_type="absolute",
+             use_task_id=config.task_type_vocab_size > 0, task_type_vocab_size=config.task_type_vocab_size or _ERNIE_TASK_TYPES)
+  return raw
+
+
 FAMILIES = {
     "bert": HFFamily(_bert_from_hf, BertConfig.to_hf_dict, "BertModel", "BertForPreTraining",
                      task_classes=_task_classes("Bert"), masked_lm_class="BertForMaskedLM"),
@@ -286,6 +305,8 @@ FAMILIES = {
                                             ("eos_token_id", "sep_id"),
                                             ("cls_token_id", "cls_id"),
                                             ("sep_token_id", "sep_id"))),
+    "ernie": HFFamily(_ernie_from_hf, _ernie_to_hf, "ErnieModel", "ErnieForPreTraining",
+                      task_classes=_task_classes("Ernie"), masked_lm_class="ErnieForMaskedLM"),
 }
 
 

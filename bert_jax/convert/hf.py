@@ -1,12 +1,12 @@
 """HuggingFace folders (config.json + model.safetensors) of every family, in and out.
 
 config.json's `model_type` picks the family (bert, roberta, distilbert, albert, electra,
-modernbert: the table in convert/families.py); its tensor names are
+modernbert, ernie: the table in convert/families.py); its tensor names are
 `mapping.NAMES[family]`. Accepted: each family's bare encoder (BertModel, RobertaModel,
-DistilBertModel, AlbertModel, ElectraModel, ModernBertModel) and its HF classes with heads
-(BertForPreTraining, RobertaForMaskedLM, DistilBertForMaskedLM, AlbertForPreTraining,
-ElectraForMaskedLM (the generator), ElectraForPreTraining (the discriminator),
-ModernBertForMaskedLM), the fine-tuning classes whose heads are ours (`task_classes` in
+DistilBertModel, AlbertModel, ElectraModel, ModernBertModel, ErnieModel) and its HF classes
+with heads (BertForPreTraining, RobertaForMaskedLM, DistilBertForMaskedLM,
+AlbertForPreTraining, ElectraForMaskedLM (the generator), ElectraForPreTraining (the
+discriminator), ModernBertForMaskedLM, ErnieForPreTraining), the fine-tuning classes whose heads are ours (`task_classes` in
 families.py: BertForSequenceClassification, RobertaForTokenClassification,
 ModernBertForQuestionAnswering, ...; the class in config.json's `architectures` names the
 task, ModernBERT's `classifier_pooling` the sentence vector), with or without the family prefix

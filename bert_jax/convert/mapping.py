@@ -70,6 +70,7 @@ _KINDS = {
 _ENCODER = {
     "embeddings/word_embeddings": "embedding", "embeddings/position_embeddings": "embedding",
     "embeddings/token_type_embeddings": "embedding", "embeddings/layer_norm": "norm",
+    "embeddings/task_type_embeddings": "embedding",
     "embeddings/projection": "dense", "pooler/dense": "dense",
     "encoder/final_layer_norm": "norm",
 }
@@ -149,16 +150,22 @@ _BERT_LAYER = {
     "output_layer_norm": "output.LayerNorm",
 }
 
+_BERT_HEADS = {"mlm_head/transform": "cls.predictions.transform.dense",
+               "mlm_head/transform_layer_norm": "cls.predictions.transform.LayerNorm",
+               "mlm_head/output_bias": "cls.predictions.bias",
+               "nsp_head/dense": "cls.seq_relationship", **_TASK_HEADS}
+
+
+def _bert_tied(prefix: str) -> dict[str, str]:
+  """BERT's MLM decoder, tied to the word embeddings of the encoder named `prefix`."""
+  return {"cls.predictions.decoder.weight": f"{prefix}.embeddings.word_embeddings.weight",
+          "cls.predictions.decoder.bias": "cls.predictions.bias"}
+
+
 NAMES = {
     "bert": Names(
         prefix="bert", encoder=_BERT_ENCODER, layer="encoder.layer.{i}",
-        layer_modules=_BERT_LAYER,
-        heads={"mlm_head/transform": "cls.predictions.transform.dense",
-               "mlm_head/transform_layer_norm": "cls.predictions.transform.LayerNorm",
-               "mlm_head/output_bias": "cls.predictions.bias",
-               "nsp_head/dense": "cls.seq_relationship", **_TASK_HEADS},
-        tied={"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
-              "cls.predictions.decoder.bias": "cls.predictions.bias"}),
+        layer_modules=_BERT_LAYER, heads=_BERT_HEADS, tied=_bert_tied("bert")),
     "roberta": Names(
         prefix="roberta", encoder=_BERT_ENCODER, layer="encoder.layer.{i}",
         layer_modules=_BERT_LAYER,
@@ -233,6 +240,13 @@ NAMES = {
         # Every task class: head (dense, act, norm) then `classifier`, QA's too.
         task_names={task: {"task_head": "head", "qa_outputs": "classifier"}
                     for task in _FINE_TUNING_TASKS}),
+    # BERT's names under `ernie.`, plus the task-type table (3.0's use_task_id).
+    "ernie": Names(
+        prefix="ernie",
+        encoder={**_BERT_ENCODER,
+                 "embeddings/task_type_embeddings": "embeddings.task_type_embeddings"},
+        layer="encoder.layer.{i}", layer_modules=_BERT_LAYER, heads=_BERT_HEADS,
+        tied=_bert_tied("ernie")),
 }
 
 
@@ -291,7 +305,8 @@ def _default_rows(config: BertConfig, encoder_prefix: str):
 
 def all_rows(config: BertConfig, encoder_prefix: str, with_heads: bool, with_pooler=True):
   """The rows of the family's encoder (with its segment table when type_vocab_size > 0,
-  the pooler when with_pooler) and, with_heads, all of the family's pretraining heads."""
+  its task-type table when task_type_vocab_size > 0, the pooler when with_pooler) and,
+  with_heads, all of the family's pretraining heads."""
   def wanted(ours):
     if ours.startswith(_FINE_TUNING_MODULES):
       return False  # fine-tuning heads: not the pretraining model's
@@ -301,6 +316,8 @@ def all_rows(config: BertConfig, encoder_prefix: str, with_heads: bool, with_poo
       return with_pooler
     if "embeddings/projection" in ours:
       return config.projects_embeddings
+    if "task_type_embeddings" in ours:
+      return config.task_type_vocab_size > 0
     return config.type_vocab_size > 0 or "token_type_embeddings" not in ours
   return [row for row in family_rows(config, encoder_prefix) if wanted(row[0])]
 

@@ -46,7 +46,8 @@ class Embeddings(nn.Module):
 
   Position ids come from the family (`families.Family.position_ids`). Segments: none
   when type_vocab_size is 0; with one row (RoBERTa) that row is added to every token and
-  token_type_ids are ignored (a pair's second segment has no row of its own).
+  token_type_ids are ignored (a pair's second segment has no row of its own). Task types
+  (ERNIE's `use_task_id`): a row per task id added when task_type_vocab_size > 0.
   """
   config: BertConfig
 
@@ -61,6 +62,9 @@ class Embeddings(nn.Module):
     if cfg.type_vocab_size:
       self.token_type_embeddings = embed(cfg.type_vocab_size, (None, "embed"),
                                          "token_type_embeddings")
+    if cfg.task_type_vocab_size:
+      self.task_type_embeddings = embed(cfg.task_type_vocab_size, (None, "embed"),
+                                        "task_type_embeddings")
     self.layer_norm = layer_norm(cfg, "layer_norm")
     self.dropout = Dropout(cfg.hidden_dropout_prob)
     if cfg.projects_embeddings:  # [E, H]
@@ -71,8 +75,10 @@ class Embeddings(nn.Module):
                                      ("mlp", "embed")),
                                  bias_init=zeros_init(("embed",)), name="projection")
 
-  def __call__(self, input_ids, token_type_ids, deterministic: bool, positions=None):
-    """positions: int [B, T] offsets within each packed example (None: the family's)."""
+  def __call__(self, input_ids, token_type_ids, deterministic: bool, positions=None,
+               task_type_ids=None):
+    """positions: int [B, T] offsets within each packed example (None: the family's).
+    task_type_ids: int [B, T] (None: task 0), read when the config has task types."""
     cfg = self.config
     family = family_of(cfg)
     first = family.first_position(cfg)
@@ -83,6 +89,9 @@ class Embeddings(nn.Module):
     if cfg.type_vocab_size:
       segments = token_type_ids if cfg.type_vocab_size > 1 else jnp.zeros_like(input_ids)
       x = x + self.token_type_embeddings(segments)
+    if cfg.task_type_vocab_size:
+      tasks = jnp.zeros_like(input_ids) if task_type_ids is None else task_type_ids
+      x = x + self.task_type_embeddings(tasks)
     x = self.layer_norm(x).astype(cfg.compute_dtype)
     x = nn.with_logical_constraint(x, ACT_BTH)  # [B, T, E]: embed is never split
     x = self.dropout(x, deterministic=deterministic)
@@ -274,8 +283,9 @@ class BertModel(nn.Module):
 
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
                deterministic: bool = True, output_hidden_states: bool = False,
-               packing=None) -> EncoderOutput:
+               packing=None, task_type_ids=None) -> EncoderOutput:
     """input_ids, token_type_ids, attention_mask: int [B, T]; the last two default to 0s/1s.
+    task_type_ids: int [B, T], ERNIE's task ids (config.task_type_vocab_size); None: 0s.
 
     packing: None, or a packed batch's {"segment_ids", "positions"} int [B, T] and
     "cls_positions" int [B, K] (bert_jax/packing.py): attention stays within each
@@ -288,7 +298,8 @@ class BertModel(nn.Module):
       attention_mask = jnp.ones_like(input_ids)
     input_ids = nn.with_logical_constraint(input_ids, ACT_BT)
     packing = packing or {}
-    hidden = self.embeddings(input_ids, token_type_ids, deterministic, packing.get("positions"))
+    hidden = self.embeddings(input_ids, token_type_ids, deterministic, packing.get("positions"),
+                             task_type_ids)
     bias = (attention_mask_bias(attention_mask) if "segment_ids" not in packing
             else segment_mask_bias(attention_mask, packing["segment_ids"]))
     sequence_output, hidden_states = self.encoder(

@@ -2,7 +2,7 @@
 
 Field names follow google-research/bert's `bert_config.json` (which HF's BERT `config.json`
 shares), so both files load with `BertConfig.from_json_dict`. `family` names the member
-(bert, roberta, distilbert, albert, electra, modernbert: `bert_jax.models.families`); HF
+(bert, roberta, distilbert, albert, electra, modernbert, ernie: `bert_jax.models.families`); HF
 config.json of every family is read and written by `bert_jax.convert.families`. Fields that
 only matter to this
 implementation (compute dtype, scan/remat) are ours and are not exported to HF.
@@ -54,6 +54,9 @@ class BertConfig:
     max_position_embeddings: rows of the learned position table (max sequence length).
     type_vocab_size: rows of the segment (token type) table; 0: no segment embeddings
       (DistilBERT); 1: one row added to every token, token_type_ids ignored (RoBERTa).
+    task_type_vocab_size: rows of the task-type table (ERNIE 2.0/3.0's `use_task_id`: a
+      learned vector per task id added to the embeddings, `task_type_ids` [B, T], 0 when
+      not given); 0: none. BERT-architecture families only.
     initializer_range: std of the truncated-normal initialiser.
     layer_norm_eps: LayerNorm epsilon (1e-12 in BERT).
     dtype: compute dtype name ("float32" or "bfloat16"); params stay float32 and are cast
@@ -113,6 +116,7 @@ class BertConfig:
   attention_probs_dropout_prob: float = 0.1
   max_position_embeddings: int = 512
   type_vocab_size: int = 2
+  task_type_vocab_size: int = 0
   initializer_range: float = 0.02
   layer_norm_eps: float = 1e-12
   dtype: str = "float32"
@@ -139,6 +143,10 @@ class BertConfig:
       raise ValueError(f"BertConfig: family={self.family!r} is not one of {sorted(FAMILIES)}")
     if self.type_vocab_size < 0:
       raise ValueError(f"BertConfig: type_vocab_size={self.type_vocab_size} is negative")
+    if self.task_type_vocab_size < 0 or (
+        self.task_type_vocab_size and FAMILIES[self.family].architecture != "bert"):
+      raise ValueError(f"BertConfig: task_type_vocab_size={self.task_type_vocab_size} (only "
+                       "the BERT architecture's embeddings have a task-type table, >= 0)")
     if self.hidden_size % self.num_attention_heads:
       raise ValueError(f"BertConfig: hidden_size={self.hidden_size} is not divisible by "
                        f"num_attention_heads={self.num_attention_heads}")
@@ -243,6 +251,9 @@ class BertConfig:
       raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r}, embedding_size="
                        f"{self.embedding_size} (hidden_size {self.hidden_size}) have no HF "
                        f"{self.family} equivalent; this model cannot be exported to HF")
+    if self.task_type_vocab_size:
+      raise ValueError(f"BertConfig: task_type_vocab_size={self.task_type_vocab_size} has no "
+                       "HF BERT equivalent (HF ERNIE's use_task_id: family 'ernie')")
     d = hf_bert_fields(self)
     d.update(model_type="bert", architectures=["BertForPreTraining"],
              position_embedding_type="absolute")
@@ -262,7 +273,8 @@ def hf_bert_fields(config: "BertConfig") -> dict[str, Any]:
                      "equivalent; this model cannot be exported to HF BERT")
   d = dataclasses.asdict(config)
   ours_only = ("dtype", "scan_layers", "remat_policy", "pre_layer_norm", "family",
-               "embedding_size", "layer_sharing", "attention_impl", "projection_init")
+               "embedding_size", "layer_sharing", "attention_impl", "projection_init",
+               "task_type_vocab_size")
   for k in ours_only + _BIAS_AND_ROPE:
     d.pop(k)
   d.update(hidden_act=HF_ACT_NAMES[config.hidden_act])
@@ -279,6 +291,13 @@ _ALBERT = dict(family="albert", vocab_size=30000, embedding_size=128, layer_shar
                attention_probs_dropout_prob=0.0)
 # ELECTRA (HF ElectraConfig's defaults are ELECTRA-Small's discriminator): E=128.
 _ELECTRA = dict(family="electra", embedding_size=128)
+# ERNIE (HF ErnieConfig of the released nghuyong/ernie-* ports; Paddle's LayerNorm eps).
+# 1.0: Chinese, ReLU, 18,000 pieces, 513 positions, no task types; 3.0: GELU, 40,000
+# pieces, 2,048 positions, 4 segment rows and 3 task types (`use_task_id`).
+_ERNIE = dict(family="ernie", layer_norm_eps=1e-5)
+_ERNIE_1 = dict(_ERNIE, vocab_size=18000, hidden_act="relu", max_position_embeddings=513)
+_ERNIE_3 = dict(_ERNIE, vocab_size=40000, max_position_embeddings=2048, type_vocab_size=4,
+                task_type_vocab_size=3)
 # HF's ModernBertConfig defaults (= answerdotai/ModernBERT-base).
 _MODERNBERT = dict(family="modernbert", vocab_size=50368, max_position_embeddings=8192,
                    type_vocab_size=0, layer_norm_eps=1e-5, pad_token_id=50283,
@@ -321,6 +340,12 @@ SIZES = {
                                    num_attention_heads=1, embedding_size=64),
     "modernbert-base": dict(_MODERNBERT, num_hidden_layers=22, hidden_size=768,
                             num_attention_heads=12, intermediate_size=1152),
+    "ernie-1.0-base-zh": dict(_ERNIE_1, num_hidden_layers=12, hidden_size=768,
+                              num_attention_heads=12),
+    "ernie-3.0-base-zh": dict(_ERNIE_3, num_hidden_layers=12, hidden_size=768,
+                              num_attention_heads=12),
+    "ernie-tiny": dict(_ERNIE_3, num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
+                       vocab_size=30522, max_position_embeddings=512),
     # Layer 0 global, layers 1-2 local with a 64-token window.
     "modernbert-tiny": dict(_MODERNBERT, num_hidden_layers=3, hidden_size=128,
                             num_attention_heads=2, intermediate_size=192, local_attention=64),

@@ -122,6 +122,12 @@ FAMILIES = {
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
         sentence_heads=(), pretraining_pooler=False, architecture="modernbert",
         unrolled_layers=1, task_head="prediction", task_head_from="mlm_head"),
+    # Its task-type table is plain data (config.task_type_vocab_size, as type_vocab_size).
+    "ernie": Family(
+        description="ERNIE (Sun et al. 2019): BERT's encoder and heads, plus a task-type "
+                    "embedding (3.0's use_task_id); knowledge masking in pretraining",
+        position_ids=absolute_positions, first_position=lambda c: 0, pooler=True,
+        sentence_heads=("nsp",), pretraining_pooler=True),
 }
 
 

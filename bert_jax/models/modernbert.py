@@ -46,8 +46,10 @@ class Embeddings(nn.Module):
     self.layer_norm = layer_norm(cfg, "layer_norm")
     self.dropout = Dropout(cfg.hidden_dropout_prob)
 
-  def __call__(self, input_ids, token_type_ids, deterministic: bool, positions=None):
-    del token_type_ids, positions  # positions act in attention (RoPE), not here
+  def __call__(self, input_ids, token_type_ids, deterministic: bool, positions=None,
+               task_type_ids=None):
+    # positions act in attention (RoPE), not here; no segment or task-type tables
+    del token_type_ids, positions, task_type_ids
     check_length(self.config, input_ids.shape[1])  # the context length RoPE trained for
     x = self.layer_norm(self.word_embeddings(input_ids)).astype(self.config.compute_dtype)
     x = nn.with_logical_constraint(x, ACT_BTH)  # [B, T, H]

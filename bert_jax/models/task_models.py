@@ -15,7 +15,9 @@ gives and a workdir's model_config.json records under "model").
 
 Every model takes `(input_ids, token_type_ids=None, attention_mask=None, ...)` int [B, T]
 (multiple choice: [B, C, T]) plus `deterministic` (False turns dropout on; pass an rng
-named "dropout") and `output_hidden_states`, and returns a flax.struct output object.
+named "dropout") and `output_hidden_states`, and returns a flax.struct output object. The
+encoder, pretraining and fine-tuning models also take ERNIE's `task_type_ids` (same shape;
+None: task 0, as HF's default).
 Param trees: `bert` (the encoder) next to the head's name, so an encoder checkpoint
 drops into any of them.
 """
@@ -82,7 +84,8 @@ class BertForPreTraining(nn.Module):
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None,
                masked_lm_positions=None, *, masked_lm_spans=None, deterministic: bool = True,
-               output_hidden_states: bool = False, packing=None) -> PreTrainingOutput:
+               output_hidden_states: bool = False, packing=None,
+               task_type_ids=None) -> PreTrainingOutput:
     """packing: packed rows' {"segment_ids", "positions"} int [B, T] (see BertModel):
     several examples per row, each token's outputs equal to its example's unpacked ones;
     with "cls_positions" int [B, K] (packed pairs) the sentence heads read each example's
@@ -95,7 +98,8 @@ class BertForPreTraining(nn.Module):
     bert = BertModel(self.config, add_pooling_layer=bool(heads) or family.pretraining_pooler,
                      name="bert")
     enc = bert(input_ids, token_type_ids, attention_mask, deterministic=deterministic,
-               output_hidden_states=output_hidden_states, packing=packing)
+               output_hidden_states=output_hidden_states, packing=packing,
+               task_type_ids=task_type_ids)
     mlm_logits = MaskedLMHead(self.config, name="mlm_head")(
         enc.sequence_output, bert.word_embedding_table(), masked_lm_positions)
     sentence_logits = {name: NextSentenceHead(self.config, name=f"{name}_head")(
@@ -197,7 +201,8 @@ class BertForSequenceClassification(nn.Module):
 
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
-               deterministic: bool = True, output_hidden_states: bool = False, packing=None):
+               deterministic: bool = True, output_hidden_states: bool = False, packing=None,
+               task_type_ids=None):
     """packing: a packed batch's arrays (see BertModel); logits are then [B, K, C], one
     row per packed example."""
     if self.pooling not in POOLINGS:
@@ -207,7 +212,7 @@ class BertForSequenceClassification(nn.Module):
                     name="bert")(
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
         output_hidden_states=output_hidden_states or bool(self.feature_layers),
-        packing=packing)
+        packing=packing, task_type_ids=task_type_ids)
     if self.feature_layers:
       features = cls_vectors(layer_features(enc, self.feature_layers, self.frozen_encoder),
                              packing)
@@ -277,13 +282,14 @@ class BertForTokenClassification(nn.Module):
 
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
-               deterministic: bool = True, output_hidden_states: bool = False, packing=None):
+               deterministic: bool = True, output_hidden_states: bool = False, packing=None,
+               task_type_ids=None):
     """packing: a packed batch's arrays (see BertModel); logits stay [B, T, C], each
     token's equal to its unpacked one."""
     enc = BertModel(self.config, add_pooling_layer=False, name="bert")(
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
         output_hidden_states=output_hidden_states or bool(self.feature_layers),
-        packing=packing)
+        packing=packing, task_type_ids=task_type_ids)
     if self.feature_layers:
       features = layer_features(enc, self.feature_layers, self.frozen_encoder)
     else:
@@ -301,10 +307,11 @@ class BertForQuestionAnswering(nn.Module):
 
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
-               deterministic: bool = True, output_hidden_states: bool = False):
+               deterministic: bool = True, output_hidden_states: bool = False,
+               task_type_ids=None):
     enc = BertModel(self.config, add_pooling_layer=False, name="bert")(
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
-        output_hidden_states=output_hidden_states)
+        output_hidden_states=output_hidden_states, task_type_ids=task_type_ids)
     logits = LinearHead(self.config, 2, dropout_rate=0.0, name="qa_outputs")(
         task_head(self.config)(enc.sequence_output), deterministic)  # [B, T, 2]
     return SpanOutput(start_logits=logits[..., 0], end_logits=logits[..., 1],
@@ -318,13 +325,15 @@ class BertForMultipleChoice(nn.Module):
 
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
-               deterministic: bool = True, output_hidden_states: bool = False):
+               deterministic: bool = True, output_hidden_states: bool = False,
+               task_type_ids=None):
     batch, choices, length = input_ids.shape
     flat = lambda x: None if x is None else x.reshape(batch * choices, length)  # noqa: E731
     enc = BertModel(self.config, add_pooling_layer=classifier_pooler(self.config, "pooler"),
                     name="bert")(
         flat(input_ids), flat(token_type_ids), flat(attention_mask),
-        deterministic=deterministic, output_hidden_states=output_hidden_states)
+        deterministic=deterministic, output_hidden_states=output_hidden_states,
+        task_type_ids=flat(task_type_ids))
     features = task_head(self.config)(POOLINGS["pooler"](enc, None, None))  # [B*C, H]
     scores = LinearHead(self.config, 1, self.dropout_rate, name="classifier")(
         features, deterministic)  # [B*C, 1]

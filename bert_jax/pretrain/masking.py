@@ -50,6 +50,19 @@ special token, the row's end or when the budget is met (mid-word if need be, as 
 Overlapping or touching spans merge into one (the reference's merge_intervals), and the
 80/10/10 decision is taken once per merged span ("replacement=span").
 
+"phrase" and "entity" (ERNIE's knowledge masking, Sun et al. 2019): the units are the
+annotated phrases (or entities) of the row, each whole, and outside them the words (or
+the tokens, for a vocabulary without word marks); they are taken greedily in a uniformly
+random order while they fit the budget, as "whole_word" takes words. The annotations come
+from the corpus's span files (text/spans.py), laid out by the example builder as
+`span_tags` [B, T] beside the ids; an annotated unit cut by the row's start or a special
+token starts again after it. 80/10/10 per piece.
+
+"mixture" (ERNIE's stages mixed): each example is masked by one of the schemes of
+`MaskingOptions.mixture` ((name, weight), ...; config.data.masking_mixture, e.g.
+"token:1,phrase:1,entity:1": basic, phrase-level and entity-level masking), drawn with
+those weights; 80/10/10 per piece.
+
 Span fields (MaskingOptions.span_fields, for the span boundary objective and inspect), P
 slots each, 0 in unused slots. A span is a maximal run of contiguous chosen tokens (with
 "span" masking exactly SpanBERT's merged spans; for the other selectors the same rule):
@@ -76,6 +89,7 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
+from bert_jax.text import spans as spans_lib
 from bert_jax.text.bpe import BPETokenizer
 from bert_jax.text.sentencepiece_vocab import SentencePieceTokenizer
 from bert_jax.text.tokenizer_json import TokenizerJson
@@ -95,6 +109,8 @@ class MaskingOptions:
   selector: str = "token"  # a name in SELECTORS (config.data.masking)
   continuation_table: np.ndarray | None = None  # bool [V]: the piece continues a word
   span_fields: bool = False  # also output the span fields (module docstring)
+  mixture: tuple[tuple[str, float], ...] = ()  # "mixture": (selector, weight) per scheme
+  span_tags: bool = False  # the rows carry span tags (config.data.spans; text/spans.py)
 
   def __post_init__(self):
     if self.max_predictions_per_seq < 1:
@@ -112,11 +128,42 @@ class MaskingOptions:
     if self.selector not in SELECTORS:
       raise ValueError(f"config.data.masking={self.selector!r}: expected one of "
                        f"{sorted(SELECTORS)}")
-    if SELECTORS[self.selector].needs_words and (
-        self.continuation_table is None or not np.any(self.continuation_table)):
-      raise ValueError(f"config.data.masking={self.selector!r} needs word boundaries, and "
-                       "this vocabulary has no pieces that continue a word ('##' in "
-                       "WordPiece; pieces without '\u2581' / '\u0120' in SentencePiece / BPE)")
+    members = self.selectors()
+    for name in members:
+      if name not in SELECTORS or name == "mixture":
+        raise ValueError(f"config.data.masking_mixture names {name!r}: expected one of "
+                         f"{sorted(set(SELECTORS) - {'mixture'})}")
+    if self.selector == "mixture" and (not members or min(w for _, w in self.mixture) <= 0):
+      raise ValueError("config.data.masking='mixture' needs masking_mixture 'name:weight,...' "
+                       f"with weights > 0, got {self.mixture}")
+    for name in members:
+      if SELECTORS[name].needs_words and (
+          self.continuation_table is None or not np.any(self.continuation_table)):
+        raise ValueError(f"config.data.masking={name!r} needs word boundaries, and "
+                         "this vocabulary has no pieces that continue a word ('##' in "
+                         "WordPiece; pieces without '\u2581' / '\u0120' in SentencePiece / BPE)")
+      if SELECTORS[name].reads_spans and not self.span_tags:
+        raise ValueError(f"config.data.masking={name!r} masks annotated units: it needs "
+                         "config.data.spans=True and span files beside the corpus "
+                         "(bert_jax/text/spans.py)")
+
+  def selectors(self) -> tuple[str, ...]:
+    """The schemes that choose tokens: the mixture's members, or the one selector."""
+    return tuple(name for name, _ in self.mixture) if self.selector == "mixture" else (
+        self.selector,)
+
+
+def parse_mixture(text: str) -> tuple[tuple[str, float], ...]:
+  """config.data.masking_mixture "token:1,phrase:1,entity:2" -> ((name, weight), ...)."""
+  mixture = []
+  for item in filter(None, (part.strip() for part in text.split(","))):
+    name, colon, weight = item.partition(":")
+    try:
+      mixture.append((name.strip(), float(weight) if colon else 1.0))
+    except ValueError:
+      raise ValueError(f"config.data.masking_mixture={text!r}: {item!r} is not "
+                       "name:weight") from None
+  return tuple(mixture)
 
 
 def replacement_ids_from_vocab(vocab: list[str]) -> np.ndarray:
@@ -195,8 +242,10 @@ def _splitmix_mix(z: tf.Tensor) -> tf.Tensor:
   return tf.bitwise.bitwise_xor(z, tf.bitwise.right_shift(z, tf.constant(31, tf.uint64)))
 
 
-def mask_batch(input_ids: tf.Tensor, noise: tf.Tensor, options: MaskingOptions) -> dict:
-  """input_ids int32 [B, T], noise [B, noise_size] -> the masked fields (module docstring)."""
+def mask_batch(input_ids: tf.Tensor, noise: tf.Tensor, options: MaskingOptions,
+               span_tags: tf.Tensor | None = None) -> dict:
+  """input_ids int32 [B, T], noise [B, noise_size] -> the masked fields (module docstring).
+  span_tags: int [B, T], the rows' span tags (text/spans.py), for the schemes reading them."""
   predictions = options.max_predictions_per_seq
   seq_length = input_ids.shape[1]
   selector = SELECTORS[options.selector]
@@ -211,8 +260,11 @@ def mask_batch(input_ids: tf.Tensor, noise: tf.Tensor, options: MaskingOptions) 
   num_selected = tf.minimum(tf.maximum(num_selected, 1), predictions)
   num_selected = tf.minimum(num_selected, num_eligible)                              # [B]
 
+  extra = {}
+  if selector.reads_spans:
+    extra["span_tags"] = None if span_tags is None else tf.cast(span_tags, tf.int32)
   selected, unit_start = selector.select(
-      input_ids, eligible, selector_draws, num_selected, options)                  # [B, T]
+      input_ids, eligible, selector_draws, num_selected, options, **extra)         # [B, T]
   num_selected = tf.reduce_sum(tf.cast(selected, tf.int32), axis=1)                 # [B]
   is_prediction = tf.range(predictions)[None, :] < num_selected[:, None]            # [B, P]
   in_order = tf.sort(tf.where(selected, tf.range(seq_length)[None, :], seq_length), axis=1)
@@ -305,11 +357,20 @@ class _Words(NamedTuple):
   score: tf.Tensor   # float32 [B, W]: the draw at the word's first piece; -2 for no word
 
 
-def _words(input_ids, eligible, scores, options) -> _Words:
-  batch, seq_length = tf.shape(input_ids)[0], input_ids.shape[1]
+def _vocabulary_word_starts(input_ids, eligible, options) -> tf.Tensor:
+  """bool [B, T]: the eligible pieces that start a word (every one without a table)."""
+  if options.continuation_table is None:
+    return eligible
   continuation = tf.gather(tf.constant(options.continuation_table), input_ids)      # [B, T]
   follows_eligible = tf.pad(eligible[:, :-1], [[0, 0], [1, 0]])
-  word_start = eligible & ~(continuation & follows_eligible)
+  return eligible & ~(continuation & follows_eligible)
+
+
+def _words(input_ids, eligible, scores, options, word_start=None) -> _Words:
+  """The row's words: the vocabulary's, or the units that start at `word_start` [B, T]."""
+  batch, seq_length = tf.shape(input_ids)[0], input_ids.shape[1]
+  if word_start is None:
+    word_start = _vocabulary_word_starts(input_ids, eligible, options)
   word_index = tf.cumsum(tf.cast(word_start, tf.int32), axis=1) - 1                # [B, T]
   # Per-word arrays [B, W=T] through segment ops; ineligible pieces go to a spare segment.
   segment = tf.where(eligible, tf.range(batch)[:, None] * seq_length + word_index,
@@ -337,7 +398,11 @@ def _random_word_order(words: _Words) -> tuple[tf.Tensor, tf.Tensor]:
 def _whole_word_selection(input_ids, eligible, scores, budget, options):
   """Whole words taken greedily in score order while their pieces fit `budget` [B]. A
   word's score is its first piece's, so the order is uniformly random."""
-  words = _words(input_ids, eligible, scores, options)
+  return _whole_units(_words(input_ids, eligible, scores, options), eligible, budget)
+
+
+def _whole_units(words: _Words, eligible, budget) -> Selection:
+  """Whole units (`words`) taken greedily in score order while they fit `budget` [B]."""
   order, inverse = _random_word_order(words)
   size_in_order = tf.gather(words.size, order, batch_dims=1)
 
@@ -446,12 +511,59 @@ def _span_selection(input_ids, eligible, draws, budget, options):
   return Selection(chosen, starts)
 
 
+def _knowledge_selection(kind: str):
+  """ERNIE's phrase- or entity-level masking (module docstring): whole units, each an
+  annotated span of `kind` or else a word, greedily in a uniformly random order."""
+  multiplier = spans_lib.KINDS[kind]
+
+  def select(input_ids, eligible, scores, budget, options, span_tags):
+    code = (span_tags // multiplier) % 3                                             # [B, T]
+    before = tf.pad(code[:, :-1], [[0, 0], [1, 0]])
+    follows_eligible = tf.pad(eligible[:, :-1], [[0, 0], [1, 0]])
+    continues_unit = follows_eligible & (before != spans_lib.OUTSIDE)
+    vocabulary_start = _vocabulary_word_starts(input_ids, eligible, options)
+    start = eligible & tf.where(
+        code == spans_lib.INSIDE, ~continues_unit,
+        vocabulary_start | (code == spans_lib.BEGIN) | (before != spans_lib.OUTSIDE))
+    return _whole_units(_words(input_ids, eligible, scores, options, start), eligible, budget)
+  return select
+
+
+def _mixture_draws(seq_length: int, predictions: int) -> list[int]:
+  """Each scheme's slice of a mixture's draws (after the one that picks the scheme)."""
+  return [selector.draws(seq_length, predictions) for name, selector in SELECTORS.items()
+          if name != "mixture"]
+
+
+def _mixture_selection(input_ids, eligible, draws, budget, options, span_tags):
+  """Per example one scheme of options.mixture, drawn by weight (module docstring)."""
+  seq_length = input_ids.shape[1]
+  names = [name for name in SELECTORS if name != "mixture"]
+  pick, *own = tf.split(draws, [1] + _mixture_draws(seq_length,
+                                                    options.max_predictions_per_seq), axis=1)
+  weights = np.array([weight for _, weight in options.mixture])
+  cdf = tf.constant(np.cumsum(weights)[:-1] / weights.sum(), tf.float32)
+  chosen = tf.reduce_sum(tf.cast(pick >= cdf[None, :], tf.int32), axis=1)          # [B]
+  selected = tf.zeros_like(eligible)
+  unit_start = tf.zeros_like(input_ids)
+  for member, (name, _) in enumerate(options.mixture):
+    selector = SELECTORS[name]
+    extra = {"span_tags": span_tags} if selector.reads_spans else {}
+    selection = selector.select(input_ids, eligible, own[names.index(name)], budget, options,
+                                **extra)
+    row = (chosen == member)[:, None]
+    selected = tf.where(row, selection.selected, selected)
+    unit_start = tf.where(row, selection.unit_start, unit_start)
+  return Selection(selected, unit_start)
+
+
 @dataclasses.dataclass(frozen=True)
 class Selector:
   select: Callable  # the function, as above
   draws: Callable[[int, int], int] = lambda seq_length, predictions: seq_length  # D(T, P)
   needs_words: bool = False  # reads continuation_table
   per_span_action: bool = False  # one 80/10/10 decision per span, not per piece
+  reads_spans: bool = False  # takes the rows' span_tags [B, T] (text/spans.py)
 
 
 SELECTORS = {
@@ -460,6 +572,10 @@ SELECTORS = {
     "ngram": Selector(_ngram_selection, draws=lambda t, p: 2 * t, needs_words=True),
     "span": Selector(_span_selection, draws=lambda t, p: 2 * p, needs_words=True,
                      per_span_action=True),
+    "phrase": Selector(_knowledge_selection("phrase"), reads_spans=True),
+    "entity": Selector(_knowledge_selection("entity"), reads_spans=True),
+    "mixture": Selector(_mixture_selection, draws=lambda t, p: 1 + sum(_mixture_draws(t, p)),
+                        reads_spans=True),
 }
 
 

@@ -32,7 +32,9 @@ P = max_predictions_per_seq):
     field is then int32 [B, K], one per slot (0 in empty slots)
   + with span_fields=True (make_inputs; the span boundary objective asks for them):
     masked_lm_span_left, masked_lm_span_right, masked_lm_span_offset, masked_lm_unit_start
-                       int32 [B, P] (masking.py's module docstring)
+                       int32 [B, P] (masking.py's module docstring), and with
+                       config.data.spans also span_tags int32 [B, T] (text/spans.py; 0 on
+                       special tokens and padding)
 
 Data shards, position, determinism, resumption. The corpus's documents fall into K =
 config.data.num_shards shards (document id % K; 0 = one shard per process), and a process
@@ -68,7 +70,14 @@ Fields read from config.data (`default_data_config()` gives them with defaults):
                        PackedPairs, up to pairs_per_row pairs in a row)
   pairs_per_row        K, the slots of a packed pair row (4)
   masking              a name in masking.SELECTORS: "token", "whole_word" (pieces go with
-                       their word), "ngram" (ALBERT), "span" (SpanBERT)
+                       their word), "ngram" (ALBERT), "span" (SpanBERT), "phrase",
+                       "entity" (ERNIE's knowledge masking: annotated units whole; needs
+                       spans), "mixture" (per example, one of masking_mixture's)
+  masking_mixture      with masking="mixture": "name:weight,..." of SELECTORS, each
+                       example masked by one drawn with those weights (ERNIE's stages:
+                       "token:1,phrase:1,entity:1")
+  spans                read the span annotations beside every plain file (text/spans.py):
+                       batches then carry span_tags int8 -> int32 [B, T] with span_fields
   masked_lm_prob, mask_token_prob, random_token_prob   15% selected; 80/10/10 of those
   dupe_factor          0: dynamic masking (new examples and masks every epoch); N > 0:
                        static, as create_pretraining_data.py's dupe_factor: epoch e
@@ -91,9 +100,10 @@ from bert_jax.pretrain import builders
 from bert_jax.pretrain import masking
 from bert_jax.pretrain import stream
 from bert_jax.text import corpus as corpus_lib
+from bert_jax.text import spans as spans_lib
 from bert_jax.text import tokenizers
 
-_CACHE_FORMAT_VERSION = 3  # bump when corpus.py changes what it produces
+_CACHE_FORMAT_VERSION = 4  # bump when corpus.py changes what it produces
 _HELD_OUT_STREAM = 7_777  # Generator stream for the held-out document choice
 
 
@@ -116,6 +126,8 @@ def default_data_config() -> ml_collections.ConfigDict:
       "packing": False,
       "pairs_per_row": 4,
       "masking": "token",
+      "masking_mixture": "",
+      "spans": False,
       "dupe_factor": 0,
       "masked_lm_prob": 0.15,
       "mask_token_prob": 0.8,
@@ -298,7 +310,9 @@ def masking_options(data_config, tokenizer, span_fields: bool = False
       random_token_prob=data_config.random_token_prob,
       selector=data_config.masking,
       continuation_table=masking.continuation_table_for(tokenizer),
-      span_fields=span_fields)
+      span_fields=span_fields,
+      mixture=masking.parse_mixture(data_config.get("masking_mixture", "")),
+      span_tags=bool(data_config.get("spans", False)))
 
 
 def load_corpora(data_config, tokenizer, shards: tuple[int, ...] = (0,), num_shards: int = 1
@@ -375,11 +389,17 @@ def make_inputs(data_config, tokenizer, *, process_index: int = 0, process_count
 def _line_source(data_config, field: str) -> tuple[corpus_lib.LineSource, list]:
   """(the LineSource of config.data.<field>, else tfds; what identifies it for the cache)."""
   file_patterns = tuple(data_config[field])
+  with_spans = bool(data_config.get("spans", False))
   if file_patterns:
     files = corpus_lib.expand_file_patterns(file_patterns, data_config.data_dir,
                                             f"config.data.{field}")
-    identity = [[f, os.path.getsize(f), os.path.getmtime(f)] for f in files]
-    return corpus_lib.file_lines(files), identity
+    source = corpus_lib.file_lines(files, with_spans)
+    described = files + ([spans_lib.span_path(f) for f in files] if with_spans else [])
+    identity = [[f, os.path.getsize(f), os.path.getmtime(f)] for f in described]
+    return source, identity
+  if with_spans:
+    raise corpus_lib.CorpusError("config.data.spans=True reads the span files beside "
+                                 "plain-format files (config.data.train_files), not tfds")
   if data_config.tfds_name:
     identity = [data_config.tfds_name, data_config.tfds_split, data_config.tfds_text_field,
                 data_config.tfds_data_dir]

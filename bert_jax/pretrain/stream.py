@@ -26,6 +26,7 @@ class _EpochRows:
   rows: builders.Rows        # unmasked
   example_index: np.ndarray  # int64 [n], masking-noise index (position in the shard's epoch list)
   steps: int
+  span_tags: np.ndarray | None = None  # int32 [n, T]: the rows' span tags (corpus has them)
 
 
 class ShardStream:
@@ -110,6 +111,8 @@ class ShardStream:
                "example_index": rows.example_index[first:],
                "labels": {k: v[first:] for k, v in rows.rows.labels.items()},
                "packing": {k: v[first:] for k, v in rows.rows.packing.items()}}
+    if rows.span_tags is not None:
+      columns["span_tags"] = rows.span_tags[first:]
     # Rows are finished _BATCHES_PER_MAP blocks at a time (fewer, bigger TF ops), then
     # cut into blocks; a row's content never depends on this grouping.
     data_epoch = self._data_epoch(mask_epoch)
@@ -125,13 +128,15 @@ class ShardStream:
   def _finish_rows(self, data_epoch, block):
     # data_epoch: int64 scalar (_data_epoch's). block: input_ids, token_type_ids [R, T];
     # lengths, example_index [R]; labels {[R]}; packing {[R, T]} (packed rows: segment_ids,
-    # positions).
+    # positions); span_tags [R, T] when the corpus has them.
     position = tf.range(self.max_seq_length)[None, :]
     attention_mask = position < block["lengths"][:, None]
     options = self._masking_options
     noise = masking.example_noise(self.seed, data_epoch, block["example_index"],
                                   masking.noise_size(self.max_seq_length, options))
-    masked = masking.mask_batch(block["input_ids"], noise, options)
+    masked = masking.mask_batch(block["input_ids"], noise, options, block.get("span_tags"))
+    tags = ({"span_tags": tf.cast(block["span_tags"], tf.int32)}
+            if options.span_fields and "span_tags" in block else {})
     return {
         "input_ids": masked["input_ids"],
         "token_type_ids": tf.cast(block["token_type_ids"], tf.int32),
@@ -140,6 +145,7 @@ class ShardStream:
         "masked_lm_ids": masked["masked_lm_ids"],
         "masked_lm_weights": masked["masked_lm_weights"],
         **{field: masked[field] for field in masking.SPAN_FIELDS if field in masked},
+        **tags,
         **block["labels"],
         **{k: tf.cast(v, tf.int32) for k, v in block["packing"].items()},
     }
@@ -170,8 +176,13 @@ class ShardStream:
                        + self.slice_index * self.local_rows
                        + np.arange(self.local_rows)[None, :]).reshape(-1)
     local = instances.take(order[local_positions])
+    span_tags = None
+    if self.corpus.span_tags is not None:  # laid out as the ids are; 0 at special tokens
+      span_tags = self._builder.rows(local, self.corpus.tags_as_tokens(), self._builder_options,
+                                     builders.SpecialIds(pad=0, cls=0, sep=0)).input_ids
     return _EpochRows(
         rows=self._builder.rows(local, self.corpus, self._builder_options, self._special_ids),
+        span_tags=span_tags,
         # Distinct over shards, and the shard-list position itself when there is one shard.
         example_index=(local_positions * self.num_shards + self.shard).astype(np.int64),
         steps=steps)

@@ -28,7 +28,13 @@ Errors (`CorpusError`, each naming the files): a pattern that matches no file or
 a directory, a line that is not valid UTF-8 (file and line number), a corpus with no
 sentence, with fewer than two documents, or with no document of two or more sentences (no
 IsNext pair possible). Non-blank lines that tokenize to nothing are dropped and counted in
-`skipped_lines`. Literal "[CLS]", "[SEP]", "[PAD]" or "[MASK]" in the text (which the
+`skipped_lines`.
+
+Span annotations (spans.py; config.data.spans): with a span file beside each plain file,
+every token also gets its span tag, `span_tags` int8 [N] beside token_ids. Each line is
+then tokenized word by word as well (its whitespace-separated words, what spans count)
+to place the tags; a line whose word-by-word pieces differ from its own pieces (a
+tokenizer that joins words) is an error naming it. Literal "[CLS]", "[SEP]", "[PAD]" or "[MASK]" in the text (which the
 tokenizer maps to the special ids) are dropped, so that only the pipeline places special
 tokens.
 """
@@ -43,6 +49,7 @@ import tensorflow as tf
 
 from bert_jax.text import paths
 from bert_jax.text import prepare
+from bert_jax.text import spans as spans_lib
 
 _TOKENIZE_BATCH_LINES = 2048
 
@@ -72,6 +79,7 @@ class TokenizedCorpus:
   sources: tuple[str, ...]     # what was read, for messages
   skipped_lines: int = 0       # non-blank lines without a single WordPiece
   document_ids: np.ndarray | None = None  # int64 [D]: numbers in the source (see module doc)
+  span_tags: np.ndarray | None = None     # int8 [N]: each token's span tag (spans.py), or None
 
   def __post_init__(self):
     if self.document_ids is None:
@@ -96,19 +104,26 @@ class TokenizedCorpus:
 
   def select_documents(self, documents: Sequence[int]) -> "TokenizedCorpus":
     """A corpus of the given documents (positions, not ids), in the given order."""
-    token_pieces, sentence_lengths, document_lengths = [], [], []
+    token_slices, sentence_lengths, document_lengths = [], [], []
     for d in documents:
       first, last = self.document_starts[d], self.document_starts[d + 1]
-      token_pieces.append(
-          self.token_ids[self.sentence_starts[first]:self.sentence_starts[last]])
+      token_slices.append(slice(self.sentence_starts[first], self.sentence_starts[last]))
       sentence_lengths.append(np.diff(self.sentence_starts[first:last + 1]))
       document_lengths.append(last - first)
+    tags = None
+    if self.span_tags is not None:
+      tags = _concatenate([self.span_tags[s] for s in token_slices], np.int8)
     return TokenizedCorpus(
-        token_ids=_concatenate(token_pieces, np.int32),
+        token_ids=_concatenate([self.token_ids[s] for s in token_slices], np.int32),
         sentence_starts=_starts(_concatenate(sentence_lengths, np.int64)),
         document_starts=_starts(np.asarray(document_lengths, np.int64)),
         sources=self.sources,
-        document_ids=self.document_ids[np.asarray(documents, np.int64)])
+        document_ids=self.document_ids[np.asarray(documents, np.int64)], span_tags=tags)
+
+  def tags_as_tokens(self) -> "TokenizedCorpus":
+    """The corpus with its span tags in place of the token ids: an example builder lays
+    it out as it lays out the ids, so each row's tags sit beside its tokens."""
+    return dataclasses.replace(self, token_ids=self.span_tags.astype(np.int32))
 
   def select_document_ids(self, wanted: Callable[[np.ndarray], np.ndarray]) -> "TokenizedCorpus":
     """The documents whose id `wanted(document_ids) -> bool [D]` accepts, in order."""
@@ -117,9 +132,10 @@ class TokenizedCorpus:
   def save(self, path: str) -> None:
     """Writes an .npz (atomically: a temporary file, then a rename)."""
     temporary = path + ".tmp.npz"
+    tags = {} if self.span_tags is None else {"span_tags": self.span_tags}
     np.savez(temporary, token_ids=self.token_ids, sentence_starts=self.sentence_starts,
              document_starts=self.document_starts, sources=np.array(self.sources),
-             skipped_lines=self.skipped_lines, document_ids=self.document_ids)
+             skipped_lines=self.skipped_lines, document_ids=self.document_ids, **tags)
     os.replace(temporary, path)
 
   @classmethod
@@ -129,7 +145,8 @@ class TokenizedCorpus:
                  document_starts=arrays["document_starts"],
                  sources=tuple(str(s) for s in arrays["sources"]),
                  skipped_lines=int(arrays["skipped_lines"]),
-                 document_ids=arrays["document_ids"])
+                 document_ids=arrays["document_ids"],
+                 span_tags=arrays["span_tags"] if "span_tags" in arrays else None)
 
   def check_usable_for_nsp(self) -> None:
     """Raises CorpusError unless IsNext and NotNext pairs can both be built."""
@@ -175,18 +192,23 @@ class LineSource:
   """Text as one tf.data stream of (source index, line number, text) lines.
 
   A blank line, or a change of source, ends a document. `describe_line(source, line)`
-  names a line in error messages.
+  names a line in error messages. spans: per source, every line's span annotations
+  (spans.read_span_file), or None.
   """
   lines: tf.data.Dataset
   sources: tuple[str, ...]
   describe_line: Callable[[int, int], str]
+  spans: tuple[list, ...] | None = None
 
 
-def file_lines(files: Sequence[str]) -> LineSource:
-  """Plain-format files (see expand_file_patterns) as a LineSource."""
+def file_lines(files: Sequence[str], with_spans: bool = False) -> LineSource:
+  """Plain-format files (see expand_file_patterns) as a LineSource; with_spans: with the
+  span files beside them (spans.py)."""
   files = list(files)
   lines = tf.data.Dataset.from_tensor_slices(files).enumerate().flat_map(_numbered_lines)
-  return LineSource(lines, tuple(files), lambda source, line: f"{files[source]}:{line + 1}")
+  spans = tuple(spans_lib.read_span_file(f) for f in files) if with_spans else None
+  return LineSource(lines, tuple(files), lambda source, line: f"{files[source]}:{line + 1}",
+                    spans)
 
 
 def tfds_lines(name: str, split: str, text_field: str,
@@ -249,14 +271,17 @@ def tokenize_lines(source: LineSource, tokenizer: Tokenizer,
 
   Documents are numbered before anything is dropped, so a document's id does not depend
   on `keep`; lines of dropped documents are never tokenized. Every line is checked for
-  UTF-8, so all readers of one source raise the same error.
+  UTF-8, so all readers of one source raise the same error. A source with spans gives
+  a corpus with span_tags.
   """
+  with_words = source.spans is not None
   batches = (_numbered_line_batches(source.lines)
              .map(tf.autograph.experimental.do_not_convert(
-                      lambda batch: _tokenize_batch(batch, tokenizer, keep)),
+                      lambda batch: _tokenize_batch(batch, tokenizer, keep, with_words)),
                   num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
              .prefetch(2))
-  columns = {key: [] for key in ("document", "length", "ids")}
+  columns = {key: [] for key in ("document", "length", "ids") + (_WORD_COLUMNS if with_words
+                                                                else ())}
   any_line = False
   for batch in batches.as_numpy_iterator():
     any_line = True
@@ -269,8 +294,47 @@ def tokenize_lines(source: LineSource, tokenizer: Tokenizer,
       columns[key].append(batch[key])
   if not any_line:
     raise CorpusError(f"empty corpus: no line in {_describe(source.sources)}")
-  document, length, ids = (np.concatenate(columns[k]) for k in columns)
-  return _pack(document, length, ids, source.sources)
+  document, length, ids = (np.concatenate(columns[k]) for k in ("document", "length", "ids"))
+  tags = None
+  if with_words:
+    tags = _span_tags(source, length, ids,
+                      *(np.concatenate(columns[k]) for k in _WORD_COLUMNS))
+  return _pack(document, length, ids, source.sources, tags)
+
+
+_WORD_COLUMNS = ("kept_source", "kept_line", "words_per_line", "pieces_per_word", "word_ids")
+
+
+def _span_tags(source: LineSource, length, ids, kept_source, kept_line, words_per_line,
+               pieces_per_word, word_ids) -> np.ndarray:
+  """int8 [sum of length]: the tokens' span tags, from each kept line's spans placed on its
+  word-by-word pieces, which must be the line's own pieces."""
+  line_of_word = np.repeat(np.arange(len(length)), words_per_line)
+  pieces_by_words = np.bincount(line_of_word, weights=pieces_per_word, minlength=len(length))
+  same = pieces_by_words == length
+  if same.all() and not np.array_equal(word_ids, ids):
+    line_of_piece = np.repeat(np.arange(len(length)), length)
+    same[line_of_piece[word_ids != ids]] = False
+  for i in np.flatnonzero(~same)[:1]:
+    location = source.describe_line(int(kept_source[i]), int(kept_line[i]))
+    raise CorpusError(f"{location}: its pieces word by word differ from the line's own; "
+                      "span annotations need a tokenizer that splits at whitespace first "
+                      "(WordPiece)")
+  tags = np.zeros(len(ids), np.int8)
+  piece_start, word_start = _starts(length), _starts(words_per_line)
+  for i in range(len(length)):
+    line_spans = source.spans[int(kept_source[i])][int(kept_line[i])]
+    if not line_spans:
+      continue
+    num_words = int(words_per_line[i])
+    if max(end for _, end, _ in line_spans) > num_words:
+      location = source.describe_line(int(kept_source[i]), int(kept_line[i]))
+      raise CorpusError(f"{location}: the tokenizer splits it into {num_words} words, fewer "
+                        "than its spans count")
+    tags[piece_start[i]:piece_start[i + 1]] = spans_lib.piece_tags(
+        spans_lib.word_tags(line_spans, num_words),
+        pieces_per_word[word_start[i]:word_start[i + 1]])
+  return tags
 
 
 @tf.autograph.experimental.do_not_convert
@@ -301,25 +365,41 @@ def _numbered_line_batches(lines: tf.data.Dataset) -> tf.data.Dataset:
   return lines.batch(_TOKENIZE_BATCH_LINES).scan(start, number)
 
 
-def _tokenize_batch(batch, tokenizer, keep):
-  # Every column [L]; document, length [K kept lines]; ids [sum of length].
+def _tokenize_batch(batch, tokenizer, keep, with_words: bool = False):
+  # Every column [L]; document, length [K kept lines]; ids [sum of length]. with_words:
+  # kept_source, kept_line, words_per_line [K]; pieces_per_word [words]; word_ids [pieces].
   text = batch["text"]
   valid = tf.equal(text, tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace"))
   kept = ~batch["blank"]
   if keep is not None:
     kept &= keep(batch["document"])
-  pieces = tokenizer.tokenize(tf.boolean_mask(tf.where(valid, text, ""), kept))
+  kept_text = tf.boolean_mask(tf.where(valid, text, ""), kept)
+  pieces = _without_structural(tokenizer.tokenize(kept_text), tokenizer)
+  out = {"source": batch["source"], "line": batch["line"], "valid": valid,
+         "document": tf.boolean_mask(batch["document"], kept),
+         "length": tf.cast(pieces.row_lengths(), tf.int64),
+         "ids": tf.cast(pieces.flat_values, tf.int32)}
+  if with_words:
+    words = tf.strings.split(kept_text)  # [K, (words)]
+    word_pieces = _without_structural(tokenizer.tokenize(words.flat_values), tokenizer)
+    out.update(kept_source=tf.boolean_mask(batch["source"], kept),
+               kept_line=tf.boolean_mask(batch["line"], kept),
+               words_per_line=words.row_lengths(),
+               pieces_per_word=tf.cast(word_pieces.row_lengths(), tf.int64),
+               word_ids=tf.cast(word_pieces.flat_values, tf.int32))
+  return out
+
+
+def _without_structural(pieces: tf.RaggedTensor, tokenizer) -> tf.RaggedTensor:
+  """[N, (pieces)] less the literal [PAD]/[CLS]/[SEP]/[MASK] (module docstring)."""
   structural = [tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id]
-  pieces = tf.ragged.boolean_mask(
+  return tf.ragged.boolean_mask(
       pieces, tf.reduce_all(pieces[..., None] != tf.constant(structural, pieces.dtype), -1))
-  return {"source": batch["source"], "line": batch["line"], "valid": valid,
-          "document": tf.boolean_mask(batch["document"], kept),
-          "length": tf.cast(pieces.row_lengths(), tf.int64),
-          "ids": tf.cast(pieces.flat_values, tf.int32)}
 
 
-def _pack(document, length, ids, sources) -> TokenizedCorpus:
-  """Kept non-blank lines' document ids and lengths [K] (ids [sum of length]) -> corpus."""
+def _pack(document, length, ids, sources, tags=None) -> TokenizedCorpus:
+  """Kept non-blank lines' document ids and lengths [K] (ids, tags [sum of length]) ->
+  corpus."""
   is_sentence = length > 0
   sentence_documents = document[is_sentence]
   opens_document = np.concatenate(
@@ -330,7 +410,7 @@ def _pack(document, length, ids, sources) -> TokenizedCorpus:
       sentence_starts=_starts(length[is_sentence]),
       document_starts=document_starts.astype(np.int64),
       sources=sources, skipped_lines=int(np.sum(~is_sentence)),
-      document_ids=sentence_documents[opens_document].astype(np.int64))
+      document_ids=sentence_documents[opens_document].astype(np.int64), span_tags=tags)
 
 
 def _starts(lengths: np.ndarray) -> np.ndarray:

@@ -37,10 +37,19 @@ stops at it (file and line number). No file is ever re-read in another encoding.
 data root, seven State-of-the-Union and inaugural files and two Gutenberg books have
 such lines (1 to 45 per file).
 
+Span annotations (`--with_spans`, text/spans.py): every source is a plain-format file with
+its span file beside it (`X.txt` -> `X.spans.jsonl`, one JSON line per text line: the
+entities and phrases that ERNIE's knowledge masking masks whole); both are checked line by
+line and copied, and the output gets its span file beside it, line for line. The corpus
+reader reads it with config.data.spans=True.
+
+  python -m bert_jax.text.prepare --with_spans --source=tagged.txt --output=runs/corpus/k.txt
+
 The printed summary counts, per source, documents, sentences, skipped documentation
 members (README, CONTENTS, cats.txt), skipped empty documents and, per file, the lines
 with invalid UTF-8.
 """
+import contextlib
 import dataclasses
 import os
 import re
@@ -52,6 +61,7 @@ from absl import flags
 
 from bert_jax import cli
 from bert_jax.text import paths
+from bert_jax.text import spans as spans_lib
 
 # RE2 (tf.strings.regex_replace) and Python `re` read these patterns and replacements
 # the same way. First the space after an abbreviation becomes a \x1f guard, then a line
@@ -253,9 +263,31 @@ def read_source(path: str, fmt: str, invalid_utf8: str,
       counts.skipped_empty_documents += 1
 
 
+def read_annotated_source(path: str, fmt: str,
+                          counts: SourceCounts) -> Iterator[list[tuple[str, list]]]:
+  """Yields the documents of a plain source with its span file, as (sentence, spans)
+  lists: the text's lines, whitespace collapsed (the words, which spans count, unchanged)."""
+  if fmt != "plain":
+    raise PrepareError(f"{path}: --with_spans reads plain-format sources (one sentence per "
+                       f"line) with a span file beside them, not format '{fmt}'")
+  annotations = spans_lib.read_span_file(path)
+  with open(path, "rb") as f:
+    text = _decode(f.read(), path, "error", counts)
+  document = []
+  for line, line_spans in zip(text.split("\n"), annotations):
+    if line.split():
+      document.append((" ".join(line.split()), line_spans))
+    elif document:
+      yield document
+      document = []
+  if document:
+    yield document
+
+
 def prepare(sources: list[str], output: str, data_dir: str | None = None,
-            invalid_utf8: str = "replace") -> list[SourceCounts]:
-  """Converts `sources` into one plain-format file at `output`; returns per-source counts."""
+            invalid_utf8: str = "replace", with_spans: bool = False) -> list[SourceCounts]:
+  """Converts `sources` into one plain-format file at `output`; returns per-source counts.
+  with_spans: the sources' span files go to the output's (module docstring)."""
   if invalid_utf8 not in INVALID_UTF8_POLICIES:
     raise PrepareError(f"invalid_utf8 must be one of {INVALID_UTF8_POLICIES}")
   if not sources:
@@ -263,19 +295,37 @@ def prepare(sources: list[str], output: str, data_dir: str | None = None,
   resolved = [parse_source(spec, data_dir) for spec in sources]
   os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
   all_counts = []
-  temporary = output + ".tmp"
-  with open(temporary, "w", encoding="utf-8") as out:
+  outputs = {output: output + ".tmp"}
+  if with_spans:
+    outputs[spans_lib.span_path(output)] = spans_lib.span_path(output) + ".tmp"
+  with contextlib.ExitStack() as files:
+    out, *span_out = (files.enter_context(open(temporary, "w", encoding="utf-8"))
+                      for temporary in outputs.values())
+    span_out = span_out[0] if span_out else None
     for path, fmt in resolved:
       counts = SourceCounts(path, invalid_utf8_policy=invalid_utf8)
-      for document in read_source(path, fmt, invalid_utf8, counts):
-        out.write("\n".join(document))
-        out.write("\n\n")
+      documents = (_counted(read_annotated_source(path, fmt, counts), counts) if with_spans
+                   else ([(sentence, []) for sentence in document]
+                         for document in read_source(path, fmt, invalid_utf8, counts)))
+      for document in documents:
+        out.write("\n".join(sentence for sentence, _ in document) + "\n\n")
+        if span_out:
+          span_out.write("\n".join(spans_lib.format_line(s) for _, s in document) + "\n{}\n")
       all_counts.append(counts)
   if sum(c.documents for c in all_counts) == 0:
-    os.remove(temporary)
+    for temporary in outputs.values():
+      os.remove(temporary)
     raise PrepareError(f"no text found in {[path for path, _ in resolved]}")
-  os.replace(temporary, output)
+  for final, temporary in outputs.items():
+    os.replace(temporary, final)
   return all_counts
+
+
+def _counted(documents, counts: SourceCounts):
+  for document in documents:
+    counts.documents += 1
+    counts.sentences += len(document)
+    yield document
 
 
 # All the pretraining text in the data root (shared/data/README.md): the default --source.
@@ -295,6 +345,9 @@ if __name__ == "__main__":  # flags exist only when run as a program
   _INVALID_UTF8 = flags.DEFINE_enum(
       "invalid_utf8", "replace", INVALID_UTF8_POLICIES,
       "A line with invalid UTF-8 bytes: replace them with U+FFFD, skip the line, or error.")
+  _WITH_SPANS = flags.DEFINE_bool(
+      "with_spans", False, "Plain sources with span files beside them (bert_jax/text/"
+      "spans.py); the output gets its span file, line for line.")
 
 
 def main(argv):
@@ -302,7 +355,8 @@ def main(argv):
   if not _OUTPUT.value:
     raise app.UsageError("--output is required")
   data_dir = _DATA_DIR.value
-  all_counts = prepare(_SOURCES.value, _OUTPUT.value, data_dir, _INVALID_UTF8.value)
+  all_counts = prepare(_SOURCES.value, _OUTPUT.value, data_dir, _INVALID_UTF8.value,
+                       _WITH_SPANS.value)
   for counts in all_counts:
     print(counts.summary())
   print(f"wrote {sum(c.documents for c in all_counts)} documents, "

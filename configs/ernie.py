@@ -1,0 +1,41 @@
+r"""ERNIE-Tiny (L2/H128/A2) pretraining with knowledge masking on an annotated corpus, on 2
+CPU cores (Sun et al., 2019: basic, phrase-level and entity-level masking).
+
+The corpus is plain text with a span file beside it (bert_jax/text/spans.py: one JSON line
+per text line, the entities and phrases by word offsets), carried through prepare:
+
+  python -m bert_jax.text.prepare --with_spans --source=tagged.txt \
+      --output=runs/corpus/knowledge.txt     # writes knowledge.txt + knowledge.spans.jsonl
+  python -m bert_jax.pretrain.inspect --config=configs/ernie.py --json   # whole-unit shares
+  python -m bert_jax.train --config=configs/ernie.py --workdir=runs/ernie
+
+Arg (`configs/ernie.py:corpus=PATH,masking=NAME,mixture=SPEC,runlocal=True`): the
+prepared file (its span file beside it); the masking scheme, "mixture" (default) of
+`mixture` = "token:1|phrase:1|entity:1" (ERNIE's three levels, one drawn per example with
+those weights; "|" between them, as "," separates the args),
+or one of them alone ("token" is BERT's basic masking, the ablation's baseline);
+`runlocal` shrinks everything for a smoke test (seconds).
+
+What differs from configs/tiny.py (BERT): the ernie family (BERT's encoder and heads; ERNIE
+1.0 has no task-type table, so task_type_vocab_size=0), config.data.spans=True (the stream
+lays the span tags out beside the ids) and knowledge masking: an annotated entity or phrase
+is masked whole or not at all, the budget of 15% kept. NSP pairs, the WordPiece vocabulary,
+size, attention guidance and schedule are tiny.py's, so the runs compare.
+"""
+from configs import tiny
+from configs.common import parse_arg
+from bert_jax.models.config import config_for_size
+
+
+def get_config(arg=None):
+  arg = parse_arg(arg, corpus="runs/corpus/knowledge.txt", masking="mixture",
+                  mixture="token:1|phrase:1|entity:1", runlocal=False)
+  config = tiny.get_config(f"corpus={arg.corpus},runlocal={arg.runlocal}")
+  config.model.update(config_for_size(
+      "ernie-tiny", vocab_size=config.model.vocab_size, task_type_vocab_size=0,
+      layer_norm_eps=config.model.layer_norm_eps,
+      max_position_embeddings=config.model.max_position_embeddings).to_json_dict())
+  config.data.spans = True
+  config.data.masking = arg.masking
+  config.data.masking_mixture = arg.mixture.replace("|", ",") if arg.masking == "mixture" else ""
+  return config

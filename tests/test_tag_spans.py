@@ -1,0 +1,72 @@
+"""Entity span files from an NER tagger (bert_jax/tag_spans.py): IOB2 tags to spans, the
+batched tagging equal to tagging line by line, the CLI's span file valid for its text."""
+import os
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+from flax import linen as nn
+
+from bert_jax import tag_spans
+from bert_jax.convert import hf
+from bert_jax.finetune import conll_reader
+from bert_jax.models import task_models
+from bert_jax.models.config import config_for_size
+from bert_jax.text import spans
+from bert_jax.text.tokenizers import model_tokenizer
+from bert_jax.weights import load_pretrained
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_iob_spans_follow_conlleval_chunks():
+  tags = ["B-PER", "I-PER", "O", "I-LOC", "I-LOC", "B-LOC", "B-ORG", "I-MISC", "O", "B-PER"]
+  assert tag_spans.iob_spans(tags) == [(0, 2, "entity"), (3, 5, "entity"), (5, 6, "entity"),
+                                       (6, 7, "entity"), (7, 8, "entity"), (9, 10, "entity")]
+  assert tag_spans.iob_spans(["O", "O"]) == [] and tag_spans.iob_spans([]) == []
+
+
+@pytest.fixture(scope="module")
+def ner_folder(tmp_path_factory, vocab_path):
+  """A tiny random BERT NER model (9 CoNLL tags) as an HF folder with BERT's vocab."""
+  config = config_for_size("tiny", num_hidden_layers=1, max_position_embeddings=64)
+  spec = {"task_model": "token_classification", "num_labels": len(conll_reader.LABELS)}
+  model = task_models.build(config, spec)
+  params = nn.unbox(model.init(jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
+  params = jax.tree.map(lambda x: np.asarray(x) * 20.0, params)  # tags vary by word
+  folder = str(tmp_path_factory.mktemp("ner"))
+  hf.save(folder, config, params, vocab_path=vocab_path, spec=spec)
+  return folder
+
+
+def test_batched_tagging_equals_line_by_line(ner_folder):
+  model, variables = load_pretrained(ner_folder)
+  tokenizer = model_tokenizer(ner_folder)
+  lines = ["harry potter went to new york city .", "", "the united nations met in paris",
+           "a b c d e f g h i j k l m n o p q r s t u v w x y z " * 3]
+  batched = tag_spans.tag_lines(model, variables, tokenizer, lines, max_length=32,
+                                batch_size=3)
+  alone = [tag_spans.tag_lines(model, variables, tokenizer, [line], max_length=32,
+                               batch_size=1)[0] for line in lines]
+  assert batched == alone and batched[1] == []
+  assert sum(map(len, batched)) > 0  # the random tagger finds some entities
+  assert all(end <= len(line.split()) for line, found in zip(lines, batched)
+             for _, end, _ in found)  # words past max_length pieces get none
+  encoder, encoder_variables = load_pretrained(ner_folder, heads="none")
+  with pytest.raises(ValueError, match="a token classifier with the 9 CoNLL-2003 tags"):
+    tag_spans.tag_lines(encoder, encoder_variables, tokenizer, lines)
+
+
+def test_cli_writes_a_span_file_beside_the_corpus(ner_folder, tmp_path):
+  corpus = tmp_path / "corpus.txt"
+  corpus.write_text("harry potter went to new york .\nhe liked it .\n\nparis is big .\n")
+  out = subprocess.run([sys.executable, "-m", "bert_jax.tag_spans", f"--model={ner_folder}",
+                        f"--input={corpus}", "--max_length=32", "--batch_size=2"],
+                       capture_output=True, text=True, cwd=REPO)
+  assert out.returncode == 0, out.stderr[-2000:]
+  assert "entity spans on 4 lines" in out.stdout
+  found = spans.read_span_file(str(corpus))  # one valid line per text line
+  assert len(found) == 4 and found[2] == []
+  assert all(kind == "entity" for line in found for _, _, kind in line)
