@@ -5,7 +5,7 @@ weights, over training-set sizes, tasks and seeds, for each model in MODELS:
 
   modernbert  the main job's (scripts/main_job.sh): configs/modernbert.py, 1,500 steps,
               into runs/modernbert;
-  tiny        the main job of sessions 1-10: configs/tiny.py (BERT-Tiny, BERT's 30,522
+  tiny        the main job until 2026-11-24: configs/tiny.py (BERT-Tiny, BERT's 30,522
               WordPiece pieces, attention guidance), 1,500 steps, into runs/tiny;
   vectors     ModernBERT-Tiny's shape with a random encoder and the corpus' count-based
               word vectors (bert_jax.pretrain.word_vectors: PPMI + SVD of the same corpus
