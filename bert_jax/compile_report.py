@@ -7,7 +7,7 @@ Compiles the exact train step for the configured mesh from abstract shapes (noth
 allocated) and reports per-device bytes of params and optimizer state (from their
 shardings), XLA's compiled memory analysis (arguments, outputs, temporaries = activations
 and workspace), FLOPs per step (XLA's count for one device, and the model count) and the
-seconds the trace, lowering and XLA compile took on this host.
+seconds the trace, lowering and XLA compile took on the machine it ran on.
 """
 import json
 import time
@@ -69,7 +69,7 @@ def compile_report(config) -> dict:
       "temp_bytes_per_device": int(memory.temp_size_in_bytes),
       "xla_flops_per_device": float(cost.get("flops", 0.0)),
       "model_flops_per_step": float(setup.task.step_flops(batch)),
-      "compile_seconds": compile_seconds,  # trace + lower + XLA compile, this host
+      "compile_seconds": compile_seconds,  # trace + lower + XLA compile, the machine it ran on
   }
   report["peak_bytes_per_device"] = (report["argument_bytes_per_device"] +
                                      report["output_bytes_per_device"] -

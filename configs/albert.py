@@ -29,7 +29,7 @@ not-shared model faster (7.41%) and stalls the all-shared one. Its SOP head need
 more than params: at these 2 layers it stays at chance on the held-out pairs (50.63% at step
 1,000 of 64-token rows), at `--config.model.num_hidden_layers=4` (the same 2.2 M shared
 params, twice the compute) it reads 64.38 / 70.63 / 69.38% at steps 500 / 750 / 1,000
-(session 23, on 320 of them; experiments/sweeps/family_pretraining.py runs ALBERT so).
+(2026-11-27, de00716, on 320 of them; experiments/sweeps/family_pretraining.py runs ALBERT so).
 """
 import os
 

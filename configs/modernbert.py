@@ -27,7 +27,7 @@ ModernBERT's choices that this codebase has, all taken:
 What differs from the paper, because the codebase does not have it or it is a size choice:
   - optimizer: AdamW with global-norm clipping at 1.0, not the paper's StableAdamW (its
     per-tensor update clipping), which is `--config.optim.name=stableadamw` (optim.py,
-    equal to torch-optimi's). Measured in the main job's run (below; session 29, alone):
+    equal to torch-optimi's). Measured in the main job's run (below; 2026-11-28, 83a6e37, alone):
     with `--config.optim.grad_clip_norm=0`, as the paper has no global clipping, held-out
     MLM 26.75% at step 1,500 against AdamW's 26.84% (SST-2 dev through the main job's
     fine-tuning, seeds 0-2: 77.87 [77.06, 78.90] against 78.17), so AdamW stays. Weight decay 0.01
@@ -35,7 +35,7 @@ What differs from the paper, because the codebase does not have it or it is a si
     (1e-5 / 8e-4 = 0.0125), rounded to BERT's;
   - schedule: linear warmup + linear decay to 0, not the paper's trapezoid (warmup, long
     constant phase, 1 - sqrt decay), which is `--config.optim.schedule=wsd` (optim.py).
-    In the main job's run (session 29, alone) it reads 22.56 / 25.57 / 27.80% held-out
+    In the main job's run (2026-11-28, 83a6e37, alone) it reads 22.56 / 25.57 / 27.80% held-out
     MLM at steps 500 / 1,000 / 1,500 against linear decay's 22.69 / 25.53 / 26.84%: +0.96
     at the end, though SST-2 dev reads 77.33 [76.95, 77.75] against 78.17 (seeds 0-2,
     within the seeds' noise). Not the default: the main job's and the sweeps' committed
@@ -50,11 +50,11 @@ What differs from the paper, because the codebase does not have it or it is a si
     relative positions that BERT's learned table must discover on the unigram plateau;
   - sequence length 128 (the paper: 1,024, then 8,192), 3 layers.
 
-The main job's model (scripts/main_job.sh), which since session 21 adds
+The main job's model (scripts/main_job.sh), which since 2026-11-27 (63477ad) adds
 `--config.init_word_vectors=runs/corpus/bpe-8k-vectors.npz --config.init_word_vectors_std=0.1`
 (the corpus' PPMI + SVD vectors, bert_jax.pretrain.word_vectors, at 5x the fresh table's
 std: held-out MLM 22.69 / 26.84% at steps 500 / 1,500; experiments/PAYOFF.md, "The vectors' scale").
-Without them, measured in the main job (session 11, a fresh clone,
+Without them, measured in the main job (2026-11-24, 2df362f, a fresh clone,
 alone on 2 cores): 1,500 steps of 32 x 128 tokens in 485 s (~13,600 tokens/s; MFU 29.9% in
 its run report); held-out MLM accuracy 19.40 / 22.28 / 23.78% at steps 500 /
 1,000 / 1,500 (30% of the tokens masked; ln 8192 = 9.01, final held-out loss 5.02). Fine-tuned

@@ -225,12 +225,29 @@ def _own_section(name: str, results_dir: str, plots_dir: str) -> str:
   return "\n".join(lines + [""])
 
 
+def verdict_summary(verdicts: dict[str, str]) -> str:
+  """The page's opening: every ablation's verdict against its paper, counted by kind."""
+  kinds = ("held", "not decided", "reversed")
+  counts = {kind: sum(v.startswith(kind) for v in verdicts.values()) for kind in kinds}
+  lines = ["## Verdicts", "",
+           f"Of {len(verdicts)} paper tables, the paper's direction held here on every seed "
+           f"in {counts['held']}, is not decided (the seeds' ranges overlap) in "
+           f"{counts['not decided']} and was reversed in {counts['reversed']}.", "",
+           "| sweep | paper table | verdict here |", "|---|---|---|"]
+  for name, said in verdicts.items():
+    title = (sweeps.load(name).__doc__ or name).strip().splitlines()[0].split(":")[0]
+    lines.append(f"| `{name}` | {title} | {said} |")
+  return "\n".join(lines + [""])
+
+
 def page(results_dir: str = sweeps.RESULTS_DIR, plots_dir: str = PLOTS) -> str:
-  sections = [_HEADER] + [_own_section(name, results_dir, plots_dir) for name in OWN_SECTIONS]
+  ablations, verdicts = [], {}
   for name in ablation_sweeps():
     rows = sweeps.read_results(os.path.join(results_dir, f"{name}.jsonl"))
-    sections.append(render(name, sweeps.load(name), rows, plots_dir))
-  return "\n".join(sections)
+    verdicts[name] = verdict(sweeps.load(name), rows)
+    ablations.append(render(name, sweeps.load(name), rows, plots_dir))
+  own = [_own_section(name, results_dir, plots_dir) for name in OWN_SECTIONS]
+  return "\n".join([_HEADER, verdict_summary(verdicts)] + own + ablations)
 
 
 def main(argv=None):

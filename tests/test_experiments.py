@@ -141,12 +141,16 @@ def test_committed_results_print_one_row_per_run(sweep, capsys):
 
 @pytest.mark.parametrize("sweep", ["plateau", "finetune_minilm", "family_sst2",
                                    "family_pretraining"])
-def test_readme_tables_are_the_printed_ones(sweep):
-  """The README's tables are what `python -m experiments.tables SWEEP` prints."""
+def test_results_pages_tables_are_the_printed_ones(sweep):
+  """The results pages' tables (docs/results/) are what `python -m experiments.tables
+  SWEEP` prints."""
   module = sweeps.load(sweep)
   table = tables.markdown(module.COLUMNS, sweeps.read_results(sweeps.results_path(sweep)))
-  with open(os.path.join(REPO, "README.md")) as f:
-    assert table in f.read()
+  pages = []
+  for name in sorted(os.listdir(os.path.join(REPO, "docs", "results"))):
+    with open(os.path.join(REPO, "docs", "results", name)) as f:
+      pages.append(f.read())
+  assert table in "\n".join(pages)
 
 
 def _ablation_row(run, sst2, mlm=0.2, steps=(250, 1000)):

@@ -25,7 +25,7 @@ import os
 _DIR = os.path.dirname(os.path.abspath(__file__))
 # The fine-tuning overrides every sweep's GLUE / CoNLL runs carry: dynamically padded
 # batches, as every committed row trained before pack_each_batch became those configs'
-# default (session 15). Packing gives the same losses with dropout off, but other dropout
+# default (2026-11-26, be2a430). Packing gives the same losses with dropout off, but other dropout
 # draws with it on, so rows made later stay comparable with the earlier ones only this way.
 PADDED = {"data.pack_each_batch": False}
 RESULTS_DIR = os.path.join(os.path.dirname(_DIR), "results")

@@ -6,7 +6,7 @@ pairs. Here four sizes from BERT-Tiny (L2/H128) to BERT-Mini (L4/H256), the same
 (lr 2e-3, 1,000 steps) for each, two seeds (experiments/sweeps/_ablation.py).
 
 At lr 2e-3 BERT-Mini never leaves the unigram stage (held-out MLM 4.27% at every
-evaluation of seed 0). In 500-step runs of its command (session 13) it left it at 1e-3
+evaluation of seed 0). In 500-step runs of its command (2026-11-24, 42ac1cd) it left it at 1e-3
 (held-out MLM 9.76% / 12.94% at steps 250 / 500) and at 5e-4 (8.39% / 10.65%), so
 `l4_h256_lr1e3` is BERT-Mini at 1e-3, the size the verdict's pair compares with BERT-Tiny.
 The smaller sizes train at 2e-3, the recipe the ablation baseline was chosen with.

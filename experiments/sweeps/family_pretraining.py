@@ -37,7 +37,7 @@ STEPS_OF = {"electra": 1500, "albert": 1000}
 # share one set of params, so the four are the same 2.2 M params as two, at twice the
 # compute. At L2 its SOP head stayed at chance (50.63% of the held-out pairs at step 1,000,
 # held-out MLM 6.81%); at L4 (a one-off run of this command with eval_every_steps=250 and
-# 10 eval batches, session 23) SOP reads 50.63 / 64.38 / 70.63 / 69.38% at steps 250 / 500
+# 10 eval batches, 2026-11-27, de00716) SOP reads 50.63 / 64.38 / 70.63 / 69.38% at steps 250 / 500
 # / 750 / 1,000, as albert_sharing's L4 all-shared run did on WordPiece (66.88%).
 CHANGES_OF = {"albert": {"model.num_hidden_layers": 4}}
 MAJORITY = 444 / 872

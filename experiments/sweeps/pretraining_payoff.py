@@ -5,7 +5,7 @@ weights, over training-set sizes, tasks and seeds, for each model in MODELS:
 
   modernbert  the main job's (scripts/main_job.sh): configs/modernbert.py, 1,500 steps,
               into runs/modernbert;
-  tiny        the main job of sessions 1-10: configs/tiny.py (BERT-Tiny, BERT's 30,522
+  tiny        the main job until 2026-11-24: configs/tiny.py (BERT-Tiny, BERT's 30,522
               WordPiece pieces, attention guidance), 1,500 steps, into runs/tiny;
   vectors     ModernBERT-Tiny's shape with a random encoder and the corpus' count-based
               word vectors (bert_jax.pretrain.word_vectors: PPMI + SVD of the same corpus
@@ -19,13 +19,14 @@ weights, over training-set sizes, tasks and seeds, for each model in MODELS:
               LayerNorm the scale changes no output, only how far Adam's steps (~lr per
               entry) move the vectors while fine-tuning;
   vecmlm10    configs/modernbert.py's 1,500 MLM steps from the std-0.1 vectors, the table
-              trained, into runs/modernbert_vectors: the main job's model since session 21.
-  vecmlm10hf  the same model, fine-tuned (both inits) since session 27: through HF's
+              trained, into runs/modernbert_vectors: the main job's model since 2026-11-27
+              (63477ad).
+  vecmlm10hf  the same model, fine-tuned (both inits) since 2026-11-27 (5ce9d9b): through HF's
               ModernBERT task head (dense, GELU, norm on [CLS], started from the MLM
               transform; Family.task_head) instead of the tanh pooler that every run above
               had. Its rows are the code of today; the others' stay as they ran.
   vecmlm10pr  the same model, fine-tuned (both inits) through its MLM head instead
-              (prompt-based fine-tuning, session 28; PROMPTS: LM-BFF's SST-2 template and
+              (prompt-based fine-tuning, 76b725b; PROMPTS: LM-BFF's SST-2 template and
               words, its CoLA template with " wrong" for " incorrect", two pieces here, and
               its MRPC template with lower-case words, " Yes" being two pieces).
 

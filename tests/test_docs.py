@@ -1,0 +1,88 @@
+"""The docs site and the product's text.
+
+- `mkdocs build --strict` passes: a broken link, a broken anchor, a page missing from the
+  nav or a docstring mkdocstrings cannot render fails it (mkdocs.yml's `validation`);
+- the generated configs reference (docs/gen_configs.py) is current;
+- no product file speaks of the project's development: work sessions, issue numbers,
+  "this host" (history goes to CHANGELOG.md, by date and commit).
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Development history in product text: "session 12", an issue reference "#18" (not a
+# quoted column name such as MRPC's "#1 String"), "this host".
+HISTORY = re.compile(r"(?i)\bsessions? \d|(?<![\w\"'&/])#\d+\b|\bthis host\b")
+# The product's text: every file a reader of the software reads (CHANGELOG.md excluded).
+PRODUCT_GLOBS = ("README.md", "CONTRIBUTING.md", "CITATION.cff", "mkdocs.yml",
+                 "docs/**/*.md", "docs/**/*.py", "experiments/*.md", "experiments/*.py",
+                 "experiments/sweeps/*.py", "configs/*.py", "bert_jax/**/*.py")
+
+
+def product_texts():
+  """(path, text) of every product file; notebooks give their markdown cells."""
+  for pattern in PRODUCT_GLOBS:
+    for path in sorted(glob.glob(os.path.join(REPO, pattern), recursive=True)):
+      with open(path, encoding="utf-8") as f:
+        yield os.path.relpath(path, REPO), f.read()
+  for path in sorted(glob.glob(os.path.join(REPO, "notebooks", "*.ipynb"))):
+    with open(path, encoding="utf-8") as f:
+      cells = json.load(f)["cells"]
+    markdown = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    yield os.path.relpath(path, REPO), markdown
+
+
+def history_lines(text):
+  return [line.strip() for line in text.splitlines() if HISTORY.search(line)]
+
+
+def test_history_pattern_finds_what_it_should():
+  assert history_lines("measured in session 12, alone\nok line") == ["measured in session 12, alone"]
+  assert history_lines("the payoff question (#18; not yet)") == ["the payoff question (#18; not yet)"]
+  assert history_lines("on this host it reads 2.07x") == ["on this host it reads 2.07x"]
+  assert not history_lines('*_pair("#1 String", "#2 String", "Quality")')
+  assert not history_lines("measured 2026-11-27 on 5ce9d9b, a 2-core Intel Xeon")
+
+
+def test_product_files_carry_no_development_history():
+  found = [f"{path}: {line[:100]}" for path, text in product_texts()
+           for line in history_lines(text)]
+  assert not found, ("development history in product files (move it to CHANGELOG.md; a "
+                     "measurement names its date, commit and machine):\n" + "\n".join(found))
+
+
+def test_mkdocs_config_fails_on_missing_pages_and_broken_links():
+  with open(os.path.join(REPO, "mkdocs.yml")) as f:
+    config = yaml.load(f, Loader=yaml.SafeLoader)
+  assert config["strict"] is True
+  assert config["validation"]["nav"]["omitted_files"] == "warn"
+  assert config["validation"]["links"]["not_found"] == "warn"
+  assert config["validation"]["links"]["anchors"] == "warn"
+
+
+def test_docs_build_strict(tmp_path):
+  result = subprocess.run(
+      [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+      cwd=REPO, capture_output=True, text=True, timeout=600,
+      env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+  assert result.returncode == 0, result.stderr[-3000:]
+  for page in ("index.html", "reference/configs/index.html", "reference/commands/index.html",
+               "api/models/index.html", "results/sweeps/index.html"):
+    assert os.path.exists(tmp_path / page), page
+  with open(tmp_path / "api" / "models" / "index.html") as f:
+    assert "BertConfig" in f.read()  # the API reference rendered the docstrings
+  with open(tmp_path / "reference" / "commands" / "index.html") as f:
+    assert "--compile_only" in f.read()  # every program's flags, read from its source
+
+
+def test_config_reference_is_current():
+  result = subprocess.run([sys.executable, os.path.join("docs", "gen_configs.py"), "--check"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+  assert result.returncode == 0, result.stdout + result.stderr[-3000:]
