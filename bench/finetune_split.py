@@ -53,8 +53,8 @@ def ours(config, batches, repeats, profile_ops: int = 0):
   import optax
   from flax import linen as nn
 
-  from bert_jax import optim, trainer, weights
-  task = trainer.make_task(config, trainer.resolve_model_config(config))
+  from bert_jax import optim, tasks, trainer, weights
+  task = tasks.make_task(config, trainer.resolve_model_config(config))
   model = task.build_model()
   first = {k: jnp.asarray(v) for k, v in batches[0].items()}
   params = nn.unbox(model.init({"params": jax.random.key(0), "dropout": jax.random.key(1)},
@@ -147,14 +147,14 @@ def main():
   parser.add_argument("--profile_ops", type=int, default=0,
                       help="also print our forward + backward's N costliest op groups")
   args = parser.parse_args()
-  from bert_jax import trainer
+  from bert_jax import tasks, trainer
   from bert_jax.finetune import array_input
   from bert_jax.text.tokenizers import make_tokenizer
   settings = argparse.Namespace(
       lr=1e-4, train_examples=args.train_examples, pad_to_multiple_of=None, attention_impl="",
       packing=0, pack_each_batch=not args.no_pack, packed_rows_multiple=1)
   config = finetune_step.make_config("sst2", settings)
-  task = trainer.make_task(config, trainer.resolve_model_config(config))
+  task = tasks.make_task(config, trainer.resolve_model_config(config))
   inputs = task.make_inputs(make_tokenizer(config.data, model_dir=config.init_from), 0, 1)
   ours_batches = [next(inputs.train) for _ in range(args.batches)]
   # HF: the same examples, batch by batch, padded to each batch's longest row.

@@ -60,9 +60,9 @@ def ours(config):
   """The trainer's step and input: (run(n) -> (real tokens, examples), widths compiled)."""
   import flax.linen as nn
 
-  from bert_jax import sharding, steps, trainer, weights
+  from bert_jax import sharding, steps, tasks, trainer, weights
   from bert_jax.text.tokenizers import make_tokenizer
-  task = trainer.make_task(config, trainer.resolve_model_config(config))
+  task = tasks.make_task(config, trainer.resolve_model_config(config))
   tokenizer = make_tokenizer(config.data, model_dir=config.init_from)
   inputs = task.make_inputs(tokenizer, 0, 1)
   setup = trainer.build(config, task, total_steps=10_000)
@@ -167,11 +167,11 @@ def reference(task: str, config, features):
 def measure(task: str, args) -> dict:
   config = make_config(task, args)
   ours_run, widths = ours(config)
-  from bert_jax import trainer
+  from bert_jax import tasks, trainer
   from bert_jax.text.tokenizers import make_tokenizer
   unpacked = make_config(task, argparse.Namespace(**{**vars(args), "packing": 0,
                                                      "pack_each_batch": False}))
-  features = trainer.make_task(unpacked, trainer.resolve_model_config(unpacked)).make_inputs(
+  features = tasks.make_task(unpacked, trainer.resolve_model_config(unpacked)).make_inputs(
       make_tokenizer(unpacked.data, model_dir=unpacked.init_from), 0, 1).train.features
   ref_run = reference(task, config, features)
   ours_run(args.warmup)

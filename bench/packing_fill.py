@@ -25,12 +25,12 @@ CONFIGS = {"sst2": ("glue", "task=sst2"), "conll": ("conll", "")}
 def train_features(task: str, seq_len: int) -> dict:
   import importlib
 
-  from bert_jax import trainer
+  from bert_jax import tasks, trainer
   from bert_jax.text.tokenizers import make_tokenizer
   module, arg = CONFIGS[task]
   config = importlib.import_module(f"configs.{module}").get_config(arg)
   tokenizer = make_tokenizer(config.data, model_dir=config.init_from)
-  spec = trainer.make_task(config, trainer.resolve_model_config(config))
+  spec = tasks.make_task(config, trainer.resolve_model_config(config))
   features, _ = spec.reader.load_split(config.data, config.data.train_split, tokenizer, seq_len)
   keep = ("input_ids", "token_type_ids", "attention_mask") + spec.label_keys
   return {k: features[k] for k in keep}

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from bert_jax import checkpoint
-from bert_jax import trainer
+from bert_jax import tasks, trainer
 from bert_jax.models.config import BertConfig
 from bert_jax.models.task_models import PreTrainingOutput
 from bert_jax.pretrain import distillation
@@ -99,7 +99,7 @@ def test_bad_student_layers_are_refused(corpus):
     distillation.parse_layers("0,4", 2, 4)
   config = student_config(corpus, "unused", objectives="mlm", **{"distillation.teacher": ""})
   with pytest.raises(ValueError, match=r"student_layers='0,2' needs a teacher"):
-    trainer.make_task(config, trainer.resolve_model_config(config))
+    tasks.make_task(config, trainer.resolve_model_config(config))
 
 
 def test_a_student_from_the_teacher_layers_without_a_teacher_loss(corpus, teacher, tmp_path):

@@ -10,7 +10,7 @@ import pytest
 from absl import flags
 from ml_collections import config_flags
 
-from bert_jax import trainer
+from bert_jax import tasks, trainer
 from experiments import report
 from experiments import run as runner
 from experiments import sweeps
@@ -116,7 +116,7 @@ def test_electra_vs_mlm_runs_spend_the_same_flops(prepared):
   total = {}
   for run, (config, _, _) in runs.items():
     model_config = trainer.resolve_model_config(config)
-    task = trainer.make_task(config, model_config)
+    task = tasks.make_task(config, model_config)
     batch = {"input_ids": [[0] * config.data.max_seq_length] * config.data.batch_size,
              "masked_lm_positions": [[0] * config.data.max_predictions_per_seq]
                                     * config.data.batch_size}

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bert_jax import trainer
+from bert_jax import tasks, trainer
 from bert_jax.pretrain import builders
 from bert_jax.pretrain import inspect as inspect_lib
 from bert_jax.pretrain import nsp_pairs
@@ -100,7 +100,7 @@ def _unpack(batch, label_field=None):
 def _task_on(config, *batches):
   """(metrics, loss, model outputs) of PretrainingTask (forward, loss sums, denominators)
   on each batch, with one set of fresh params; jitted (op-by-op it is minutes here)."""
-  task = trainer.make_task(config, trainer.resolve_model_config(config))
+  task = tasks.make_task(config, trainer.resolve_model_config(config))
   model = task.build_model()
   first = batches[-1]
   params = jax.jit(model.init)(jax.random.key(0), *(jnp.asarray(first[k][:2]) for k in (
@@ -243,7 +243,7 @@ def test_packing_refusals(corpus, vocab_path):
   config = tiny_pretraining_config(corpus, **{"data.packing": True})
   assert config.attention_guidance.weight > 0  # tiny.py guides layer 0
   with pytest.raises(ValueError, match=r"packing=True: attention guidance's patterns"):
-    trainer.make_task(config, trainer.resolve_model_config(config))
+    tasks.make_task(config, trainer.resolve_model_config(config))
   config.data.pairs_per_row = 0
   with pytest.raises(ValueError, match=r"config.data.pairs_per_row=0"):
     pipeline.make_inputs(config.data, WordPieceTokenizer(vocab_path))

@@ -8,7 +8,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
-from bert_jax import steps, trainer
+from bert_jax import steps, tasks, trainer
 from bert_jax.finetune import base, glue_reader, sources
 from bert_jax.text.tokenizers import make_tokenizer
 from configs import conll, glue, swag
@@ -36,7 +36,7 @@ def test_the_held_back_examples_leave_the_training_rows(small_bert):  # noqa: F8
   config.init_from = small_bert
   config.data.select_fraction = 0.25
   config.data.pack_each_batch, config.data.batch_size = False, 10
-  task = trainer.make_task(config, trainer.resolve_model_config(config))
+  task = tasks.make_task(config, trainer.resolve_model_config(config))
   inputs = task.make_inputs(make_tokenizer(config.data, model_dir=small_bert), 0, 1)
   held = {tuple(r) for b in inputs.select.epoch_batches(0)
           for r, v in zip(b["input_ids"], b["valid"]) if v}
@@ -52,10 +52,10 @@ def test_the_held_back_examples_leave_the_training_rows(small_bert):  # noqa: F8
 
   with pytest.raises(ValueError, match="select_fraction=1.5: must be in"):
     config.data.select_fraction = 1.5
-    trainer.make_task(config, trainer.resolve_model_config(config))
+    tasks.make_task(config, trainer.resolve_model_config(config))
   choices = swag.get_config("runlocal=True")  # rows are examples of 4 choices
   choices.init_from, choices.data.select_fraction = small_bert, 0.25
-  task = trainer.make_task(choices, trainer.resolve_model_config(choices))
+  task = tasks.make_task(choices, trainer.resolve_model_config(choices))
   inputs = task.make_inputs(make_tokenizer(choices.data, model_dir=small_bert), 0, 1)
   held = np.concatenate([b["label"][b["valid"] > 0] for b in inputs.select.epoch_batches(0)])
   assert len(held) == len(inputs.select_metadata) > 0
@@ -63,7 +63,7 @@ def test_the_held_back_examples_leave_the_training_rows(small_bert):  # noqa: F8
   tagging = conll.get_config("runlocal=True")
   tagging.init_from, tagging.data.select_fraction = small_bert, 0.1
   with pytest.raises(ValueError, match="the conll task cannot hold back"):
-    trainer.make_task(tagging, trainer.resolve_model_config(tagging))
+    tasks.make_task(tagging, trainer.resolve_model_config(tagging))
 
 
 def test_a_run_ends_on_the_epoch_that_scored_best_on_the_held_back_examples(

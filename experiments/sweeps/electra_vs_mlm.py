@@ -50,11 +50,11 @@ PAPER = {
 
 def step_flops(overrides: dict) -> float:
   """Model FLOPs of one training step of CONFIG with these overrides (the task's count)."""
-  from bert_jax import trainer
+  from bert_jax import tasks, trainer
   from configs import electra
   config = electra.get_config()
   config.update_from_flattened_dict(overrides)
-  task = trainer.make_task(config, trainer.resolve_model_config(config))
+  task = tasks.make_task(config, trainer.resolve_model_config(config))
   data = config.data
   return task.step_flops({
       "input_ids": np.zeros((data.batch_size, data.max_seq_length), np.int32),
