@@ -165,7 +165,8 @@ class Tally:
         self.offset_hits[name][k] += int((governors - dependents == k).sum())
 
   def summary(self) -> dict:
-    """relation -> pairs, per-head accuracies, the best head and the best offset."""
+    """relation -> pairs, per-head accuracies, the best head and the best offset (ties go
+    to the first: dep->gov, the lower layer, the lower head; the nearer offset)."""
     out = {}
     for name in self.names:
       n = self.pairs[name]
@@ -174,7 +175,7 @@ class Tally:
         continue
       accuracy = {d: self.hits[name, d] / n for d in DIRECTIONS}
       best = max(((float(accuracy[d][layer, head]), layer, head, d) for d in DIRECTIONS
-                  for layer, head in np.ndindex(accuracy[d].shape)))
+                  for layer, head in np.ndindex(accuracy[d].shape)), key=lambda b: b[0])
       offset = max(OFFSETS, key=lambda k: (self.offset_hits[name][k], -abs(k)))
       out[name] = {
           "pairs": n,
@@ -279,7 +280,7 @@ def main(argv):
     sentences = sentences[:_SENTENCES.value]
   model, variables = load_pretrained(_MODEL.value, heads="none")
   if _RANDOM_INIT.value:
-    variables = model.init(jax.random.PRNGKey(_SEED.value), np.zeros((1, 8), np.int32))
+    variables = jax.jit(model.init)(jax.random.PRNGKey(_SEED.value), np.zeros((1, 8), np.int32))
   tokenizer = model_tokenizer(_MODEL.value)
   result = probe(model, variables, tokenizer, sentences, _ALIGNMENT.value, _MAX_LENGTH.value,
                  _BATCH_SIZE.value)
