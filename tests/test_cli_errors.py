@@ -25,6 +25,9 @@ def bad_runs(tmp: str) -> dict[str, tuple[list[str], dict[str, str]]]:
   with open(os.path.join(not_a_model, "notes.txt"), "w") as f:
     f.write("no weights here\n")
   tiny_missing_corpus = f"--config=configs/tiny.py:corpus={missing},runlocal=True"
+  bad_treebank = os.path.join(tmp, "bad.dp")
+  with open(bad_treebank, "w") as f:
+    f.write("The\tDT\t2\ndog\tNN\n")
   return {
       "bert_jax.train": (["bert_jax.train", tiny_missing_corpus,
                           f"--workdir={os.path.join(tmp, 'workdir')}"], {}),
@@ -39,6 +42,8 @@ def bad_runs(tmp: str) -> dict[str, tuple[list[str], dict[str, str]]]:
       "bert_jax.text.learn_vocab": (["bert_jax.text.learn_vocab", f"--input={missing}",
                                      f"--output={os.path.join(tmp, 'vocab.txt')}"], {}),
       "bert_jax.pretrain.inspect": (["bert_jax.pretrain.inspect", tiny_missing_corpus], {}),
+      "bert_jax.probe.syntax_heads": (["bert_jax.probe.syntax_heads", f"--model={not_a_model}",
+                                       f"--treebank={bad_treebank}"], {}),
       # Bad flags fail while absl parses them, before main: one line too.
       "bert_jax.train: override typo": (
           ["bert_jax.train", "--config=configs/tiny.py", "--config.optim.learning_rat=1e-3",
@@ -80,6 +85,7 @@ def last_line(text: str) -> str:
     ("bert_jax.text.prepare", "source '.*missing.txt' not found"),
     ("bert_jax.text.learn_vocab", "input file\\(s\\) not found: .*missing.txt"),
     ("bert_jax.pretrain.inspect", "file pattern '.*missing.txt' .* matches no file"),
+    ("bert_jax.probe.syntax_heads", "bad.dp:2: expected 3 tab-separated columns"),
     ("bert_jax.train: override typo", "a --config override names no config field "
      "'learning_rat' \\(Did you mean \"learning_rate\""),
     ("bert_jax.train: config arg typo", "flag --config=configs/tiny.py:runlocl=True: "

@@ -67,6 +67,7 @@ def test_what_bert_learns_notebook_finds_positional_heads(minilm_dir, data_dir, 
   del minilm_dir  # the notebook finds the weights itself; this skips without them
   monkeypatch.setenv("BERT_JAX_DATA_DIR", data_dir)
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_SEGMENTS", "8")
+  monkeypatch.setenv("BERT_JAX_NOTEBOOK_TREEBANK_SENTENCES", "100")
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_RUNS", str(tmp_path))
   path = os.path.join(REPO, "notebooks", "what_bert_learns.ipynb")
   notebook = nbformat.read(path, as_version=4)
@@ -82,7 +83,14 @@ def test_what_bert_learns_notebook_finds_positional_heads(minilm_dir, data_dir, 
   assert best("previous token", "pretrained") > 0.9
   assert best("next token", "pretrained") > 0.5
   assert best("previous token", "random init") < 0.1
-  for name in ("attention_heads.png", "attention_maps.png"):
+  # The syntax probe on 100 treebank sentences: all-MiniLM-L6-v2's best determiner and
+  # object heads are well above the best fixed offset and above every random-init head.
+  for name in ("det", "dobj", "pobj"):
+    best, random_best, offset = map(float, re.search(
+        rf"{name}: best head ([\d.]+), random init ([\d.]+), best offset ([\d.]+)",
+        outputs).groups())
+    assert best > offset + 0.1 and best > random_best + 0.1, (name, best, random_best, offset)
+  for name in ("attention_heads.png", "attention_maps.png", "syntax_heads.png"):
     assert os.path.isfile(tmp_path / "what_bert_learns" / name)
 
 
