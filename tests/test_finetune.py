@@ -194,7 +194,8 @@ def test_compile_only_reports_every_fine_tuning_task(small_bert, name, arg, prom
 
 @pytest.mark.parametrize("name,field,value", [
     ("conll", "classifier_pooling", "mean"), ("squad", "feature_layers", "-2,-1"),
-    ("swag", "classifier_pooling", "mean"), ("squad", "classifier_pooling", "mean")])
+    ("swag", "classifier_pooling", "mean"), ("squad", "classifier_pooling", "mean"),
+    ("squad", "feature_head", "bilstm"), ("swag", "feature_mix", "scalar_mix")])
 def test_a_head_option_the_task_does_not_read_is_refused(name, field, value):
   """Not silently ignored: e.g. a mean-pooled classifier makes no sense for tagging."""
   from bert_jax.finetune import conll as conll_task, squad as squad_task, swag as swag_task

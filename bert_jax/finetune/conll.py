@@ -9,7 +9,7 @@ import os
 import jax.numpy as jnp
 
 from bert_jax.finetune import conll_reader
-from bert_jax.finetune.base import FinetuningTask, feature_layers
+from bert_jax.finetune.base import FinetuningTask, feature_spec
 from bert_jax.losses import xent_sums
 
 
@@ -19,7 +19,8 @@ class ConllTask(FinetuningTask):
   reader = conll_reader
   label_keys = ("labels", "label_weights")
   packable = True  # per-token labels ride along in packed rows (finetune/packing.py)
-  head_options = ("feature_layers", "freeze_encoder")
+  head_options = ("feature_layers", "freeze_encoder", "feature_mix", "feature_head",
+                  "trainable_layers")
 
   def __init__(self, config, model_config):
     self.column = conll_reader.get_column(config.data.get("column", "ner"))
@@ -28,8 +29,7 @@ class ConllTask(FinetuningTask):
 
   def model_spec(self):
     return {"task_model": "token_classification", "num_labels": len(self.column.labels),
-            "feature_layers": list(feature_layers(self.config)),
-            "frozen_encoder": bool(self.config.freeze_encoder)}
+            **feature_spec(self.config)}
 
   def example_labels(self, batch_size):  # a tag and a weight per token
     shape = (batch_size, self.config.data.max_seq_length)
