@@ -95,12 +95,14 @@ def path_names(path) -> list[str]:
 _LAYER = re.compile(r"layer_(\d+)$")
 
 
-def layer_depths(params) -> tuple[int, dict]:
+def layer_depths(params, field: str = "config.optim.layer_decay",
+                 instead: str = "use layer_decay=1.0") -> tuple[int, dict]:
   """(L, {param path: depth}) of an encoder's params for layer-wise decay: depth 0 for
   `bert/embeddings`, i + 1 for `bert/encoder/layer_i`, an int array for the stacked
   `bert/encoder/layers` (the depth of each entry along their leading axis: they follow the
   unrolled layers, e.g. ModernBERT's layer_0 under scan), L + 1 for the rest (pooler, final
-  norm, heads). A shared layer (ALBERT's `shared_layer`) has no one depth: refused."""
+  norm, heads). A shared layer (ALBERT's `shared_layer`) has no one depth: refused, the
+  error naming `field` (what asked for depths) and what to do `instead`."""
   depths, scanned = {}, None
   for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
     names = path_names(path)
@@ -109,8 +111,8 @@ def layer_depths(params) -> tuple[int, dict]:
       depths[where] = 0
     elif names[:2] == ["bert", "encoder"] and len(names) > 2:
       if names[2] == "shared_layer":
-        raise ValueError(f"config.optim.layer_decay: {where} is shared by every layer "
-                         "(layer_sharing), so it has no one depth; use layer_decay=1.0")
+        raise ValueError(f"{field}: {where} is shared by every layer (layer_sharing), so "
+                         f"it has no one depth; {instead}")
       if names[2] == "layers":
         depths[where], scanned = "scanned", jnp.shape(leaf)[0]
       elif (match := _LAYER.match(names[2])):
@@ -238,10 +240,49 @@ def make_optimizer(optim: ml_collections.ConfigDict, total_steps: int):
   return core, schedule
 
 
-def freeze(tx: optax.GradientTransformation, frozen: tuple[str, ...] = ("bert",)):
-  """tx for every top-level param subtree except `frozen`, whose params never change
-  (not even by weight decay): the feature-based / frozen-encoder setting."""
-  def labels(params):
-    return {name: jax.tree.map(lambda _, n=name: "frozen" if n in frozen else "trained", sub)
+def frozen_labels(params, trainable_layers: tuple[int, ...] = ()) -> dict:
+  """"frozen" or "trained" per param of a frozen-encoder run (config.freeze_encoder): every
+  `bert` param is frozen but those at the encoder depths `trainable_layers` names
+  (layer_depths: 0 the embeddings, i encoder layer i, negatives from the top, -1 = L; the
+  pooler and final norm above the layers go with the top one); the heads train."""
+  if not trainable_layers:
+    return {name: jax.tree.map(lambda _, n=name: "frozen" if n == "bert" else "trained", sub)
             for name, sub in params.items()}
-  return optax.multi_transform({"trained": tx, "frozen": optax.set_to_zero()}, labels)
+  field = f"config.trainable_layers={','.join(map(str, trainable_layers))}"
+  num_layers, depths = layer_depths(params, field, "freeze the whole encoder (no "
+                                    "trainable_layers) or train it all")
+  if not all(-num_layers - 1 <= d <= num_layers for d in trainable_layers):
+    raise ValueError(f"{field}: the encoder's depths are 0 (embeddings) .. {num_layers} "
+                     f"(its layers), or -{num_layers + 1} .. -1 from the top")
+  trained = {d % (num_layers + 1) for d in trainable_layers}
+  if num_layers in trained:
+    trained.add(num_layers + 1)
+
+  def label(path, _):
+    names = path_names(path)
+    depth = depths.get("/".join(names), num_layers + 1)
+    if names[0] != "bert":
+      return "trained"
+    if isinstance(depth, np.ndarray):  # stacked layers: one optimizer label for them all
+      inside = {int(d) in trained for d in depth}
+      if len(inside) > 1:
+        raise ValueError(f"{field}: {'/'.join(names)} stacks layers {depth.min()}-"
+                         f"{depth.max()} (config.model.scan_layers), which train or freeze "
+                         "together; set scan_layers=False")
+      return "trained" if inside.pop() else "frozen"
+    return "trained" if depth in trained else "frozen"
+  return jax.tree_util.tree_map_with_path(label, params)
+
+
+def freeze(tx: optax.GradientTransformation, trainable_layers: tuple[int, ...] = ()):
+  """tx for the params `frozen_labels` trains; the frozen ones never change (not even by
+  weight decay) and have no optimizer state: the feature-based / frozen-encoder setting."""
+  return optax.multi_transform({"trained": tx, "frozen": optax.set_to_zero()},
+                               lambda params: frozen_labels(params, trainable_layers))
+
+
+def stop_frozen_gradients(params, trainable_layers: tuple[int, ...] = ()):
+  """params with no gradient into those `frozen_labels` freezes: the backward pass skips
+  them, and every layer below the lowest trained one."""
+  return jax.tree.map(lambda p, label: jax.lax.stop_gradient(p) if label == "frozen" else p,
+                      params, frozen_labels(params, trainable_layers))

@@ -33,6 +33,7 @@ from bert_jax.steps import (SelectingTrainState, TrainState, keep_best, make_eva
 from bert_jax.stop_signals import StopSignals
 from bert_jax import weights
 from bert_jax import workdir as workdir_lib
+from bert_jax.finetune.base import trainable_layers
 from bert_jax.metric_writers import MetricWriter, format_progress
 from bert_jax.models.config import BertConfig
 from bert_jax.task import FrozenParams, Task
@@ -90,7 +91,7 @@ def build(config: ml_collections.ConfigDict, task: Task | None = None,
   model = task.build_model()
   tx, schedule = optim.make_optimizer(config.optim, total_steps or int(config.num_train_steps))
   if config.get("freeze_encoder"):
-    tx = optim.freeze(tx)
+    tx = optim.freeze(tx, trainable_layers(config))
 
   def init_params(module, rng):
     example = task.example_batch(batch_size=1)

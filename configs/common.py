@@ -160,10 +160,20 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
   config.checkpoint_every_steps = 1000
   config.max_checkpoints_to_keep = 1
   config.predict = False  # write eval-split predictions in the submission format
-  # Feature-based use (glue, conll): the head reads these hidden layers concatenated
-  # ("" = fine-tune through the pooled/last layer), and freeze_encoder trains the head only.
+  # Feature-based use (glue, conll): the head reads these hidden layers ("" = fine-tune
+  # through the pooled/last layer; 0 = the embeddings, -1 the last layer), combined as
+  # feature_mix names ("concat", or "scalar_mix": ELMo's learned softmax-weighted sum), through
+  # feature_head ("linear": the classifier on them, at [CLS] for sentence tasks; "bilstm": a
+  # two-layer BiLSTM over the tokens first, averaged over them for sentence tasks;
+  # models/task_models.py FEATURE_MIXES, TOKEN_FEATURE_HEADS, SENTENCE_FEATURE_HEADS).
   config.feature_layers = ""
+  config.feature_mix = "concat"
+  config.feature_head = "linear"
+  # freeze_encoder trains the head only (every task), but for the encoder depths in
+  # trainable_layers (0 = embeddings, i = layer i, -1 the top layer with the pooler:
+  # "-2,-1" also trains the top two layers; optim.frozen_labels).
   config.freeze_encoder = False
+  config.trainable_layers = ""
   # GLUE's sentence vector: "pooler" (BERT's tanh(W h_[CLS]); ModernBERT's [CLS] row, read
   # through its task head) or "mean" (the last layer averaged over the real tokens;
   # models/task_models.py POOLINGS).

@@ -100,9 +100,45 @@ def test_tfds_conll2003_maps_class_names():
     return tf.data.Dataset.from_generator(lambda: iter([record]), output_signature=spec)
 
   with tfds.testing.mock_data(as_dataset_fn=as_dataset):
-    (sentence,) = conll.read_examples("tfds:conll2003", "dev")
-  assert sentence.words == ("EU", "rejects", "German")
-  assert sentence.tags == ("B-ORG", "O", "B-MISC")
+    tagged = {column: conll.read_examples("tfds:conll2003", "dev", column=column)[0]
+              for column in conll.COLUMNS}
+  assert tagged["ner"].words == ("EU", "rejects", "German")
+  assert tagged["ner"].tags == ("B-ORG", "O", "B-MISC")
+  # The first sentence of train.txt: `EU NNP B-NP B-ORG`, `rejects VBZ B-VP O`, ...
+  assert tagged["pos"].tags == ("NNP", "VBZ", "JJ")
+  assert tagged["chunk"].tags == ("B-NP", "B-VP", "B-NP")
+  features = tfds.builder("conll2003").info.features
+  for column in conll.COLUMNS.values():  # our class ids are tfds's (and HF's)
+    assert column.labels == tuple(features[column.tfds_feature].feature.names)
+
+
+def test_pos_and_chunk_columns(data_dir, tokenizer):
+  """The POS and chunk columns of valid.txt, their ids at first sub-tokens, and their
+  scores: token accuracy (a cut word is an error) and conlleval chunk F1."""
+  pos = conll.read_examples("conll2003/valid.txt", data_dir=data_dir, column="pos")
+  chunk = conll.read_examples("conll2003/valid.txt", data_dir=data_dir, column="chunk")
+  assert len(pos) == len(chunk) == 3250
+  assert pos[0].tags[:5] == ("NNP", ":", "NNP", "NNP", "IN")
+  assert chunk[0].tags[:5] == ("B-NP", "O", "B-NP", "I-NP", "B-PP")
+  chunks = collections.Counter(
+      type_ for s in chunk for type_, _, _ in metrics.get_entities(list(s.tags)))
+  # Each chunk starts at a B- tag (IOB2): the counts of B-NP, B-PP and B-VP in the file.
+  assert chunks.most_common(3) == [("NP", 14644), ("PP", 4884), ("VP", 4696)]
+  for column, sentences in (("pos", pos[:300]), ("chunk", chunk[:300])):
+    features = conll.featurize(sentences, tokenizer, 128, column)
+    ids = conll.COLUMNS[column].label_ids
+    first = features["label_weights"] > 0
+    assert [ids[t] for s in sentences for t in s.tags] == list(features["labels"][first])
+    logits = np.eye(len(conll.COLUMNS[column].labels), dtype=np.float32)[features["labels"]]
+    result = conll.score(logits, conll.TaggingMetadata(sentences, features["word_index"],
+                                                       column))
+    assert result[{"pos": "accuracy", "chunk": "f1"}[column]] == 1.0
+    assert result["cut_words"] == 0
+  short = conll.featurize(pos[:300], tokenizer, 12, "pos")
+  logits = np.eye(len(conll.POS_LABELS), dtype=np.float32)[short["labels"]]
+  result = conll.score(logits, conll.TaggingMetadata(pos[:300], short["word_index"], "pos"))
+  words = sum(len(s.words) for s in pos[:300])
+  assert result["accuracy"] == (words - result["cut_words"]) / words < 1.0
 
 
 def _write(tmp_path, name, text):
@@ -123,5 +159,10 @@ def test_bad_input_names_file_and_line(tmp_path):
     conll.read_examples(_write(tmp_path, "docs.txt", "-DOCSTART- -X- -X- O\n\n"))
   (sentence,) = conll.read_examples(_write(tmp_path, "ok.txt", good))
   assert sentence.tags == ("B-ORG",)
+  with pytest.raises(DataFormatError, match=r"pos\.txt:4: POS tag 'XX' is not one of"):
+    conll.read_examples(_write(tmp_path, "pos.txt", good + "x XX I-NP O\n"), column="pos")
+  with pytest.raises(ValueError, match=r"config.data.column='lemma': expected one of "
+                     r"\['chunk', 'ner', 'pos'\]"):
+    conll.read_examples(_write(tmp_path, "ok.txt", good), column="lemma")
   with pytest.raises(ValueError, match="Expected logits"):
     conll.score(np.zeros((1, 4, 3)), conll.TaggingMetadata([sentence], np.zeros((1, 4))))

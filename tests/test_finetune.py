@@ -72,23 +72,31 @@ def test_glue_mrpc_reads_the_bom_file(small_bert, tmp_path):
   assert {"eval_f1", "eval_accuracy"} <= set(results)
 
 
-def test_conll_tagging(small_bert, tmp_path):
+@pytest.mark.parametrize("column,metric", [("ner", "eval_f1"), ("pos", "eval_accuracy")])
+def test_conll_tagging(small_bert, tmp_path, column, metric):
+  from bert_jax.finetune import conll_reader
   workdir = tmp_path / "conll"
-  results = _run(conll.get_config("runlocal=True"), workdir, small_bert)
-  assert 0.0 <= results["eval_f1"] <= 1.0
+  config = conll.get_config(f"column={column},runlocal=True")
+  config.predict = True
+  results = _run(config, workdir, small_bert)
+  assert 0.0 <= results[metric] <= 1.0
+  labels = list(conll_reader.COLUMNS[column].labels)
+  rows = (workdir / conll_reader.COLUMNS[column].predictions_file).read_text().splitlines()
+  # `word gold predicted`: valid.txt's first line is `CRICKET NNP B-NP O`; words cut off
+  # at max_seq_length are predicted "O" (no POS tag: scored as errors).
+  assert rows[0].split()[:2] == ["CRICKET", {"ner": "O", "pos": "NNP"}[column]]
+  assert {r.split()[2] for r in rows if r} <= {*labels, "O"}
   # The tags are recorded in order and become an HF export's id2label (what HF's
   # token-classification pipeline prints), then come back from the HF folder.
   from bert_jax.convert.__main__ import convert
-  from bert_jax.finetune import conll_reader
   transformers = pytest.importorskip("transformers")
-  assert checkpoint.read_labels(str(workdir)) == list(conll_reader.LABELS)
+  assert checkpoint.read_labels(str(workdir)) == labels
   convert(str(workdir), str(tmp_path / "hf"), to="hf")
   exported = transformers.AutoModelForTokenClassification.from_pretrained(str(tmp_path / "hf"))
-  assert [exported.config.id2label[i] for i in range(len(conll_reader.LABELS))] == list(
-      conll_reader.LABELS)
+  assert [exported.config.id2label[i] for i in range(len(labels))] == labels
   assert transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf")).vocab_size == 30522
   convert(str(tmp_path / "hf"), str(tmp_path / "back"))
-  assert checkpoint.read_labels(str(tmp_path / "back")) == list(conll_reader.LABELS)
+  assert checkpoint.read_labels(str(tmp_path / "back")) == labels
 
 
 @pytest.mark.parametrize("version,key", [("1.1", "eval_exact_match"), ("2.0", "eval_best_f1")])
@@ -186,7 +194,8 @@ def test_compile_only_reports_every_fine_tuning_task(small_bert, name, arg, prom
 
 @pytest.mark.parametrize("name,field,value", [
     ("conll", "classifier_pooling", "mean"), ("squad", "feature_layers", "-2,-1"),
-    ("swag", "classifier_pooling", "mean"), ("squad", "classifier_pooling", "mean")])
+    ("swag", "classifier_pooling", "mean"), ("squad", "classifier_pooling", "mean"),
+    ("squad", "feature_head", "bilstm"), ("swag", "feature_mix", "scalar_mix")])
 def test_a_head_option_the_task_does_not_read_is_refused(name, field, value):
   """Not silently ignored: e.g. a mean-pooled classifier makes no sense for tagging."""
   from bert_jax.finetune import conll as conll_task, squad as squad_task, swag as swag_task

@@ -103,6 +103,16 @@ def test_entity_scores_micro_and_per_type():
     metrics.entity_scores([["O"]], [["O", "O"]])
 
 
+def test_tag_accuracy_counts_words_over_all_sentences():
+  true = [["NNP", "VBZ", "JJ"], ["DT"]]
+  assert metrics.tag_accuracy(true, [["NNP", "VBD", "JJ"], ["NN"]]) == {"accuracy": 0.5}
+  assert metrics.tag_accuracy(true, true) == {"accuracy": 1.0}
+  with pytest.raises(ValueError, match="Sentence 1 has 1 true and 2"):
+    metrics.tag_accuracy(true, [["NNP", "VBZ", "JJ"], ["DT", "NN"]])
+  with pytest.raises(ValueError, match="No tags"):
+    metrics.tag_accuracy([[]], [[]])
+
+
 # ------------------------------------------------------------------------------------
 # SQuAD.
 # ------------------------------------------------------------------------------------

@@ -131,12 +131,20 @@ def test_pack_refuses_bad_features_caps_and_long_examples():
     packing.assign_rows(np.array([3, 5]), 8, -2)
 
 
+# A classifier's sentence-vector options: pooling, or feature-based heads (task_models).
+_SENTENCE_HEADS = {
+    "pooler": {}, "mean": {"pooling": "mean"}, "features": {"feature_layers": (-2, -1)},
+    "bilstm": {"feature_layers": (0, 1, 2), "feature_mix": "scalar_mix",
+               "feature_head": "bilstm"}}
+
+
 @pytest.mark.parametrize("family,head", [
     ("bert", "pooler"), ("roberta", "pooler"), ("modernbert", "pooler"), ("bert", "mean"),
-    ("modernbert", "mean"), ("bert", "features")])
+    ("modernbert", "mean"), ("bert", "features"), ("bert", "bilstm")])
 def test_packed_logits_loss_and_accuracy_equal_unpacked(family, head):
   """Every sentence vector a classifier can read (the pooled [CLS], the mean of the
-  example's tokens, the [CLS] of chosen layers) is each example's own in a packed row."""
+  example's tokens, the [CLS] of chosen layers, a BiLSTM over the scalar mix of every
+  layer, averaged over the example's tokens) is each example's own in a packed row."""
   # ModernBERT: rotary positions restart per example; its local layer (layer 1, a window
   # of +-2 tokens) stays inside each example.
   config = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
@@ -148,9 +156,7 @@ def test_packed_logits_loss_and_accuracy_equal_unpacked(family, head):
   if family != "bert":  # padding id 1 (RoBERTa counts its positions past it)
     features["input_ids"] = np.where(features["attention_mask"] > 0, features["input_ids"], 1)
   packed = packing.pack(features, max_per_row=4, pad_id=config.pad_token_id)
-  model = BertForSequenceClassification(
-      config, num_labels=3, pooling="mean" if head == "mean" else "pooler",
-      feature_layers=(-2, -1) if head == "features" else ())
+  model = BertForSequenceClassification(config, num_labels=3, **_SENTENCE_HEADS[head])
   variables = model.init(jax.random.key(0), jnp.asarray(features["input_ids"]))
   unpacked = model.apply(variables, *(jnp.asarray(features[k]) for k in packing.TOKEN_KEYS))
   out = model.apply(variables, *(jnp.asarray(packed[k]) for k in packing.TOKEN_KEYS),
@@ -230,15 +236,20 @@ def _sentences(n=11, seq=12, seed=1):
   return features, conll_reader.TaggingMetadata(sentences, word_index)
 
 
-def test_conll_packed_loss_and_entity_f1_equal_unpacked():
+@pytest.mark.parametrize("head", [{}, {"feature_layers": "0,1,2", "feature_mix": "scalar_mix",
+                                      "feature_head": "bilstm"}])
+def test_conll_packed_loss_and_entity_f1_equal_unpacked(head):
   """Tagging: per-token labels and label weights ride in the packed rows; the trainer's
-  loss and accuracy, every token's logits and the entity F1 equal the unpacked ones."""
+  loss and accuracy, every token's logits and the entity F1 equal the unpacked ones
+  (fine-tuned, and a BiLSTM tagger on a scalar mix, whose recurrences restart at each
+  packed example)."""
   import dataclasses
 
   from bert_jax.finetune import conll_reader
   from bert_jax.finetune.conll import ConllTask
   from configs import conll
   config = conll.get_config("runlocal=True")
+  config.update(head)
   config.data.pack_each_batch = False  # whole-set packing instead
   config.data.packing = -1
   model_config = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2,

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bert_jax import flops
+from bert_jax import flops, optim
 from bert_jax.finetune import array_input, packing, sources
 from bert_jax.models import task_models
 from bert_jax.models.config import BertConfig
@@ -37,17 +37,43 @@ MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
 
 
 # config fields that change a fine-tuning head -> their default (configs/common.py).
-HEAD_OPTIONS = {"feature_layers": "", "freeze_encoder": False, "classifier_pooling": "pooler"}
+HEAD_OPTIONS = {"feature_layers": "", "freeze_encoder": False, "classifier_pooling": "pooler",
+                "feature_mix": "concat", "feature_head": "linear", "trainable_layers": ""}
 
 
-def feature_layers(config) -> tuple[int, ...]:
-  """config.feature_layers "-4,-3,-2,-1" -> (-4, -3, -2, -1); "" -> () (fine-tuning)."""
-  spec = config.feature_layers
+def layer_list(config, field: str) -> tuple[int, ...]:
+  """config.<field> "-4,-3,-2,-1" -> (-4, -3, -2, -1); "" -> ()."""
+  spec = config.get(field, "")
   try:
     return tuple(int(x) for x in spec.split(",")) if spec else ()
   except ValueError:
-    raise ValueError(f"config.feature_layers={spec!r}: expected comma-separated layer "
+    raise ValueError(f"config.{field}={spec!r}: expected comma-separated layer "
                      "indices like -4,-3,-2,-1") from None
+
+
+def feature_layers(config) -> tuple[int, ...]:
+  """The hidden layers a feature-based head reads (config.feature_layers; () fine-tunes)."""
+  return layer_list(config, "feature_layers")
+
+
+def trainable_layers(config) -> tuple[int, ...]:
+  """The encoder depths that still train when config.freeze_encoder freezes the rest
+  (config.trainable_layers: 0 embeddings, i layer i, -1 the top; optim.frozen_labels)."""
+  return layer_list(config, "trainable_layers")
+
+
+def feature_spec(config) -> dict:
+  """The feature-based fields of a tagger's / classifier's model spec (task_models)."""
+  layers = feature_layers(config)
+  mix, head = config.get("feature_mix", "concat"), config.get("feature_head", "linear")
+  task_models.check_choice(task_models.FEATURE_MIXES, "feature_mix", mix)
+  task_models.check_choice(task_models.TOKEN_FEATURE_HEADS, "feature_head", head)
+  for field, value, default in (("feature_mix", mix, "concat"), ("feature_head", head, "linear")):
+    if value != default and not layers:
+      raise ValueError(f"config.{field}={value!r} reads config.feature_layers, which is "
+                       "empty; name the hidden layers (e.g. -4,-3,-2,-1; 0 = embeddings)")
+  return {"feature_layers": list(layers), "feature_mix": mix, "feature_head": head,
+          "frozen_encoder": bool(config.freeze_encoder) and not trainable_layers(config)}
 
 
 class FinetuningTask:
@@ -60,7 +86,7 @@ class FinetuningTask:
   metric_names = ("loss", "accuracy")
   packable = False  # labels per example or per token: training rows can pack several
   # The head options (HEAD_OPTIONS) the task's model reads; others must stay at their default.
-  head_options: tuple[str, ...] = ("freeze_encoder",)
+  head_options: tuple[str, ...] = ("freeze_encoder", "trainable_layers")
   select_metric = None  # the score that picks the epoch (config.data.select_fraction)
   label_names = None  # the logits' classes, in order (Task.label_names)
   counts_in_steps = False  # num_train_epochs of the task's data may set the run's length
@@ -72,6 +98,10 @@ class FinetuningTask:
         raise ValueError(f"config.{field}={config.get(field)!r}: the {self.name} task's model "
                          f"does not read it (its options: {', '.join(self.head_options)}); "
                          f"leave it at {default!r}")
+    layers = trainable_layers(config)
+    if layers and not config.get("freeze_encoder"):
+      raise ValueError(f"config.trainable_layers={config.trainable_layers!r}: names the "
+                       "layers that train in a frozen encoder; set config.freeze_encoder=true")
     if config.data.get("packing") and not self.packable:
       raise ValueError(f"config.data.packing={config.data.packing}: the {self.name} task has "
                        "no packed form (GLUE and CoNLL have); set it to 0")
@@ -178,6 +208,8 @@ class FinetuningTask:
 
   def forward(self, model, params, batch, *, deterministic: bool, rng=None, frozen=None):
     del frozen
+    if self.config.get("freeze_encoder"):  # no backward pass through the frozen params
+      params = optim.stop_frozen_gradients(params, trainable_layers(self.config))
     rngs = None if deterministic else {"dropout": rng}
     packed = ({"packing": {k: batch[k] for k in packing.PACKING_KEYS}}
               if "segment_ids" in batch else {})  # packed training rows: [B, K] outputs
@@ -219,11 +251,16 @@ class FinetuningTask:
 
   # --- bookkeeping -------------------------------------------------------------------
   def step_flops(self, batch) -> float:
-    """Training FLOPs of the encoder on this (global) batch; heads are negligible. A frozen
-    encoder (config.freeze_encoder: the feature-based runs) costs its forward pass only,
-    as no gradient flows into it; a trained one forward and backward (3x)."""
+    """Training FLOPs of the encoder on this (global) batch; heads are negligible. A trained
+    encoder costs forward and backward (3x); a frozen one (config.freeze_encoder: the
+    feature-based runs) its forward pass, plus the backward (2x) of the layers from the
+    lowest of its trainable_layers up (all of them when the embeddings train)."""
     rows, seq_len = int(np.prod(batch["input_ids"].shape[:-1])), batch["input_ids"].shape[-1]
-    passes = 1.0 if self.config.get("freeze_encoder") else 3.0
+    passes = 3.0
+    if self.config.get("freeze_encoder"):
+      depth = self.model_config.num_hidden_layers
+      lowest = min((d % (depth + 1) for d in trainable_layers(self.config)), default=depth + 1)
+      passes = 1.0 + 2.0 * min(1.0, (depth + 1 - lowest) / depth)
     return passes * flops.encoder_forward_flops(self.model_config, rows, seq_len)
 
   def tokens(self, batch) -> int:

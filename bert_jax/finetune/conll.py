@@ -1,29 +1,35 @@
-"""CoNLL-2003 NER (bert_jax/task.py's contract): every word's first sub-token -> 9 IOB2 tags.
+"""CoNLL-2003 tagging (bert_jax/task.py's contract): every word's first sub-token -> a tag
+of config.data.column: "ner" (9 IOB2 entity tags), "pos" (47 Penn Treebank tags) or
+"chunk" (23 IOB2 chunk tags).
 
-Reading, featurizing and entity-level scoring: conll_reader.py.
+Reading, featurizing and the columns' official scores: conll_reader.py (COLUMNS).
 """
 import os
 
 import jax.numpy as jnp
 
 from bert_jax.finetune import conll_reader
-from bert_jax.finetune.base import FinetuningTask, feature_layers
+from bert_jax.finetune.base import FinetuningTask, feature_spec
 from bert_jax.losses import xent_sums
 
 
 class ConllTask(FinetuningTask):
-  """NER: the loss and the prediction use each word's first sub-token only."""
+  """Tagging: the loss and the prediction use each word's first sub-token only."""
   name = "conll"
   reader = conll_reader
   label_keys = ("labels", "label_weights")
   packable = True  # per-token labels ride along in packed rows (finetune/packing.py)
-  head_options = ("feature_layers", "freeze_encoder")
-  label_names = conll_reader.LABELS
+  head_options = ("feature_layers", "freeze_encoder", "feature_mix", "feature_head",
+                  "trainable_layers")
+
+  def __init__(self, config, model_config):
+    self.column = conll_reader.get_column(config.data.get("column", "ner"))
+    self.label_names = self.column.labels
+    super().__init__(config, model_config)
 
   def model_spec(self):
-    return {"task_model": "token_classification", "num_labels": len(conll_reader.LABELS),
-            "feature_layers": list(feature_layers(self.config)),
-            "frozen_encoder": bool(self.config.freeze_encoder)}
+    return {"task_model": "token_classification", "num_labels": len(self.column.labels),
+            **feature_spec(self.config)}
 
   def example_labels(self, batch_size):  # a tag and a weight per token
     shape = (batch_size, self.config.data.max_seq_length)
@@ -47,8 +53,9 @@ class ConllTask(FinetuningTask):
     """CoNLL format: `word gold predicted` per line, a blank line between sentences."""
     outputs, eval_metadata = evaluation.outputs, inputs.eval_metadata
     ids = outputs["logits"].argmax(-1)
-    tags, _ = conll_reader.word_tags(ids, eval_metadata.word_index, eval_metadata.sentences)
-    path = os.path.join(workdir, "predictions_conll.txt")
+    tags, _ = conll_reader.word_tags(ids, eval_metadata.word_index, eval_metadata.sentences,
+                                     self.column.labels)
+    path = os.path.join(workdir, self.column.predictions_file)
     with open(path, "w") as f:
       for sentence, predicted in zip(eval_metadata.sentences, tags):
         for word, gold, tag in zip(sentence.words, sentence.tags, predicted):

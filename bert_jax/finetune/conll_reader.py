@@ -1,31 +1,42 @@
-"""CoNLL-2003 NER: reader, first-sub-token featuriser, and word-level scoring.
+"""CoNLL-2003 tagging (NER, POS, chunks): reader, first-sub-token featuriser, word-level scoring.
+
+The files' four columns are `token POS chunk NER`; each tag column is a task (COLUMNS):
+  "ner"    the 9 IOB2 entity tags; seqeval's entity P/R/F1 (the CoNLL-2003 shared task's)
+  "pos"    the 47 Penn Treebank tags of tfds/HF conll2003; token accuracy over all words
+  "chunk"  the 23 IOB2 chunk tags (NP, VP, PP ...); conlleval's chunk P/R/F1 (the
+           CoNLL-2000 shared task's, which seqeval's default mode computes)
+A tag's id is its index in the column's `labels` (tfds's and HF's class order).
 
 API (the same shape as glue.py, squad.py and swag.py):
-  LABELS                              the 9 IOB2 tags; a tag's id is its index
-  read_examples(source, split="train", *, data_dir=None) -> list[Sentence]
+  LABELS                              the 9 NER tags (COLUMNS["ner"].labels)
+  get_column(name) -> Column          COLUMNS[name], or a one-line error
+  read_examples(source, split="train", *, data_dir=None, column="ner") -> list[Sentence]
       source: a file in the CoNLL-2003 format ("conll2003/valid.txt") or
-      "tfds:conll2003" (tfds splits train/dev/test).
-  featurize(sentences, tokenizer, max_seq_length) -> dict of numpy arrays:
+      "tfds:conll2003" (tfds splits train/dev/test); Sentence.tags are `column`'s.
+  featurize(sentences, tokenizer, max_seq_length, column="ner") -> dict of numpy arrays:
       input_ids, token_type_ids, attention_mask  int32 [N, T]
       labels         int32 [N, T]   tag id at each word's first sub-token, 0 elsewhere
       label_weights  float32 [N, T] 1 at first sub-tokens, 0 elsewhere (loss mask)
       word_index     int32 [N, T]   word position at first sub-tokens, -1 elsewhere
       example_index  int32 [N]
   load_split(config_like, split, tokenizer, max_seq_length) -> (features, metadata)
-      config_like: dict/ConfigDict with optional `data_dir` and `sources`
-      ({split: source}, default DEFAULT_FILES); metadata is a TaggingMetadata.
-  word_tags(predicted_ids, word_index, sentences) -> (tags per word, cut word count)
-  score(logits, metadata) -> {precision, recall, f1, per_type, cut_words}
+      config_like: dict/ConfigDict with optional `data_dir`, `sources` ({split: source},
+      default DEFAULT_FILES) and `column` (default "ner"); metadata is a TaggingMetadata.
+  word_tags(predicted_ids, word_index, sentences, labels=LABELS) -> (tags per word,
+      cut word count)
+  score(logits, metadata) -> the column's scores (NER, chunks: precision, recall, f1,
+      per_type; POS: accuracy) and cut_words
 
 One sentence is one sequence: [CLS] pieces [SEP], cut at max_seq_length, each word's
 pieces those it has inside running text (`tokenizer.encode_words`: byte-level BPE's
 `Ġword`, as HF RoBERTa encodes split words with add_prefix_space). Words that
 do not fit are predicted "O" at scoring time and counted in `cut_words`; the scores
-are still over every gold entity. A word the tokenizer maps to no piece (e.g. only
+are still over every gold entity, chunk or word ("O" is no POS tag: a cut word is a POS
+error). A word the tokenizer maps to no piece (e.g. only
 control characters) is fed as [UNK], so every word keeps a first sub-token.
 """
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -36,6 +47,13 @@ from bert_jax.finetune.sources import DataFormatError
 LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC",
           "I-MISC")
 LABEL_IDS = {tag: i for i, tag in enumerate(LABELS)}
+POS_LABELS = ('"', "''", "#", "$", "(", ")", ",", ".", ":", "``", "CC", "CD", "DT", "EX",
+              "FW", "IN", "JJ", "JJR", "JJS", "LS", "MD", "NN", "NNP", "NNPS", "NNS",
+              "NN|SYM", "PDT", "POS", "PRP", "PRP$", "RB", "RBR", "RBS", "RP", "SYM", "TO",
+              "UH", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "WDT", "WP", "WP$", "WRB")
+CHUNK_LABELS = ("O", "B-ADJP", "I-ADJP", "B-ADVP", "I-ADVP", "B-CONJP", "I-CONJP",
+                "B-INTJ", "I-INTJ", "B-LST", "I-LST", "B-NP", "I-NP", "B-PP", "I-PP",
+                "B-PRT", "I-PRT", "B-SBAR", "I-SBAR", "B-UCP", "I-UCP", "B-VP", "I-VP")
 DEFAULT_FILES = {"train": "conll2003/train.txt", "dev": "conll2003/valid.txt",
                  "test": "conll2003/test.txt"}
 DOCSTART = "-DOCSTART-"
@@ -43,9 +61,45 @@ NUM_COLUMNS = 4  # token POS chunk NER
 
 
 @dataclasses.dataclass(frozen=True)
+class Column:
+  """One tag column of the files: where it is, its classes and its official score.
+
+  index: its place in `token POS chunk NER`; tfds_feature: its tfds conll2003 feature;
+  labels: its tags in class-id order; score: (gold tags, predicted tags), one sequence
+  per sentence -> {metric: value} (bert_jax/finetune/metrics.py); predictions_file: what
+  write_predictions names its `word gold predicted` file.
+  """
+  index: int
+  tfds_feature: str
+  labels: tuple[str, ...]
+  score: Callable[[Sequence[Sequence[str]], Sequence[Sequence[str]]], dict]
+  predictions_file: str
+
+  @property
+  def label_ids(self) -> dict[str, int]:
+    return {tag: i for i, tag in enumerate(self.labels)}
+
+
+# config.data.column -> the tags a CoNLL-2003 run learns.
+COLUMNS = {
+    "ner": Column(3, "ner", LABELS, metrics.entity_scores, "predictions_conll.txt"),
+    "pos": Column(1, "pos", POS_LABELS, metrics.tag_accuracy, "predictions_conll_pos.txt"),
+    "chunk": Column(2, "chunks", CHUNK_LABELS, metrics.entity_scores,
+                    "predictions_conll_chunk.txt"),
+}
+
+
+def get_column(name: str) -> Column:
+  if name not in COLUMNS:
+    raise ValueError(f"config.data.column={name!r}: expected one of {sorted(COLUMNS)} (the "
+                     "CoNLL-2003 tag column to learn)")
+  return COLUMNS[name]
+
+
+@dataclasses.dataclass(frozen=True)
 class Sentence:
   words: tuple[str, ...]
-  tags: tuple[str, ...]   # NER tags, one per word, from LABELS.
+  tags: tuple[str, ...]   # One tag per word, from the read column's labels (NER: LABELS).
   provenance: str         # "<path>:<first line>" or "tfds:conll2003:<split>[<i>]".
 
 
@@ -54,16 +108,19 @@ class TaggingMetadata:
   """What `score` needs besides the logits."""
   sentences: list[Sentence]
   word_index: np.ndarray  # int32 [N, T], as in the features.
+  column: str = "ner"     # The tags' column (COLUMNS).
 
 
 # ------------------------------------------------------------------------------------
 # Reading.
 # ------------------------------------------------------------------------------------
-def read_file(path: str) -> list[Sentence]:
-  """Sentences of a space-separated `token POS chunk NER` file.
+def read_file(path: str, column: str = "ner") -> list[Sentence]:
+  """Sentences of a space-separated `token POS chunk NER` file, tagged with `column`'s tags.
 
   Blank lines end a sentence and -DOCSTART- lines (document breaks) are dropped.
   """
+  spec = get_column(column)
+  known = spec.label_ids
   sentences, words, tags, first_line = [], [], [], 0
 
   def flush():
@@ -81,43 +138,48 @@ def read_file(path: str) -> list[Sentence]:
     if len(fields) != NUM_COLUMNS:
       raise DataFormatError(f"{where}: expected {NUM_COLUMNS} space-separated columns "
                             f"(token POS chunk NER), found {len(fields)}.")
-    if fields[3] not in LABEL_IDS:
-      raise DataFormatError(f"{where}: NER tag {fields[3]!r} is not one of "
-                            f"{list(LABELS)}.")
+    tag = fields[spec.index]
+    if tag not in known:
+      raise DataFormatError(f"{where}: {column.upper()} tag {tag!r} is not one of "
+                            f"{list(spec.labels)}.")
     if not words:
       first_line = line_number
     words.append(fields[0])
-    tags.append(fields[3])
+    tags.append(tag)
   flush()
   if not sentences:
     raise DataFormatError(f"{path}:1: no sentences (only blank or -DOCSTART- lines).")
   return sentences
 
 
-def read_tfds(split: str, tfds_data_dir: str | None = None) -> list[Sentence]:
-  """Sentences of tfds conll2003 (its NER class names are LABELS, in this order)."""
+def read_tfds(split: str, tfds_data_dir: str | None = None,
+              column: str = "ner") -> list[Sentence]:
+  """Sentences of tfds conll2003 (its class names of each column are COLUMNS' labels, in
+  this order)."""
+  feature = get_column(column).tfds_feature
   records, info = task_sources.load_tfds("conll2003", split, tfds_data_dir)
-  names = info.features["ner"].feature.names
+  names = info.features[feature].feature.names
   sentences = []
   for index, record in enumerate(records):
     where = f"tfds:conll2003:{split}[{index}]"
     words = tuple(task_sources.as_text(w) for w in record["tokens"])
-    tags = tuple(names[int(t)] for t in record["ner"])
+    tags = tuple(names[int(t)] for t in record[feature])
     if len(words) != len(tags):
-      raise DataFormatError(f"{where}: {len(words)} tokens but {len(tags)} NER tags.")
+      raise DataFormatError(f"{where}: {len(words)} tokens but {len(tags)} "
+                            f"{column.upper()} tags.")
     if words:
       sentences.append(Sentence(words, tags, where))
   return sentences
 
 
-def read_examples(source: str, split: str = "train", *,
-                  data_dir: str | None = None) -> list[Sentence]:
+def read_examples(source: str, split: str = "train", *, data_dir: str | None = None,
+                  column: str = "ner") -> list[Sentence]:
   """Sentences from a CoNLL file, or from tfds when source is "tfds:conll2003"."""
   if task_sources.is_tfds(source):
     if task_sources.tfds_name(source) != "conll2003":
       raise ValueError(f"Expected 'tfds:conll2003', got {source!r}.")
-    return read_tfds(split)
-  return read_file(task_sources.resolve_file(source, data_dir))
+    return read_tfds(split, column=column)
+  return read_file(task_sources.resolve_file(source, data_dir), column)
 
 
 # ------------------------------------------------------------------------------------
@@ -134,9 +196,10 @@ def word_pieces(sentences: Sequence[Sentence], tokenizer) -> list[list[list[int]
   return pieces
 
 
-def featurize(sentences: Sequence[Sentence], tokenizer,
-              max_seq_length: int) -> dict[str, np.ndarray]:
-  """Model inputs with labels on each word's first sub-token (module docstring)."""
+def featurize(sentences: Sequence[Sentence], tokenizer, max_seq_length: int,
+              column: str = "ner") -> dict[str, np.ndarray]:
+  """Model inputs with `column`'s tag ids on each word's first sub-token (module docstring)."""
+  label_ids = get_column(column).label_ids
   if not sentences:
     raise ValueError("No sentences to featurize.")
   if max_seq_length < 3:
@@ -153,7 +216,7 @@ def featurize(sentences: Sequence[Sentence], tokenizer,
     for position, (tag, word_ids) in enumerate(zip(sentence.tags, pieces)):
       if len(ids) >= t - 1:
         break
-      labels[row, len(ids)] = LABEL_IDS[tag]
+      labels[row, len(ids)] = label_ids[tag]
       label_weights[row, len(ids)] = 1.0
       word_index[row, len(ids)] = position
       ids.extend(word_ids)
@@ -169,18 +232,21 @@ def featurize(sentences: Sequence[Sentence], tokenizer,
 def load_split(config_like, split: str, tokenizer, max_seq_length: int):
   """(features, TaggingMetadata) of `split`; see the module docstring."""
   source = task_sources.split_source(config_like, split, DEFAULT_FILES.get(split))
-  sentences = read_examples(source, split,
+  column = task_sources.config_get(config_like, "column", "ner")
+  sentences = read_examples(source, split, column=column,
                             data_dir=task_sources.config_get(config_like, "data_dir"))
-  features = featurize(sentences, tokenizer, max_seq_length)
-  return features, TaggingMetadata(sentences, features["word_index"])
+  features = featurize(sentences, tokenizer, max_seq_length, column)
+  return features, TaggingMetadata(sentences, features["word_index"], column)
 
 
 # ------------------------------------------------------------------------------------
 # Back to words, and scores.
 # ------------------------------------------------------------------------------------
 def word_tags(predicted_ids: np.ndarray, word_index: np.ndarray,
-              sentences: Sequence[Sentence]) -> tuple[list[list[str]], int]:
-  """Per-word tags from per-token tag ids [N, T] (read at first sub-tokens).
+              sentences: Sequence[Sentence],
+              labels: Sequence[str] = LABELS) -> tuple[list[list[str]], int]:
+  """Per-word tags (`labels`, the column's) from per-token tag ids [N, T] (read at first
+  sub-tokens).
 
   Returns (tags, cut_words): words without a first sub-token in the window (cut off
   by max_seq_length) get "O" and are counted in cut_words.
@@ -194,19 +260,21 @@ def word_tags(predicted_ids: np.ndarray, word_index: np.ndarray,
     tags = ["O"] * len(sentence.words)
     first_tokens = np.flatnonzero(word_index[row] >= 0)
     for token in first_tokens:
-      tags[word_index[row, token]] = LABELS[int(predicted_ids[row, token])]
+      tags[word_index[row, token]] = labels[int(predicted_ids[row, token])]
     cut_words += len(sentence.words) - len(first_tokens)
     all_tags.append(tags)
   return all_tags, cut_words
 
 
 def score(logits: np.ndarray, metadata: TaggingMetadata) -> dict:
-  """seqeval-style entity P/R/F1 of the argmax tags, plus `cut_words`."""
+  """The column's official score of the argmax tags (NER, chunks: seqeval-style
+  P/R/F1; POS: token accuracy), plus `cut_words`."""
+  column = get_column(metadata.column)
   logits = np.asarray(logits)
-  if logits.ndim != 3 or logits.shape[-1] != len(LABELS):
-    raise ValueError(f"Expected logits [N, T, {len(LABELS)}], got {logits.shape}.")
+  if logits.ndim != 3 or logits.shape[-1] != len(column.labels):
+    raise ValueError(f"Expected logits [N, T, {len(column.labels)}], got {logits.shape}.")
   predicted, cut_words = word_tags(logits.argmax(-1), metadata.word_index,
-                                   metadata.sentences)
-  result = metrics.entity_scores([s.tags for s in metadata.sentences], predicted)
+                                   metadata.sentences, column.labels)
+  result = column.score([s.tags for s in metadata.sentences], predicted)
   result["cut_words"] = cut_words
   return result

@@ -9,7 +9,7 @@ import os
 import jax.numpy as jnp
 
 from bert_jax.finetune import glue_reader
-from bert_jax.finetune.base import HEAD_OPTIONS, FinetuningTask, feature_layers
+from bert_jax.finetune.base import HEAD_OPTIONS, FinetuningTask, feature_spec
 from bert_jax.losses import xent_sums
 from bert_jax.text.tokenizers import make_tokenizer
 
@@ -70,8 +70,7 @@ class GlueTask(FinetuningTask):
     if self.config.data.get("prompt_template"):
       return dict(self._prompt_spec)
     return {"task_model": "sequence_classification", "num_labels": self.dataset.num_labels,
-            "feature_layers": list(feature_layers(self.config)),
-            "frozen_encoder": bool(self.config.freeze_encoder),
+            **feature_spec(self.config),
             "pooling": self.config.get("classifier_pooling", "pooler")}
 
   def example_labels(self, batch_size):  # STS-B's scores are floats

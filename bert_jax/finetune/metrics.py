@@ -7,9 +7,10 @@ bert_jax/data turn model outputs into those and call these.
   GLUE       accuracy, f1 (binary, positive class 1), matthews_corrcoef, pearson,
              spearman; `glue_metrics(names, predictions, labels)` looks them up in
              GLUE_METRICS (sklearn/scipy semantics, including their 0/NaN corner cases).
-  CoNLL      `entity_scores(true_tags, pred_tags)`: seqeval's default (non-strict) mode:
-             chunks (type, start, end) from IOB(ES) tags, micro P/R/F1 over sets of
-             chunks.
+  CoNLL      `entity_scores(true_tags, pred_tags)`: seqeval's default (non-strict) mode
+             (conlleval's chunking): chunks (type, start, end) from IOB(ES) tags, micro
+             P/R/F1 over sets of chunks (NER, syntactic chunks);
+             `tag_accuracy(true_tags, pred_tags)`: the share of right tags (POS).
   SQuAD      `normalize_answer`, `exact_match`, `token_f1`, and the official
              `squad_v1_scores` (evaluate-v1.1.py) and `squad_v2_scores` (evaluate-v2.0.py,
              with the HasAns/NoAns breakdown and the best no-answer thresholds).
@@ -187,6 +188,25 @@ def entity_scores(true_tags: Sequence[Sequence[str]],
     per_type[type_] = {**_prf(*counts), "support": int(counts[2])}
     totals += counts
   return {**_prf(*(int(c) for c in totals)), "per_type": per_type}
+
+
+def tag_accuracy(true_tags: Sequence[Sequence[str]],
+                 pred_tags: Sequence[Sequence[str]]) -> dict:
+  """{"accuracy": the share of all words whose tag is right} (POS tagging's score);
+  sentence lengths must match."""
+  if len(true_tags) != len(pred_tags):
+    raise ValueError(f"Got {len(true_tags)} true and {len(pred_tags)} predicted "
+                     "sentences.")
+  correct = total = 0
+  for index, (true_seq, pred_seq) in enumerate(zip(true_tags, pred_tags)):
+    if len(true_seq) != len(pred_seq):
+      raise ValueError(f"Sentence {index} has {len(true_seq)} true and "
+                       f"{len(pred_seq)} predicted tags.")
+    correct += sum(t == p for t, p in zip(true_seq, pred_seq))
+    total += len(true_seq)
+  if not total:
+    raise ValueError("No tags to score.")
+  return {"accuracy": correct / total}
 
 
 # ------------------------------------------------------------------------------------

@@ -1,9 +1,11 @@
 """Heads that sit on top of `BertModel`: each is its own module, composed in task_models.py.
 
 Shape legend: B batch, T length, H hidden, E embedding width (H unless factorized),
-V vocab, P masked positions per sequence, C classes (or choices).
+V vocab, P masked positions per sequence, C classes (or choices), K mixed layers,
+F features per token, S LSTM state size.
 """
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 
 from bert_jax.models.config import BertConfig
@@ -152,6 +154,75 @@ class PredictionHead(nn.Module):
                  bias_init=zeros_init(("mlp",)), name="dense")(features)
     x = activation(cfg.hidden_act)(x)
     return layer_norm(cfg, "layer_norm")(x).astype(cfg.compute_dtype)
+
+
+class ScalarMix(nn.Module):
+  """ELMo's scalar mix (Peters et al. 2018, eq. 1): gamma * sum_k softmax(w)_k h_k.
+
+  K x [B, T, H] -> [B, T, H] float32; `weights` [K] start at 0 (the mean of the layers),
+  `scale` (gamma) at 1.
+  """
+
+  @nn.compact
+  def __call__(self, layers):
+    weights = self.param("weights", nn.initializers.zeros, (len(layers),), jnp.float32)
+    scale = self.param("scale", nn.initializers.ones, (), jnp.float32)
+    stacked = jnp.stack([h.astype(jnp.float32) for h in layers])  # [K, B, T, H]
+    return scale * jnp.einsum("k,kbth->bth", jax.nn.softmax(weights), stacked)
+
+
+def sequence_starts(segments, reverse: bool):
+  """bool [B, T]: where a recurrence restarts, read in its direction: the first token, and
+  every token whose segment id differs from the one before it (after it, reversed)."""
+  before = segments[:, 1:] != segments[:, :-1]  # [B, T - 1]: t + 1 differs from t
+  edge = jnp.ones_like(segments[:, :1], bool)
+  return (jnp.concatenate([before, edge], axis=1) if reverse
+          else jnp.concatenate([edge, before], axis=1))
+
+
+class SegmentLSTM(nn.Module):
+  """One direction of an LSTM over [B, T, F] -> [B, T, S] that starts afresh (zero
+  state) wherever the segment id changes: each example of a packed row, and the padding
+  after it, is its own sequence, as if it were run alone."""
+  state_size: int
+  reverse: bool = False
+
+  @nn.compact
+  def __call__(self, features, segments):
+    cell = nn.LSTMCell(self.state_size, param_dtype=jnp.float32, name="cell")
+    zeros = jnp.zeros((features.shape[0], self.state_size), jnp.float32)
+
+    def step(cell, carry, inputs):
+      x, start = inputs  # [B, F], [B]
+      carry = jax.tree.map(lambda c: jnp.where(start[:, None], 0.0, c), carry)
+      return cell(carry, x)
+
+    scan = nn.scan(step, variable_broadcast="params", split_rngs={"params": False},
+                   in_axes=1, out_axes=1, reverse=self.reverse)
+    _, outputs = scan(cell, (zeros, zeros),
+                      (features.astype(jnp.float32), sequence_starts(segments, self.reverse)))
+    return outputs
+
+
+class BiLSTM(nn.Module):
+  """A stack of bidirectional LSTMs over token features, each layer's two directions
+  concatenated: [B, T, F] -> [B, T, 2S] float32 (the BERT paper's feature-based tagger:
+  a two-layer 768-dimensional BiLSTM on frozen activations, Devlin et al. 2019, 5.3).
+
+  segments int [B, T]: the recurrences restart where it changes (SegmentLSTM): the
+  attention mask of unpacked rows, the segment ids of packed ones.
+  """
+  state_size: int
+  num_layers: int = 2
+
+  @nn.compact
+  def __call__(self, features, segments):
+    x = features
+    for i in range(self.num_layers):
+      x = jnp.concatenate(
+          [SegmentLSTM(self.state_size, reverse=reverse, name=f"{way}_{i}")(x, segments)
+           for way, reverse in (("forward", False), ("backward", True))], axis=-1)
+    return x
 
 
 # Family.task_head -> the module fine-tuning classifiers read their features through.

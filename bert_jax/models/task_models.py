@@ -31,8 +31,9 @@ import jax.numpy as jnp
 from bert_jax.models.config import BertConfig, generator_config
 from bert_jax.models.bert import BertModel
 from bert_jax.models.families import family_of
-from bert_jax.models.heads import (TASK_HEADS, LinearHead, MaskedLMHead, NextSentenceHead,
-                                   ReplacedTokenHead, SpanBoundaryHead)
+from bert_jax.models.heads import (TASK_HEADS, BiLSTM, LinearHead, MaskedLMHead,
+                                   NextSentenceHead, ReplacedTokenHead, ScalarMix,
+                                   SpanBoundaryHead)
 
 
 @flax.struct.dataclass
@@ -116,14 +117,55 @@ class BertForPreTraining(nn.Module):
         hidden_states=enc.hidden_states, span_logits=span_logits)
 
 
-def layer_features(enc, feature_layers: tuple[int, ...], frozen: bool):
-  """[B, T, H * k]: the chosen hidden_states concatenated (feature-based use, as ELMo).
+# How the chosen hidden layers (feature_layers) make one feature vector per token
+# (config.feature_mix): K x [B, T, H] -> [B, T, F]. "concat": side by side (F = K H, the
+# BERT paper's concatenation of the last four); "scalar_mix": ELMo's softmax-weighted sum
+# with a learned scale (F = H; heads.ScalarMix, params `scalar_mix`).
+FEATURE_MIXES = {
+    "concat": lambda layers: jnp.concatenate(layers, axis=-1),
+    "scalar_mix": lambda layers: ScalarMix(name="scalar_mix")(layers),
+}
+
+
+def check_choice(table: dict, field: str, name: str) -> None:
+  """A one-line error naming config.`field` when `name` is not one of `table`'s."""
+  if name not in table:
+    raise ValueError(f"config.{field}={name!r}: expected one of {sorted(table)}")
+
+
+def layer_features(enc, feature_layers: tuple[int, ...], frozen: bool, mix: str = "concat"):
+  """[B, T, F]: the chosen hidden_states combined by FEATURE_MIXES[mix] (feature-based
+  use, as ELMo).
 
   frozen: no gradient flows into the encoder (train the head only; pair it with an
   optimizer that leaves the `bert` params alone, see optim.freeze).
   """
-  features = jnp.concatenate([enc.hidden_states[i] for i in feature_layers], axis=-1)
-  return jax.lax.stop_gradient(features) if frozen else features
+  check_choice(FEATURE_MIXES, "feature_mix", mix)
+  layers = [enc.hidden_states[i] for i in feature_layers]
+  layers = [jax.lax.stop_gradient(h) for h in layers] if frozen else layers
+  return FEATURE_MIXES[mix](layers)
+
+
+def bilstm(config: BertConfig, tokens, attention_mask, packing):
+  """The two-layer BiLSTM (heads.BiLSTM, params `bilstm`, H per direction) over [B, T, F]
+  token features, each packed example (else each row's real tokens) its own sequence:
+  [B, T, 2H]."""
+  if packing is not None:
+    segments = packing["segment_ids"]
+  elif attention_mask is not None:
+    segments = attention_mask
+  else:
+    segments = jnp.ones(tokens.shape[:2], jnp.int32)
+  return BiLSTM(config.hidden_size, name="bilstm")(tokens, segments)
+
+
+# What reads a tagger's token features (config.feature_head): [B, T, F] -> [B, T, F'] for
+# the linear classifier; "linear": the features themselves; "bilstm": a two-layer BiLSTM
+# over them (the BERT paper's feature-based NER tagger).
+TOKEN_FEATURE_HEADS = {
+    "linear": lambda config, tokens, attention_mask, packing: tokens,
+    "bilstm": bilstm,
+}
 
 
 def cls_vectors(tokens, packing=None) -> jax.Array:
@@ -148,7 +190,11 @@ def mean_of_real_tokens(enc, attention_mask, packing=None) -> jax.Array:
   """The last layer averaged over each example's real tokens (attention_mask 1), as HF
   ModernBERT's classifier_pooling="mean" and Sentence-BERT's mean pooling: [B, H], or
   [B, K, H] for a packed batch (each example's tokens: its segment id, read at its [CLS])."""
-  hidden = enc.sequence_output  # [B, T, H]
+  return token_mean(enc.sequence_output, attention_mask, packing)
+
+
+def token_mean(hidden, attention_mask, packing=None) -> jax.Array:
+  """[B, T, F] averaged over each example's real tokens: [B, F], or [B, K, F] packed."""
   if attention_mask is None:
     attention_mask = jnp.ones(hidden.shape[:2], jnp.int32)
   weights = example_members(attention_mask > 0, packing).astype(hidden.dtype)
@@ -170,6 +216,16 @@ POOLINGS = {
 }
 
 
+# What makes a sentence vector from the feature_layers' token features
+# (config.feature_head): [B, T, F] -> [B, F] ([B, K, F] packed). "linear": the [CLS]
+# vector; "bilstm": the two-layer BiLSTM over the tokens, averaged over each example's.
+SENTENCE_FEATURE_HEADS = {
+    "linear": lambda config, tokens, attention_mask, packing: cls_vectors(tokens, packing),
+    "bilstm": lambda config, tokens, attention_mask, packing: token_mean(
+        bilstm(config, tokens, attention_mask, packing), attention_mask, packing),
+}
+
+
 def classifier_pooler(config: BertConfig, pooling: str) -> bool:
   """Whether a sentence classifier's encoder gets a pooler layer: "pooler" pooling in a
   family without a task head (ModernBERT's head reads the bare [CLS] row)."""
@@ -188,7 +244,9 @@ class BertForSequenceClassification(nn.Module):
 
   Fine-tuning reads the sentence vector `pooling` names (POOLINGS: BERT's pooled output,
   or the mean of the last layer over the real tokens). With `feature_layers` (e.g.
-  (-4, -3, -2, -1)) the head reads those layers' [CLS] vectors concatenated instead;
+  (-4, -3, -2, -1)) the head reads those layers instead, combined as `feature_mix` names
+  (FEATURE_MIXES: concatenated, or ELMo's scalar mix), through `feature_head`
+  (SENTENCE_FEATURE_HEADS: their [CLS] vector, or a BiLSTM over the tokens);
   `frozen_encoder` stops gradients into the encoder (the feature-based comparison of the
   BERT paper).
   """
@@ -198,6 +256,8 @@ class BertForSequenceClassification(nn.Module):
   feature_layers: tuple[int, ...] = ()
   frozen_encoder: bool = False
   pooling: str = "pooler"
+  feature_mix: str = "concat"
+  feature_head: str = "linear"
 
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
@@ -205,17 +265,17 @@ class BertForSequenceClassification(nn.Module):
                task_type_ids=None):
     """packing: a packed batch's arrays (see BertModel); logits are then [B, K, C], one
     row per packed example."""
-    if self.pooling not in POOLINGS:
-      raise ValueError(f"config.classifier_pooling={self.pooling!r}: expected one of "
-                       f"{sorted(POOLINGS)}")
+    check_choice(POOLINGS, "classifier_pooling", self.pooling)
     enc = BertModel(self.config, add_pooling_layer=classifier_pooler(self.config, self.pooling),
                     name="bert")(
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
         output_hidden_states=output_hidden_states or bool(self.feature_layers),
         packing=packing, task_type_ids=task_type_ids)
     if self.feature_layers:
-      features = cls_vectors(layer_features(enc, self.feature_layers, self.frozen_encoder),
-                             packing)
+      check_choice(SENTENCE_FEATURE_HEADS, "feature_head", self.feature_head)
+      tokens = layer_features(enc, self.feature_layers, self.frozen_encoder, self.feature_mix)
+      features = SENTENCE_FEATURE_HEADS[self.feature_head](self.config, tokens, attention_mask,
+                                                           packing)
     else:
       features = POOLINGS[self.pooling](enc, attention_mask, packing)
       features = jax.lax.stop_gradient(features) if self.frozen_encoder else features
@@ -273,12 +333,16 @@ class BertForPromptClassification(nn.Module):
 
 
 class BertForTokenClassification(nn.Module):
-  """Every token -> C logits (tagging, e.g. NER); `feature_layers`/`frozen_encoder` as above."""
+  """Every token -> C logits (tagging, e.g. NER); `feature_layers`, `feature_mix` and
+  `frozen_encoder` as above; `feature_head` (TOKEN_FEATURE_HEADS): the linear classifier
+  on the features, or on a two-layer BiLSTM over them."""
   config: BertConfig
   num_labels: int
   dropout_rate: float | None = None
   feature_layers: tuple[int, ...] = ()
   frozen_encoder: bool = False
+  feature_mix: str = "concat"
+  feature_head: str = "linear"
 
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
@@ -291,7 +355,10 @@ class BertForTokenClassification(nn.Module):
         output_hidden_states=output_hidden_states or bool(self.feature_layers),
         packing=packing, task_type_ids=task_type_ids)
     if self.feature_layers:
-      features = layer_features(enc, self.feature_layers, self.frozen_encoder)
+      check_choice(TOKEN_FEATURE_HEADS, "feature_head", self.feature_head)
+      tokens = layer_features(enc, self.feature_layers, self.frozen_encoder, self.feature_mix)
+      features = TOKEN_FEATURE_HEADS[self.feature_head](self.config, tokens, attention_mask,
+                                                        packing)
     else:
       features = (jax.lax.stop_gradient(enc.sequence_output) if self.frozen_encoder
                   else enc.sequence_output)
