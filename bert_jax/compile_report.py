@@ -2,12 +2,17 @@
 
   python -m bert_jax.train --config=configs/large.py --workdir=/tmp/x --compile_only \
       --config.mesh.fsdp=8      # with XLA_FLAGS=--xla_force_host_platform_device_count=8
+  python -m bert_jax.train --config=configs/base.py --workdir=/tmp/x --compile_only \
+      --target=tpu:v5e-16 --config.mesh.fsdp=16   # TPU's compiler, on a CPU-only host
 
-Compiles the exact train step for the configured mesh from abstract shapes (nothing is
-allocated) and reports per-device bytes of params and optimizer state (from their
-shardings), XLA's compiled memory analysis (arguments, outputs, temporaries = activations
-and workspace), FLOPs per step (XLA's count for one device, and the model count) and the
-seconds the trace, lowering and XLA compile took on the machine it ran on.
+Compiles the exact train step for the configured mesh over the target's devices
+(`bert_jax.targets`: the host's, or a TPU slice's or GPU node's described without the
+hardware) from abstract shapes (nothing is allocated) and reports per-device bytes of
+params and optimizer state (from their shardings), the target compiler's memory analysis
+(arguments, outputs, temporaries = activations and workspace), its FLOPs and bytes per
+step for one device (where its cost analysis gives them; XLA's GPU compiler does not), the
+model count of FLOPs, and the seconds the trace, lowering and compile took on the machine
+it ran on.
 """
 import json
 import time
@@ -16,7 +21,7 @@ import flax.linen as nn
 import jax
 import numpy as np
 
-from bert_jax import steps, trainer
+from bert_jax import steps, targets, trainer
 
 
 def _per_device_bytes(tree, shardings) -> int:
@@ -30,8 +35,9 @@ def _total_bytes(tree) -> int:
   return sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(tree))
 
 
-def compile_report(config) -> dict:
-  setup = trainer.build(config)
+def lower_train_step(config, target: str = "host"):
+  """(setup, the train step of `config` lowered for `target`'s devices, seconds it took)."""
+  setup = trainer.build(config, devices=targets.devices(target))
   abstract, shardings = setup.abstract_state, setup.state_sharding
   batch = setup.task.example_batch(config.data.batch_size)
   batch = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype,
@@ -45,16 +51,30 @@ def compile_report(config) -> dict:
                                  int(config.grad_accum_steps), setup.dropout_rng)
   start = time.perf_counter()
   with jax.set_mesh(setup.mesh), nn.logical_axis_rules(setup.rules):
-    compiled = jax.jit(step, in_shardings=(shardings, setup.batch_sharding,
-                                           setup.frozen_sharding),
-                       donate_argnums=0).lower(state, batch, frozen).compile()
-  compile_seconds = time.perf_counter() - start
+    lowered = jax.jit(step, in_shardings=(shardings, setup.batch_sharding,
+                                          setup.frozen_sharding),
+                      donate_argnums=0).lower(state, batch, frozen)
+  return setup, lowered, time.perf_counter() - start
+
+
+def compile_report(config, target: str = "host") -> dict:
+  """The report of the train step of `config` compiled for `target` (targets.devices)."""
+  setup, lowered, lower_seconds = lower_train_step(config, target)
+  abstract, shardings = setup.abstract_state, setup.state_sharding
+  batch = setup.task.example_batch(config.data.batch_size)
+  start = time.perf_counter()
+  compiled = lowered.compile()
+  compile_seconds = lower_seconds + time.perf_counter() - start
   memory = compiled.memory_analysis()
-  cost = compiled.cost_analysis() or {}
+  cost = compiled.cost_analysis() or {}  # None from XLA's GPU compiler
   if isinstance(cost, list):  # older jax returned one dict per program
     cost = cost[0]
+  device = setup.mesh.devices.flat[0]
   report = {
-      "devices": jax.device_count(),
+      "target": target,
+      "platform": device.platform,
+      "device_kind": device.device_kind,
+      "devices": int(setup.mesh.size),
       "mesh": dict(setup.mesh.shape),
       "global_batch": int(config.data.batch_size),
       "seq_len": int(config.data.max_seq_length),
@@ -67,7 +87,9 @@ def compile_report(config) -> dict:
       "output_bytes_per_device": int(memory.output_size_in_bytes),
       "alias_bytes_per_device": int(memory.alias_size_in_bytes),
       "temp_bytes_per_device": int(memory.temp_size_in_bytes),
-      "xla_flops_per_device": float(cost.get("flops", 0.0)),
+      "xla_flops_per_device": float(cost["flops"]) if "flops" in cost else None,
+      "xla_bytes_accessed_per_device": (float(cost["bytes accessed"])
+                                        if "bytes accessed" in cost else None),
       "model_flops_per_step": float(setup.task.step_flops(batch)),
       "compile_seconds": compile_seconds,  # trace + lower + XLA compile, the machine it ran on
   }
@@ -80,13 +102,18 @@ def compile_report(config) -> dict:
 
 def format_report(report: dict) -> str:
   gib = lambda b: f"{b / 2 ** 30:8.3f} GiB"  # noqa: E731
-  lines = [f"mesh {report['mesh']} over {report['devices']} devices, global batch "
+  lines = [f"{report['target']}: mesh {report['mesh']} over {report['devices']} "
+           f"{report['device_kind']} devices ({report['platform']}), global batch "
            f"{report['global_batch']} x seq {report['seq_len']}"]
   for key in ("params_bytes_per_device", "opt_state_bytes_per_device",
               "temp_bytes_per_device", "peak_bytes_per_device"):
     lines.append(f"  {key:30s} {gib(report[key])}")
   lines.append(f"  {'model TFLOPs per step':30s} {report['model_flops_per_step'] / 1e12:8.3f}")
-  lines.append(f"  {'XLA TFLOPs per device':30s} {report['xla_flops_per_device'] / 1e12:8.3f}")
+  for key, label, scale in (("xla_flops_per_device", "compiler TFLOPs per device", 1e12),
+                            ("xla_bytes_accessed_per_device", "compiler GB accessed per device",
+                             1e9)):
+    value = report[key]
+    lines.append(f"  {label:30s} " + ("     n/a" if value is None else f"{value / scale:8.3f}"))
   lines.append(f"  {'compile seconds':30s} {report['compile_seconds']:8.1f}")
   lines.append("JSON: " + json.dumps(report))
   return "\n".join(lines)

@@ -12,6 +12,8 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from bert_jax.models.layers import divisible_axes
+
 MESH_AXES = ("data", "fsdp", "tensor")
 # Auto axes: XLA propagates shardings from the in/out shardings and the model's
 # logical constraints (the jit + NamedSharding style, what pjit became).
@@ -88,9 +90,7 @@ def state_shardings(boxed_tree, mesh: Mesh, rules):
 def _fit(named: NamedSharding, shape: Sequence[int]) -> NamedSharding:
   spec = []
   for size, axes in zip(shape, tuple(named.spec) + (None,) * (len(shape) - len(named.spec))):
-    axes = (axes,) if isinstance(axes, str) else tuple(axes or ())
-    while axes and size % int(np.prod([named.mesh.shape[a] for a in axes])):
-      axes = axes[:-1]
+    axes = divisible_axes(axes, size, named.mesh.shape)
     spec.append(None if not axes else axes[0] if len(axes) == 1 else axes)
   return NamedSharding(named.mesh, PartitionSpec(*spec))
 

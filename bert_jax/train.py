@@ -27,6 +27,10 @@ _PROCESS_ID = flags.DEFINE_integer("process_id", None, "This process's index.")
 _COMPILE_ONLY = flags.DEFINE_bool(
     "compile_only", False, "Compile the train step for the configured mesh and print "
     "per-device memory and FLOPs (see bert_jax/compile_report.py); no training.")
+_TARGET = flags.DEFINE_string(
+    "target", "host", "With --compile_only: the devices to compile for, 'host' or a TPU "
+    "slice / GPU node described without the hardware, e.g. tpu:v5e-16, tpu:v5p-8x2 (two "
+    "slices), gpu:h100x8 (see bert_jax/targets.py).")
 _INIT_TIMEOUT = flags.DEFINE_integer("initialization_timeout", 300,
                                      "Seconds to wait for every process to join.")
 _HEARTBEAT_TIMEOUT = flags.DEFINE_integer(
@@ -76,9 +80,16 @@ def main(argv):
   elif distributed == "explicit":
     _initialize_distributed(coordinator_address=_COORDINATOR.value,
                             num_processes=_NUM_PROCESSES.value, process_id=_PROCESS_ID.value)
+  if _TARGET.value != "host" and not _COMPILE_ONLY.value:
+    raise ValueError(f"--target={_TARGET.value} compiles without the hardware: add "
+                     "--compile_only (training runs on the host's own devices)")
   if _COMPILE_ONLY.value:
+    if _TARGET.value != "host":
+      import jax
+      jax.config.update("jax_platforms", "cpu")  # the target's compiler needs no device
     from bert_jax import compile_report
-    print(compile_report.format_report(compile_report.compile_report(_CONFIG.value)))
+    print(compile_report.format_report(compile_report.compile_report(_CONFIG.value,
+                                                                     _TARGET.value)))
     return
   from bert_jax import trainer  # after distributed init
   result = trainer.train_and_evaluate(_CONFIG.value, _WORKDIR.value)

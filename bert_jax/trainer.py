@@ -77,12 +77,16 @@ def resolve_model_config(config: ml_collections.ConfigDict) -> BertConfig:
 
 
 def build(config: ml_collections.ConfigDict, task: Task | None = None,
-          total_steps: int | None = None) -> Setup:
-  """Task, mesh, model, optimizer and the shardings of the train state, from the config."""
+          total_steps: int | None = None, devices=None) -> Setup:
+  """Task, mesh, model, optimizer and the shardings of the train state, from the config.
+
+  devices: those of the mesh (default: jax.devices()); a TPU or GPU target's
+  (bert_jax.targets) to compile for it without the hardware.
+  """
   if task is None:
     task = make_task(config, resolve_model_config(config))
   model_config = task.model_config
-  mesh = sharding.make_mesh(config.mesh)
+  mesh = sharding.make_mesh(config.mesh, devices)
   rules = sharding.rules_from_config(config.logical_axis_rules)
   accum = int(config.grad_accum_steps)
   if config.data.batch_size % (accum * jax.process_count()):

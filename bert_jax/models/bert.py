@@ -15,9 +15,9 @@ import jax.numpy as jnp
 from bert_jax.models import modernbert
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
-from bert_jax.models.layers import (ACT_BT, ACT_BTH, ACT_BTI, Dropout, SelfAttention, activation,
-                                    attention_mask_bias, check_length, dense_init, layer_norm,
-                                    remat_layer, segment_mask_bias, zeros_init)
+from bert_jax.models.layers import (ACT_BT, ACT_BTH, ACT_BTI, AttentionMask, Dropout,
+                                    SelfAttention, activation, check_length, dense_init,
+                                    layer_norm, remat_layer, zeros_init)
 
 @flax.struct.dataclass
 class EncoderOutput:
@@ -115,7 +115,7 @@ class TransformerLayer(nn.Module):
   sublayers: tuple[str, ...] = SUBLAYERS
 
   @nn.compact
-  def __call__(self, hidden, mask_bias, deterministic: bool):
+  def __call__(self, hidden, mask, deterministic: bool):
     cfg = self.config
     dropout = Dropout(cfg.hidden_dropout_prob)
 
@@ -136,7 +136,7 @@ class TransformerLayer(nn.Module):
     if "attention" in self.sublayers:
       attention_norm = layer_norm(cfg, "attention_layer_norm")
       attention_in = attention_norm(hidden).astype(cfg.compute_dtype) if pre else hidden
-      attended = SelfAttention(cfg, name="attention")(attention_in, mask_bias, deterministic)
+      attended = SelfAttention(cfg, name="attention")(attention_in, mask, deterministic)
       hidden = hidden + dropout(attended, deterministic=deterministic)
       if not pre:
         hidden = attention_norm(hidden).astype(cfg.compute_dtype)
@@ -169,22 +169,22 @@ class _ScannedLayer(nn.Module):
   deterministic: bool
 
   @nn.compact
-  def __call__(self, hidden, mask_bias):
+  def __call__(self, hidden, mask):
     layer_cls = _remat_layer_class(self.config.remat_policy)
-    hidden = layer_cls(self.config, name="layer")(hidden, mask_bias, self.deterministic)
+    hidden = layer_cls(self.config, name="layer")(hidden, mask, self.deterministic)
     return hidden, hidden
 
 
-def _scan_shared(layer, hidden, mask_bias, deterministic: bool, num_layers: int):
+def _scan_shared(layer, hidden, mask, deterministic: bool, num_layers: int):
   """The one `shared_layer` applied num_layers times under nn.scan: its params broadcast to
   every step (not stacked), a dropout key split per step, its sown attention stacked.
   Returns (the last output, every step's output stacked [L, B, T, H])."""
-  def body(module, carry, mask_bias):
-    carry = module(carry, mask_bias, deterministic)
+  def body(module, carry, mask):
+    carry = module(carry, mask, deterministic)
     return carry, carry
   return nn.scan(body, variable_broadcast="params", variable_axes={"intermediates": 0},
                  split_rngs={"params": False, "dropout": True}, in_axes=nn.broadcast,
-                 length=num_layers)(layer, hidden, mask_bias)
+                 length=num_layers)(layer, hidden, mask)
 
 
 class Encoder(nn.Module):
@@ -198,7 +198,7 @@ class Encoder(nn.Module):
   config: BertConfig
 
   @nn.compact
-  def __call__(self, hidden, mask_bias, deterministic: bool, output_hidden_states: bool,
+  def __call__(self, hidden, mask, deterministic: bool, output_hidden_states: bool,
                positions=None):
     """positions: a packed row's per-example offsets, unused here (the embeddings added
     them); taken so that every architecture's encoder has the same call."""
@@ -208,7 +208,7 @@ class Encoder(nn.Module):
     shared_parts, own_parts = LAYER_SHARING[cfg.layer_sharing]
     if cfg.scan_layers and not own_parts:  # one shared layer: scanned, params broadcast
       shared = _remat_layer_class(cfg.remat_policy)(cfg, shared_parts, name="shared_layer")
-      hidden, per_layer = _scan_shared(shared, hidden, mask_bias, deterministic,
+      hidden, per_layer = _scan_shared(shared, hidden, mask, deterministic,
                                        cfg.num_hidden_layers)
       all_states += [per_layer[i] for i in range(cfg.num_hidden_layers)]
     elif cfg.scan_layers:
@@ -217,7 +217,7 @@ class Encoder(nn.Module):
           split_rngs={"params": True, "dropout": True},
           in_axes=nn.broadcast, length=cfg.num_hidden_layers,
           metadata_params={nn.PARTITION_NAME: "layers"})
-      hidden, per_layer = scanned(cfg, deterministic, name="layers")(hidden, mask_bias)
+      hidden, per_layer = scanned(cfg, deterministic, name="layers")(hidden, mask)
       all_states += [per_layer[i] for i in range(cfg.num_hidden_layers)]
     else:
       layer_cls = _remat_layer_class(cfg.remat_policy)
@@ -226,7 +226,7 @@ class Encoder(nn.Module):
         own = layer_cls(cfg, own_parts, name=f"layer_{i}") if own_parts else None
         in_order = (shared, own) if "attention" in shared_parts else (own, shared)
         for module in filter(None, in_order):
-          hidden = module(hidden, mask_bias, deterministic)
+          hidden = module(hidden, mask, deterministic)
         all_states.append(hidden)
     if cfg.pre_layer_norm:  # the residual stream is normalised once, at the end
       hidden = layer_norm(cfg, "final_layer_norm")(hidden).astype(cfg.compute_dtype)
@@ -300,10 +300,9 @@ class BertModel(nn.Module):
     packing = packing or {}
     hidden = self.embeddings(input_ids, token_type_ids, deterministic, packing.get("positions"),
                              task_type_ids)
-    bias = (attention_mask_bias(attention_mask) if "segment_ids" not in packing
-            else segment_mask_bias(attention_mask, packing["segment_ids"]))
+    mask = AttentionMask(attention_mask, packing.get("segment_ids"))
     sequence_output, hidden_states = self.encoder(
-        hidden, bias, deterministic, output_hidden_states, packing.get("positions"))
+        hidden, mask, deterministic, output_hidden_states, packing.get("positions"))
     pooled = (self.pooler(sequence_output, packing.get("cls_positions")) if self.has_pooler
               else None)
     return EncoderOutput(sequence_output=sequence_output, pooled_output=pooled,

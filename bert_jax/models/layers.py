@@ -15,6 +15,7 @@ statistics are computed in float32.
 from typing import Optional
 
 import flax.linen as nn
+import flax.struct
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -109,7 +110,7 @@ class HeadProjection(nn.Module):
 
 def remat_layer(layer_cls, policy: str):
   """The layer class rematerialised by `policy` ("none", "full", "dots"); the layer's
-  __call__ must take (hidden, mask_bias, deterministic), `deterministic` a Python bool."""
+  __call__ must take (hidden, mask, deterministic), `deterministic` a Python bool."""
   if policy == "none":
     return layer_cls
   checkpoint_policy = {"full": None, "dots": jax.checkpoint_policies.checkpoint_dots}[policy]
@@ -203,12 +204,12 @@ class Dropout(nn.Module):
     return dropout(x, self.rate, self.make_rng("dropout"))
 
 
-def _einsum_attention(query, key, value, bias, dropout_rate, dropout_rng):
+def _einsum_attention(query, key, value, mask, dropout_rate, dropout_rng):
   """Two einsums and a float32 softmax; the only path with probability dropout and probs."""
   query = query / jnp.sqrt(query.shape[-1]).astype(query.dtype)
   logits = jnp.einsum("bfnd,btnd->bnft", query, key,
                       preferred_element_type=jnp.float32)  # [B, N, F, T]
-  probs = jax.nn.softmax(logits if bias is None else logits + bias, axis=-1)
+  probs = jax.nn.softmax(logits if mask is None else logits + mask.bias(), axis=-1)
   weights = dropout(probs, dropout_rate, dropout_rng)
   context = jnp.einsum("bnft,btnd->bfnd", weights.astype(value.dtype), value)
   return context, probs
@@ -220,87 +221,140 @@ def _fused_only(impl: str, dropout_rate: float, dropout_rng) -> None:
                      "model.attention_probs_dropout_prob=0 or attention_impl='einsum'")
 
 
-def _xla_attention(query, key, value, bias, dropout_rate, dropout_rng):
+def compile_platform() -> str:
+  """The platform the program being traced is compiled for: that of the devices of the
+  mesh in context (`jax.set_mesh`; a TPU or GPU target's devices on a CPU-only host), else
+  JAX's default backend. Every platform decision of a layer reads this, never
+  `jax.devices()`."""
+  mesh = jax.sharding.get_abstract_mesh()
+  if not mesh.empty and mesh.abstract_device is not None:
+    return mesh.abstract_device.platform
+  return jax.default_backend()
+
+
+def _xla_attention(query, key, value, mask, dropout_rate, dropout_rng):
   """jax.nn.dot_product_attention, XLA's implementation (any backend)."""
   _fused_only("xla", dropout_rate, dropout_rng)
+  bias = None if mask is None else mask.bias()
   return jax.nn.dot_product_attention(query, key, value, bias=bias, implementation="xla"), None
 
 
-def _cudnn_attention(query, key, value, bias, dropout_rate, dropout_rng):
+def _cudnn_attention(query, key, value, mask, dropout_rate, dropout_rng):
   """jax.nn.dot_product_attention's cuDNN flash kernel (NVIDIA GPU, float16/bfloat16)."""
   _fused_only("cudnn", dropout_rate, dropout_rng)
-  platform = jax.devices()[0].platform
-  if platform != "gpu":
-    raise ValueError(f"attention_impl='cudnn' needs an NVIDIA GPU; this backend is "
-                     f"{platform}: use 'einsum' or 'xla'")
-  if bias is not None:  # cuDNN takes a [B, 1, F, T] bias, not one broadcast over F
+  platform = compile_platform()
+  if platform not in ("gpu", "cuda"):
+    raise ValueError(f"attention_impl='cudnn' needs an NVIDIA GPU; the program is compiled "
+                     f"for {platform}: use 'einsum' or 'xla'")
+  bias = None
+  if mask is not None:  # cuDNN takes a [B, 1, F, T] bias, not one broadcast over F
+    bias = mask.bias()
     b, _, _, t = bias.shape
     bias = jnp.broadcast_to(bias, (b, 1, query.shape[1], t)).astype(query.dtype)
   return jax.nn.dot_product_attention(query, key, value, bias=bias,
                                       implementation="cudnn"), None
 
 
-def _splash_attention(query, key, value, bias, dropout_rate, dropout_rng):
-  """Pallas splash attention (TPU; elsewhere its interpreter, slow, for tests).
+def divisible_axes(axes, size: int, mesh_shape) -> tuple[str, ...]:
+  """The longest prefix of mesh `axes` (a name, names or None) whose product divides
+  `size`: how far a dimension can be split along the axes the rules ask for."""
+  axes = (axes,) if isinstance(axes, str) else tuple(axes or ())
+  while axes and size % int(np.prod([mesh_shape[a] for a in axes])):
+    axes = axes[:-1]
+  return axes
 
-  Takes a key-padding bias only ([B, 1, 1, T]), which becomes its segment ids: every
-  query is in segment 1, real keys in 1 and padding keys in 0.
+
+def _mesh_spec(names, shape, mesh) -> jax.sharding.PartitionSpec:
+  """Logical axis names -> the PartitionSpec the rules in context (nn.logical_axis_rules)
+  give on `mesh`, each dimension split only as far as its size allows."""
+  spec = nn.logical_to_mesh_axes(names)
+  out = []
+  for size, axes in zip(shape, tuple(spec) + (None,) * (len(shape) - len(spec))):
+    axes = divisible_axes(axes, size, mesh.shape)
+    out.append(None if not axes else axes[0] if len(axes) == 1 else axes)
+  return jax.sharding.PartitionSpec(*out)
+
+
+def _splash_attention(query, key, value, mask, dropout_rate, dropout_rng):
+  """Pallas splash attention: TPU's Mosaic kernel where the program is compiled for TPU,
+  its interpreter (slow; for tests) elsewhere.
+
+  The mask goes in as segment ids (`AttentionMask.segments`). On a mesh (`jax.set_mesh`)
+  the kernel runs under `jax.shard_map` (Mosaic kernels cannot be partitioned
+  automatically): rows split over the mesh axes of activation_batch and heads over those
+  of activation_heads (the logical rules in context), each shard whole along the length.
   """
-  from jax.experimental.pallas.ops.tpu.splash_attention import (
-      splash_attention_kernel as splash, splash_attention_mask as splash_mask)
   _fused_only("splash", dropout_rate, dropout_rng)
   b, f, n, d = query.shape
   t = key.shape[1]
-  if bias is not None and bias.shape[2] != 1:
-    raise ValueError(f"attention_impl='splash' takes a key-padding mask [B, 1, 1, T]; got a "
-                     f"bias of shape {bias.shape}: use 'einsum' or 'xla'")
-  block = next((size for size in (512, 256, 128) if f % size == 0 and t % size == 0), None)
-  if block is None:
+  if f % 128 or t % 128:
     raise ValueError(f"attention_impl='splash' needs sequence lengths that are multiples of "
                      f"128; got {f} x {t} (set data.pad_to_multiple_of=128)")
+  if mask is None:
+    mask = AttentionMask(jnp.ones((b, t), jnp.int32))
+  query_segments, key_segments = mask.segments()
+  interpret = compile_platform() != "tpu"
+  scaled = query / jnp.sqrt(d).astype(query.dtype)
+  mesh = jax.sharding.get_abstract_mesh()
+  if mesh.empty or mesh.size == 1:
+    return _splash_shard(scaled, key, value, query_segments, key_segments, interpret), None
+  rows = _mesh_spec(ACT_BTND, query.shape, mesh)  # [B, T, N, D]
+  rows = jax.sharding.PartitionSpec(rows[0], None, rows[2], None)
+  ids = jax.sharding.PartitionSpec(rows[0], None)  # [B, T]
+  sharded = jax.shard_map(lambda *args: _splash_shard(*args, interpret), mesh=mesh,
+                          in_specs=(rows, rows, rows, ids, ids), out_specs=rows,
+                          check_vma=False)
+  return sharded(scaled, key, value, query_segments, key_segments), None
+
+
+def _splash_shard(query, key, value, query_segments, key_segments, interpret: bool):
+  """The splash kernel over one shard: query (scaled) [B, F, N, D], key/value [B, T, N, D],
+  segment ids int32 [B, F] / [B, T] -> context [B, F, N, D]."""
+  from jax.experimental.pallas.ops.tpu.splash_attention import (
+      splash_attention_kernel as splash, splash_attention_mask as splash_mask)
+  f, n, t = query.shape[1], query.shape[2], key.shape[1]
+  block = next(size for size in (512, 256, 128) if f % size == 0 and t % size == 0)
   sizes = splash.BlockSizes(block_q=block, block_kv=block, block_kv_compute=block,
                             block_q_dkv=block, block_kv_dkv=block, block_kv_dkv_compute=block,
                             block_q_dq=block, block_kv_dq=block)
   kernel = splash.make_splash_mha(
       splash_mask.MultiHeadMask([splash_mask.FullMask((f, t))] * n), block_sizes=sizes,
-      head_shards=1, q_seq_shards=1, interpret=jax.devices()[0].platform != "tpu")
-  keys = (jnp.ones((b, t), jnp.int32) if bias is None
-          else (bias[:, 0, 0, :] == 0).astype(jnp.int32))
-  queries = jnp.ones((b, f), jnp.int32)
-  scaled = query / jnp.sqrt(d).astype(query.dtype)
+      head_shards=1, q_seq_shards=1, interpret=interpret)
   heads_first = lambda x: jnp.swapaxes(x, 1, 2)  # noqa: E731  [B, T, N, D] -> [B, N, T, D]
   context = jax.vmap(lambda q, k, v, qs, ks: kernel(q, k, v, segment_ids=splash.SegmentIds(
-      q=qs, kv=ks)))(heads_first(scaled), heads_first(key), heads_first(value), queries, keys)
-  return heads_first(context), None
+      q=qs, kv=ks)))(heads_first(query), heads_first(key), heads_first(value), query_segments,
+                     key_segments)
+  return heads_first(context)
 
 
-# config.attention_impl -> fn(query, key, value, bias, dropout_rate, dropout_rng)
+# config.attention_impl -> fn(query, key, value, mask, dropout_rate, dropout_rng)
 #   -> (context [B, F, N, D], probs [B, N, F, T] or None where the path has none).
 ATTENTION_IMPLS = {"einsum": _einsum_attention, "xla": _xla_attention,
                    "cudnn": _cudnn_attention, "splash": _splash_attention}
 
 
-def dot_product_attention(query, key, value, bias=None, *, impl: str = "einsum",
+def dot_product_attention(query, key, value, mask=None, *, impl: str = "einsum",
                           dropout_rate: float = 0.0, dropout_rng=None):
   """Multi-head attention of projected queries/keys/values; the core every encoder uses.
 
-  query [B, F, N, D], key/value [B, T, N, D] (compute dtype); bias: additive float32,
-  broadcastable to [B, N, F, T] (0 to attend, a large negative number to mask; e.g.
-  `attention_mask_bias`), or None. Logits are scaled by 1/sqrt(D) and the softmax runs
-  in float32. dropout_rng (None: no dropout) drops attention weights at dropout_rate.
-  Returns (context [B, F, N, D], probs [B, N, F, T] before dropout, or None).
+  query [B, F, N, D], key/value [B, T, N, D] (compute dtype); mask: an `AttentionMask`
+  (which keys each query attends), or None for all. Logits are scaled by 1/sqrt(D) and the
+  softmax runs in float32. dropout_rng (None: no dropout) drops attention weights at
+  dropout_rate. Returns (context [B, F, N, D], probs [B, N, F, T] before dropout, or None).
 
   impl (a key of ATTENTION_IMPLS; all equal to 1e-5 in float32 where they run):
     "einsum": two einsums; the only one with probability dropout and `probs`.
     "xla":    jax.nn.dot_product_attention(implementation="xla"); any backend.
-    "cudnn":  its cuDNN flash-attention kernel; NVIDIA GPUs, float16/bfloat16 only.
-    "splash": Pallas splash attention; TPU (elsewhere its slow interpreter); key-padding
-              bias only; sequence lengths a multiple of 128.
-  The fused paths ("xla", "cudnn", "splash") refuse dropout_rate > 0 with an rng.
+    "cudnn":  its cuDNN flash-attention kernel; programs compiled for NVIDIA GPUs,
+              float16/bfloat16 only.
+    "splash": Pallas splash attention; TPU (elsewhere its slow interpreter), under
+              shard_map on a mesh; sequence lengths a multiple of 128.
+  Platform decisions follow `compile_platform()`. The fused paths ("xla", "cudnn",
+  "splash") refuse dropout_rate > 0 with an rng.
   """
   if impl not in ATTENTION_IMPLS:
     raise ValueError(f"attention impl {impl!r}: expected one of {sorted(ATTENTION_IMPLS)}")
-  return ATTENTION_IMPLS[impl](query, key, value, bias, dropout_rate, dropout_rng)
+  return ATTENTION_IMPLS[impl](query, key, value, mask, dropout_rate, dropout_rng)
 
 
 class _DropoutRng(nn.Module):
@@ -323,7 +377,7 @@ class SelfAttention(nn.Module):
   config: BertConfig
 
   @nn.compact
-  def __call__(self, hidden, mask_bias, deterministic: bool):
+  def __call__(self, hidden, mask, deterministic: bool):
     cfg = self.config
     h, n, d = cfg.hidden_size, cfg.num_attention_heads, cfg.head_dim
 
@@ -335,7 +389,7 @@ class SelfAttention(nn.Module):
     rate = cfg.attention_probs_dropout_prob
     dropout_rng = (None if deterministic or rate == 0.0
                    else _DropoutRng(name="Dropout_0")())
-    context, probs = dot_product_attention(query, key, value, mask_bias,
+    context, probs = dot_product_attention(query, key, value, mask,
                                            impl=cfg.attention_impl, dropout_rate=rate,
                                            dropout_rng=dropout_rng)  # [B, F, N, D]
     if probs is not None:
@@ -375,6 +429,33 @@ def attention_probs(intermediates, num_layers: int) -> list[jax.Array]:
     stacked = encoder["layers"]["layer"]["attention"]["attention_probs"][0]
     probs += [stacked[i] for i in range(num_layers - len(probs))]
   return probs
+
+
+@flax.struct.dataclass
+class AttentionMask:
+  """Which keys each query attends, kept as ids: the fused kernels take them as segment
+  ids, the others as an additive bias.
+
+  key_mask: int [B, T], 1 for a real key and 0 for padding.
+  segment_ids: int [B, T] for packed rows (bert_jax/packing.py; several examples a row, a
+    query attends the real keys of its own example only), or None: every query attends
+    every real key of its row.
+  """
+  key_mask: jax.Array
+  segment_ids: Optional[jax.Array] = None
+
+  def bias(self, dtype=jnp.float32) -> jax.Array:
+    """Additive bias, [B, 1, 1, T] ([B, 1, F, T] for packed rows): 0 keep, large negative drop."""
+    if self.segment_ids is None:
+      return attention_mask_bias(self.key_mask, dtype)
+    return segment_mask_bias(self.key_mask, self.segment_ids, dtype)
+
+  def segments(self) -> tuple[jax.Array, jax.Array]:
+    """(query [B, F], key [B, T]) int32 segment ids saying the same: a query attends the keys
+    of its own id; padding keys get -1, an id no query has."""
+    queries = (jnp.zeros_like(self.key_mask) if self.segment_ids is None
+               else self.segment_ids).astype(jnp.int32)
+    return queries, jnp.where(self.key_mask > 0, queries, -1)
 
 
 def attention_mask_bias(attention_mask, dtype=jnp.float32):

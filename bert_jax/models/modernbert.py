@@ -87,7 +87,7 @@ class Attention(nn.Module):
   config: BertConfig
 
   @nn.compact
-  def __call__(self, hidden, mask_bias, deterministic: bool, positions=None, is_global=True):
+  def __call__(self, hidden, mask, deterministic: bool, positions=None, is_global=True):
     cfg = self.config
     h, n, d = cfg.hidden_size, cfg.num_attention_heads, cfg.head_dim
     qkv = HeadProjection(cfg, (h, 3, n, d), ("embed", None, "heads", "kv"),
@@ -100,8 +100,8 @@ class Attention(nn.Module):
     logits = jnp.einsum("bfnd,btnd->bnft", query, key,
                         preferred_element_type=jnp.float32)  # [B, N, F, T]
     window = window_bias(hidden.shape[1], cfg.local_attention)
-    mask_bias = mask_bias + jnp.where(is_global, jnp.zeros_like(window), window)
-    probs = jax.nn.softmax(logits + mask_bias, axis=-1)
+    bias = mask.bias() + jnp.where(is_global, jnp.zeros_like(window), window)
+    probs = jax.nn.softmax(logits + bias, axis=-1)
     self.sow("intermediates", "attention_probs", probs)  # see layers.attention_probs
     dropout = Dropout(cfg.attention_probs_dropout_prob)
     probs = dropout(probs, deterministic=deterministic)
@@ -136,13 +136,13 @@ class Layer(nn.Module):
   attention_norm: bool
 
   @nn.compact
-  def __call__(self, hidden, mask_bias, deterministic: bool, positions=None, is_global=True):
+  def __call__(self, hidden, mask, deterministic: bool, positions=None, is_global=True):
     cfg = self.config
     attention_in = hidden
     if self.attention_norm:
       attention_in = layer_norm(cfg, "attention_layer_norm")(hidden).astype(cfg.compute_dtype)
     hidden = hidden + Attention(cfg, name="attention")(
-        attention_in, mask_bias, deterministic, positions, is_global)
+        attention_in, mask, deterministic, positions, is_global)
     mlp_in = layer_norm(cfg, "mlp_layer_norm")(hidden).astype(cfg.compute_dtype)
     hidden = hidden + GeGLU(cfg, name="mlp")(mlp_in, deterministic)
     return nn.with_logical_constraint(hidden, ACT_BTH)
@@ -158,10 +158,10 @@ class _ScannedLayer(nn.Module):
   deterministic: bool
 
   @nn.compact
-  def __call__(self, hidden, is_global, mask_bias, positions):
+  def __call__(self, hidden, is_global, mask, positions):
     layer_cls = remat_layer(Layer, self.config.remat_policy)
     hidden = layer_cls(self.config, attention_norm=True, name="layer")(
-        hidden, mask_bias, self.deterministic, positions, is_global)
+        hidden, mask, self.deterministic, positions, is_global)
     return hidden, hidden
 
 
@@ -176,7 +176,7 @@ class Encoder(nn.Module):
   config: BertConfig
 
   @nn.compact
-  def __call__(self, hidden, mask_bias, deterministic: bool, output_hidden_states: bool,
+  def __call__(self, hidden, mask, deterministic: bool, output_hidden_states: bool,
                positions=None):
     cfg = self.config
     layer_cls = remat_layer(Layer, cfg.remat_policy)
@@ -185,7 +185,7 @@ class Encoder(nn.Module):
     all_states = [hidden]
     for i in range(min(unrolled, cfg.num_hidden_layers)):
       hidden = layer_cls(cfg, attention_norm=i > 0, name=f"layer_{i}")(
-          hidden, mask_bias, deterministic, positions, is_global_layer(cfg, i))
+          hidden, mask, deterministic, positions, is_global_layer(cfg, i))
       all_states.append(hidden)
     stacked = cfg.num_hidden_layers - unrolled
     if stacked > 0:
@@ -197,7 +197,7 @@ class Encoder(nn.Module):
       is_global = jnp.array([is_global_layer(cfg, i)
                              for i in range(unrolled, cfg.num_hidden_layers)])
       hidden, per_layer = scanned(cfg, deterministic, name="layers")(
-          hidden, is_global, mask_bias, positions)
+          hidden, is_global, mask, positions)
       all_states += [per_layer[i] for i in range(stacked)]
     hidden = layer_norm(cfg, "final_layer_norm")(hidden).astype(cfg.compute_dtype)
     all_states[-1] = hidden

@@ -1,0 +1,150 @@
+"""The pretraining step measured on the accelerator at hand, beside its compile-only plan.
+
+  bash bench/device_check.sh          # on a GPU or TPU host: under 8 minutes on one GPU
+  bash bench/device_check.sh --dry    # CPU, tiny shapes, the same code path (a test runs it)
+
+For each row (BERT-base at seq 128 and 512, ModernBERT-base at 512; bfloat16 compute, fp32
+params and optimizer state) and each attention path this platform runs (einsum, xla, and
+cudnn on GPUs or splash on TPUs; ModernBERT has its own attention), it compiles the real
+train step once (bert_jax.compile_report.lower_train_step, over every local device),
+reads the compiler's plan of per-device peak memory, then times `--steps` steps after
+`--warmup` and reports measured tokens/s, MFU against the chip's published bf16 peak
+(bert_jax.flops; a measured matmul peak where the chip is not in its table), and the
+device's measured peak memory (`memory_stats`, where the platform keeps it) against the
+plan's. It writes all rows as JSON (device, date, commit) to --output. Fine-tuning
+examples/s are not measured yet.
+"""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # configs/
+
+import flax.linen as nn  # noqa: E402
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bert_jax import compile_report, flops  # noqa: E402
+from bert_jax.models.config import config_for_size  # noqa: E402
+from configs import base  # noqa: E402
+
+
+def _modernbert_base():
+  config = base.get_config()
+  config.model.update(config_for_size("modernbert-base").to_json_dict())
+  return config
+
+
+# (name, config maker, seq, batch per device, whether model.attention_impl applies: ModernBERT
+# runs its own attention, RoPE and local windows, whatever the field says); the attention
+# paths come from the platform.
+ROWS = (("bert-base", base.get_config, 128, 64, True),
+        ("bert-base", base.get_config, 512, 16, True),
+        ("modernbert-base", _modernbert_base, 512, 16, False))
+# Tiny shapes of --dry: H32, 1 layer, 512 word pieces, T128 (splash's smallest), batch 2 a
+# device.
+_DRY = {"hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2,
+        "num_hidden_layers": 1, "vocab_size": 512}
+_FUSED = {"gpu": "cudnn", "tpu": "splash"}
+
+
+def attention_paths(platform: str) -> list[str]:
+  return ["einsum", "xla"] + ([_FUSED[platform]] if platform in _FUSED else [])
+
+
+def row_config(make, seq: int, batch: int, impl: str, dry: bool):
+  config = make()
+  config.data.max_seq_length = seq
+  config.data.max_predictions_per_seq = max(1, round(seq * 0.15))
+  config.data.batch_size = batch * jax.device_count()
+  config.mesh.update(data=-1, fsdp=1, tensor=1)
+  config.model.dtype = "bfloat16"
+  config.model.attention_impl = impl
+  config.model.attention_probs_dropout_prob = 0.0  # the fused paths have none
+  config.model.max_position_embeddings = max(seq, config.model.max_position_embeddings)
+  if dry:
+    config.model.update(_DRY)
+  return config
+
+
+def _peak_bytes_in_use() -> int | None:
+  stats = jax.local_devices()[0].memory_stats() or {}
+  return stats.get("peak_bytes_in_use")
+
+
+def measure(config, steps: int, warmup: int, peak_flops: float) -> dict:
+  """One row: the plan (compiler memory analysis) and the measured steps."""
+  setup, lowered, _ = compile_report.lower_train_step(config)
+  compiled = lowered.compile()
+  memory = compiled.memory_analysis()
+  plan_peak = (memory.argument_size_in_bytes + memory.output_size_in_bytes -
+               memory.alias_size_in_bytes + memory.temp_size_in_bytes)
+  with jax.set_mesh(setup.mesh), nn.logical_axis_rules(setup.rules):
+    state = jax.jit(lambda r: nn.unbox(setup.init_state(r)),
+                    out_shardings=setup.state_sharding)(setup.init_rng)
+    batch = jax.device_put(setup.task.example_batch(config.data.batch_size),
+                           setup.batch_sharding)
+    for _ in range(warmup):
+      state, metrics = compiled(state, batch, None)
+    jax.block_until_ready(metrics)
+    start = time.perf_counter()
+    for _ in range(steps):
+      state, metrics = compiled(state, batch, None)
+    jax.block_until_ready(metrics)
+    seconds = (time.perf_counter() - start) / steps
+  tokens = config.data.batch_size * config.data.max_seq_length
+  model_flops = setup.task.step_flops(batch)
+  return {"seconds_per_step": seconds, "tokens_per_s_per_device": tokens / seconds /
+          jax.device_count(), "mfu": model_flops / seconds / peak_flops,
+          "plan_peak_bytes_per_device": int(plan_peak),
+          "measured_peak_bytes_per_device": _peak_bytes_in_use()}
+
+
+def _commit() -> str:
+  here = os.path.dirname(os.path.abspath(__file__))
+  result = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
+                          capture_output=True, text=True)
+  return result.stdout.strip() or "unknown"
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--dry", action="store_true", help="tiny shapes on any backend")
+  parser.add_argument("--steps", type=int, default=10)
+  parser.add_argument("--warmup", type=int, default=2)
+  parser.add_argument("--output", required=True, help="JSON file to write")
+  args = parser.parse_args()
+  steps, warmup = (2, 1) if args.dry else (args.steps, args.warmup)
+  device = jax.devices()[0]
+  peak_flops = flops.device_peak_flops("bfloat16") * jax.device_count()  # all devices
+  rows = []
+  for name, make, seq, batch, has_impls in ROWS:
+    if args.dry and any(row["model"] == name for row in rows):
+      continue  # --dry runs every model once, at T128
+    for impl in attention_paths(device.platform) if has_impls else ["einsum"]:
+      config = row_config(make, 128 if args.dry else seq, 2 if args.dry else batch, impl,
+                          args.dry)
+      try:
+        result = measure(config, steps, warmup, peak_flops)
+      except Exception as e:  # a path this device cannot run: recorded, the rest go on
+        result = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+      row = {"model": name, "seq": config.data.max_seq_length,
+             "global_batch": int(config.data.batch_size), "attention_impl": impl, **result}
+      rows.append(row)
+      print(json.dumps(row), flush=True)
+  out = {"device_kind": device.device_kind, "platform": device.platform,
+         "devices": jax.device_count(), "date": datetime.date.today().isoformat(),
+         "commit": _commit(), "dry": args.dry, "rows": rows}
+  os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+  with open(args.output, "w") as f:
+    json.dump(out, f, indent=1)
+  print(f"wrote {args.output}")
+  return 1 if any("error" in row for row in rows) and args.dry else 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,92 @@
+"""Compiling for TPU and GPU targets on a CPU-only host (bert_jax/targets.py): target names,
+and a tiny pretraining config's train step compiled by the TPU compiler (libtpu) on a 4-chip
+v5e slice with every TPU attention path, and by XLA's GPU compiler (jax-cuda12-plugin) for
+2 H100s. The compile tests skip, saying so, where the target's compiler is not installed."""
+import importlib.util
+
+import pytest
+
+from bert_jax import targets
+from configs import base
+from tests.conftest import set_fields
+
+_NO_LIBTPU = importlib.util.find_spec("libtpu") is None
+_NO_CUDA_PLUGIN = importlib.util.find_spec("jax_plugins.xla_cuda12") is None
+needs_libtpu = pytest.mark.skipif(_NO_LIBTPU, reason="libtpu is not installed (pip install "
+                                  "'libtpu==0.0.42.*', jax's [tpu] extra): no TPU compiler")
+needs_cuda_plugin = pytest.mark.skipif(
+    _NO_CUDA_PLUGIN, reason="jax-cuda12-plugin / jax-cuda12-pjrt are not installed: no GPU "
+    "compiler")
+
+
+def test_target_names():
+  assert targets.parse("host") == ("host", "", 0)
+  assert targets.parse("tpu:v5e-16") == ("tpu", "v5e-16", 1)
+  assert targets.parse("tpu:v5p-8x2") == ("tpu", "v5p-8", 2)
+  assert targets.parse("gpu:h100x8") == ("gpu", "h100", 8)
+  assert targets.TPU_SLICES["v4-8"] == targets.TpuSlice("v4:2x2x1", "megacore", (2, 2, 1))
+  assert targets.TPU_SLICES["v5e-16"] == targets.TpuSlice("v5e:4x4", "default", (2, 2, 1))
+  assert targets.TPU_SLICES["v6e-8"] == targets.TpuSlice("v6e:2x4", "default", (2, 4, 1))
+  for bad in ("tpu:v5e-12", "tpu:v7-8", "gpu:h100", "gpu:rtx9x1", "cpu"):
+    with pytest.raises(ValueError, match="expected 'host'"):
+      targets.parse(bad)
+  with pytest.raises(ValueError, match="whole hosts of 8"):
+    targets.parse("gpu:h100x12")
+  for gpu in targets.GPU_CONFIGS:  # every stored target config says where it came from
+    assert "Source: openxla/xla" in targets.gpu_target_config(gpu)
+
+
+def _tiny_config(impl: str, mesh: dict):
+  """configs/base.py at H32, 2 heads, 1 layer, T128 (splash's smallest), batch 8."""
+  return set_fields(base.get_config(), {
+      "model.hidden_size": 32, "model.intermediate_size": 64, "model.num_attention_heads": 2,
+      "model.num_hidden_layers": 1, "model.attention_impl": impl,
+      "model.attention_probs_dropout_prob": 0.0 if impl != "einsum" else 0.1,
+      "data.max_seq_length": 128, "data.max_predictions_per_seq": 5, "data.batch_size": 8,
+      **{f"mesh.{axis}": size for axis, size in mesh.items()}})
+
+
+@pytest.mark.slow
+@needs_libtpu
+@pytest.mark.parametrize("impl,mesh", [
+    ("einsum", {"fsdp": 4}), ("splash", {"fsdp": 4}), ("splash", {"data": 2, "tensor": 2})])
+def test_train_step_compiles_for_a_tpu_slice(impl, mesh):
+  """The TPU compiler's memory analysis of the step on v5e-4; splash compiles as Mosaic TPU
+  kernels under shard_map (not its interpreter: the platform is the mesh's, not this host's),
+  where before it stopped with 'Mosaic kernels cannot be automatically partitioned'."""
+  from bert_jax import compile_report
+  config = _tiny_config(impl, mesh)
+  setup, lowered, _ = compile_report.lower_train_step(config, "tpu:v5e-4")
+  assert setup.mesh.devices.flat[0].platform == "tpu" and setup.mesh.size == 4
+  text = lowered.as_text()
+  assert ("tpu_custom_call" in text) == (impl == "splash")
+  compiled = lowered.compile()
+  memory = compiled.memory_analysis()
+  assert memory.argument_size_in_bytes > 0 and memory.generated_code_size_in_bytes > 0
+  assert compiled.cost_analysis()["flops"] > 0
+
+
+@pytest.mark.slow
+@needs_libtpu
+def test_compile_report_for_a_tpu_target_counts_the_target_devices():
+  """The report of the xla attention path's step on v5e-4 (data x fsdp = 2 x 2)."""
+  from bert_jax import compile_report
+  report = compile_report.compile_report(_tiny_config("xla", {"data": 2, "fsdp": 2}),
+                                         "tpu:v5e-4")
+  assert report["devices"] == 4 and report["platform"] == "tpu"
+  assert report["device_kind"].startswith("TPU v5")
+  assert report["xla_flops_per_device"] > 0 and report["peak_bytes_per_device"] > 0
+  assert "tpu:v5e-4: mesh" in compile_report.format_report(report)
+
+
+@pytest.mark.slow
+@needs_cuda_plugin
+def test_train_step_compiles_for_gpus():
+  """XLA's GPU compiler (sm_90 code for 2 H100s, no GPU here): memory analysis, no cost
+  analysis; the report says n/a for the compiler's FLOPs."""
+  from bert_jax import compile_report
+  report = compile_report.compile_report(_tiny_config("xla", {"fsdp": 2}), "gpu:h100x2")
+  assert report["devices"] == 2 and report["platform"] == "gpu"
+  assert report["device_kind"] == "NVIDIA H100 80GB HBM3"
+  assert report["temp_bytes_per_device"] > 0 and report["xla_flops_per_device"] is None
+  assert "n/a" in compile_report.format_report(report)
