@@ -24,6 +24,15 @@ if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
   os.environ["XLA_FLAGS"] = " ".join(
       [os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0"]).strip()
 
+# The TPU / GPU target compilers (tests/test_targets.py) live outside the test environment:
+# installed into their own folder (`.ci/run`: pip install --target DIR libtpu
+# jax-cuda12-plugin jax-cuda12-pjrt), appended to this process's path only, so the programs
+# the tests run as subprocesses see the plain CPU environment a user has. JAX then uses
+# the CPU backend (JAX_PLATFORMS=cpu) and reaches the targets through get_topology_desc.
+if os.environ.get("BERT_JAX_TARGETS_SITE"):
+  sys.path.append(os.environ["BERT_JAX_TARGETS_SITE"])
+  os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
 from bert_jax.text.paths import default_data_dir  # noqa: E402
 
 # The costliest test files, costliest first (CI's per-file times, session 17; scale_out's
