@@ -3,7 +3,7 @@ r"""The compile-only memory plan of a pretraining step per attention implementat
   python bench/attention_memory.py                              # BERT-Base, batch 8 x 512
   python bench/attention_memory.py --size=mini --batch=32 --seq=128 --impls=einsum,xla
 
-Compiles the exact train step (bert_jax/compile_report.py, as `bert_jax.train
+Compiles the exact train step (bert_jax/run/compile_report.py, as `bert_jax.train
 --compile_only` does; nothing is allocated) once per `config.model.attention_impl` and
 prints XLA's per-device temporaries (activations and workspace) and peak beside the
 einsum path's. The fused paths run without attention-probability dropout (they have
@@ -23,7 +23,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import jax  # noqa: E402
 
-from bert_jax import compile_report  # noqa: E402
+from bert_jax.run import compile_report  # noqa: E402
 from bert_jax.models.config import config_for_size  # noqa: E402
 from configs import base  # noqa: E402
 

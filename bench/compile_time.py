@@ -4,7 +4,7 @@
   python bench/compile_time.py --models=modernbert-base --seq=512
 
 For each model, compiles the exact train step twice from abstract shapes, as
-`python -m bert_jax.train --compile_only` does (bert_jax/compile_report.py; nothing is
+`python -m bert_jax.train --compile_only` does (bert_jax/run/compile_report.py; nothing is
 allocated, one device): once with `model.scan_layers=False`, once with True (ModernBERT's
 layer 0 stays unrolled, its other layers are stacked; ALBERT's one shared layer is scanned
 with its params as they are). Prints a markdown table: seconds to trace, lower and compile
@@ -24,7 +24,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import jax  # noqa: E402
 
-from bert_jax import compile_report, run_report  # noqa: E402
+from bert_jax.run import compile_report, run_report  # noqa: E402
 from bert_jax.models.config import config_for_size  # noqa: E402
 from configs import albert, base, modernbert  # noqa: E402
 

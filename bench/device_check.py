@@ -6,7 +6,7 @@
 For each row (BERT-base at seq 128 and 512, ModernBERT-base at 512; bfloat16 compute, fp32
 params and optimizer state) and each attention path this platform runs (einsum, xla, and
 cudnn on GPUs or splash on TPUs; ModernBERT has its own attention), it compiles the real
-train step once (bert_jax.compile_report.lower_train_step, over every local device),
+train step once (bert_jax.run.compile_report.lower_train_step, over every local device),
 reads the compiler's plan of per-device peak memory, then times `--steps` steps after
 `--warmup` and reports measured tokens/s, MFU against the chip's published bf16 peak
 (bert_jax.flops; a measured matmul peak where the chip is not in its table), and the
@@ -28,7 +28,8 @@ import flax.linen as nn  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bert_jax import compile_report, flops  # noqa: E402
+from bert_jax import flops  # noqa: E402
+from bert_jax.run import compile_report
 from bert_jax.models.config import config_for_size  # noqa: E402
 from configs import base  # noqa: E402
 

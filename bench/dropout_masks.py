@@ -23,7 +23,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bert_jax import run_report  # noqa: E402
+from bert_jax.run import run_report  # noqa: E402
 from bert_jax.models import layers  # noqa: E402
 from bert_jax.models.config import config_for_size  # noqa: E402
 

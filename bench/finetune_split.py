@@ -53,7 +53,8 @@ def ours(config, batches, repeats, profile_ops: int = 0):
   import optax
   from flax import linen as nn
 
-  from bert_jax import optim, tasks, trainer, weights
+  from bert_jax import optim, tasks, weights
+  from bert_jax.run import trainer
   task = tasks.make_task(config, trainer.resolve_model_config(config))
   model = task.build_model()
   first = {k: jnp.asarray(v) for k, v in batches[0].items()}
@@ -147,7 +148,8 @@ def main():
   parser.add_argument("--profile_ops", type=int, default=0,
                       help="also print our forward + backward's N costliest op groups")
   args = parser.parse_args()
-  from bert_jax import tasks, trainer
+  from bert_jax import tasks
+  from bert_jax.run import trainer
   from bert_jax.finetune import array_input
   from bert_jax.text.tokenizers import make_tokenizer
   settings = argparse.Namespace(
@@ -165,7 +167,7 @@ def main():
             if not args.no_pack else
             "padded, widths " + str([b["input_ids"].shape[1] for b in ours_batches]))
   import torch
-  from bert_jax import run_report
+  from bert_jax.run import run_report
   print(f"all-MiniLM-L6-v2, SST-2, {args.batches} batches of 32 "
         f"({run_report.device_description()}, "
         f"torch {torch.__version__}, {torch.get_num_threads()} threads); ours {layout}; HF "

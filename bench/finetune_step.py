@@ -60,7 +60,8 @@ def ours(config):
   """The trainer's step and input: (run(n) -> (real tokens, examples), widths compiled)."""
   import flax.linen as nn
 
-  from bert_jax import sharding, steps, tasks, trainer, weights
+  from bert_jax import sharding, tasks, weights
+  from bert_jax.run import steps, trainer
   from bert_jax.text.tokenizers import make_tokenizer
   task = tasks.make_task(config, trainer.resolve_model_config(config))
   tokenizer = make_tokenizer(config.data, model_dir=config.init_from)
@@ -167,7 +168,8 @@ def reference(task: str, config, features):
 def measure(task: str, args) -> dict:
   config = make_config(task, args)
   ours_run, widths = ours(config)
-  from bert_jax import tasks, trainer
+  from bert_jax import tasks
+  from bert_jax.run import trainer
   from bert_jax.text.tokenizers import make_tokenizer
   unpacked = make_config(task, argparse.Namespace(**{**vars(args), "packing": 0,
                                                      "pack_each_batch": False}))
@@ -213,7 +215,7 @@ def main():
                       "as fit); HF unpacked")
   args = parser.parse_args()
   import torch
-  from bert_jax import run_report
+  from bert_jax.run import run_report
   print(f"all-MiniLM-L6-v2 fine-tuning, batch 32, fp32, dropout on; "
         f"{run_report.device_description()}, torch {torch.__version__} "
         f"({torch.get_num_threads()} threads); {args.rounds} alternating rounds of "

@@ -4,7 +4,7 @@
   python bench/memory_table.py --models=large   # only BERT-Large's rows
 
 Compiles the exact train step for each row on 8 simulated CPU devices, as
-`python -m bert_jax.train --compile_only` does (bert_jax/compile_report.py). Rows vary the
+`python -m bert_jax.train --compile_only` does (bert_jax/run/compile_report.py). Rows vary the
 mesh (data=8: params replicated; fsdp=8: params and optimizer state split 8 ways), the
 remat policy (none; dots: keep every matmul output, the B x N x T x T attention scores
 included; full: keep only each layer's input), the layer stack (loop: base's default;
@@ -35,7 +35,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from configs import base, large  # noqa: E402
-from bert_jax import compile_report  # noqa: E402
+from bert_jax.run import compile_report  # noqa: E402
 
 GIB = 2 ** 30
 HBM_GIB = 16

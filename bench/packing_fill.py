@@ -25,7 +25,8 @@ CONFIGS = {"sst2": ("glue", "task=sst2"), "conll": ("conll", "")}
 def train_features(task: str, seq_len: int) -> dict:
   import importlib
 
-  from bert_jax import tasks, trainer
+  from bert_jax import tasks
+  from bert_jax.run import trainer
   from bert_jax.text.tokenizers import make_tokenizer
   module, arg = CONFIGS[task]
   config = importlib.import_module(f"configs.{module}").get_config(arg)

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # op_profile
 import op_profile  # noqa: E402
 
-from bert_jax import run_report  # noqa: E402
+from bert_jax.run import run_report  # noqa: E402
 
 
 def make_batch(rng, batch, seq, vocab, predictions):
@@ -50,7 +50,8 @@ def ours(model_config, batch_np):
   """A jitted step built exactly as the trainer builds it; returns a no-arg runner."""
   from flax import linen as nn
 
-  from bert_jax import optim, steps
+  from bert_jax import optim
+  from bert_jax.run import steps
   import ml_collections
 
   from bert_jax.pretrain.pipeline import default_data_config

@@ -5,7 +5,7 @@ A task is pretraining (bert_jax/pretrain/task.py) or a fine-tuning family
 and the resolved model config, and then only calls the members below; a task keeps no
 state between calls (everything it needs later is in what it returned earlier).
 
-Call order in a run (bert_jax/trainer.py):
+Call order in a run (bert_jax/run/trainer.py):
   task = TASKS[config.task](config, model_config)
   model = task.build_model()                         # also what `model_spec()` describes
   frozen = task.frozen_params()                      # None, or what the step reads untrained

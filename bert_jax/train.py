@@ -26,7 +26,7 @@ _NUM_PROCESSES = flags.DEFINE_integer("num_processes", None, "Number of processe
 _PROCESS_ID = flags.DEFINE_integer("process_id", None, "This process's index.")
 _COMPILE_ONLY = flags.DEFINE_bool(
     "compile_only", False, "Compile the train step for the configured mesh and print "
-    "per-device memory and FLOPs (see bert_jax/compile_report.py); no training.")
+    "per-device memory and FLOPs (see bert_jax/run/compile_report.py); no training.")
 _TARGET = flags.DEFINE_string(
     "target", "host", "With --compile_only: the devices to compile for, 'host' or a TPU "
     "slice / GPU node described without the hardware, e.g. tpu:v5e-16, tpu:v5p-8x2 (two "
@@ -87,11 +87,11 @@ def main(argv):
     if _TARGET.value != "host":
       import jax
       jax.config.update("jax_platforms", "cpu")  # the target's compiler needs no device
-    from bert_jax import compile_report
+    from bert_jax.run import compile_report
     print(compile_report.format_report(compile_report.compile_report(_CONFIG.value,
                                                                      _TARGET.value)))
     return
-  from bert_jax import trainer  # after distributed init
+  from bert_jax.run import trainer  # after distributed init
   result = trainer.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
   if "stopped_by" in result:  # preempted: exit as a process killed by that signal would
     sys.exit({"SIGTERM": 128 + 15, "SIGINT": 128 + 2}.get(result["stopped_by"], 1))

@@ -4,7 +4,7 @@ import os
 import ml_collections
 
 from bert_jax.models.config import config_for_size
-from bert_jax import run_report
+from bert_jax.run import run_report
 from bert_jax.optim import default_optim_config
 from bert_jax.pretrain import attention_guidance
 from bert_jax.pretrain.pipeline import default_data_config
@@ -43,7 +43,7 @@ def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDic
   # bert_jax/sharding.py; else a list of [logical name, mesh axis or list or None]).
   config.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
   config.logical_axis_rules = ml_collections.FieldReference(None, field_type=list)
-  # Inputs of the run report's energy and CO2e estimate (bert_jax/run_report.py).
+  # Inputs of the run report's energy and CO2e estimate (bert_jax/run/run_report.py).
   config.report = run_report.default_config()
   return config
 
@@ -143,7 +143,7 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
       pack_each_batch=False, packed_rows_multiple=1,
       # > 0: this seeded fraction of the training examples (after train_examples) is held
       # back to pick the epoch: scored after every epoch, and the run ends on the params
-      # that scored best there (the eval split never chooses; GLUE, SWAG; bert_jax/trainer.py).
+      # that scored best there (the eval split never chooses; GLUE, SWAG; bert_jax/run/trainer.py).
       select_fraction=0.0))
   config.data.update(data_fields)
   config.optim = default_optim_config()
@@ -180,7 +180,7 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
   config.classifier_pooling = "pooler"
   config.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
   config.logical_axis_rules = ml_collections.FieldReference(None, field_type=list)
-  # Inputs of the run report's energy and CO2e estimate (bert_jax/run_report.py).
+  # Inputs of the run report's energy and CO2e estimate (bert_jax/run/run_report.py).
   config.report = run_report.default_config()
   return config
 

@@ -14,7 +14,7 @@ the pretrained model) then runs each stage's train command with
 metrics[STAGE]. A finished run adds one JSON row to experiments/results/SWEEP.jsonl
 (or --results): the command, git revision ("-dirty" if the tree has changes outside
 experiments/results/), wall time, finish time (UTC), the metrics the sweep's METRICS
-names and the run report's total (tokens, FLOPs, kWh, CO2e: bert_jax/run_report.py); the file keeps one row per run, in the sweep's order. Runs that already have a row
+names and the run report's total (tokens, FLOPs, kWh, CO2e: bert_jax/run/run_report.py); the file keeps one row per run, in the sweep's order. Runs that already have a row
 are skipped (--force re-runs them and replaces their row). A run whose fingerprint (the
 resolved config of its train command and of each stage's, workdirs aside, and the metrics
 recorded) equals a row's in another results file beside this one is not run again: that
@@ -42,7 +42,7 @@ import time
 from absl import flags
 from ml_collections import config_flags
 
-from bert_jax import run_report
+from bert_jax.run import run_report
 from experiments import sweeps
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

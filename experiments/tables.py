@@ -6,7 +6,7 @@ r"""Prints the markdown table of a sweep from its results file (the README's tab
 Rows are the results file's (experiments/results/SWEEP.jsonl, written by
 `python -m experiments.run SWEEP`), in its order; the columns are the sweep's COLUMNS.
 When the rows carry run reports, a line after the table gives the sweep's total compute,
-energy and CO2e (bert_jax/run_report.py states how they are estimated).
+energy and CO2e (bert_jax/run/run_report.py states how they are estimated).
 """
 import argparse
 

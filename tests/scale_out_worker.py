@@ -23,7 +23,7 @@ sys.path.insert(0, REPO)
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bert_jax import trainer  # noqa: E402
+from bert_jax.run import trainer  # noqa: E402
 from configs import tiny  # noqa: E402
 from configs.common import pretraining_config  # noqa: E402
 

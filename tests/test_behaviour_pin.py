@@ -47,7 +47,7 @@ def _small_bert(folder, vocab_path):
 
 
 def run_both(tmp, vocab_path):
-  from bert_jax import trainer
+  from bert_jax.run import trainer
   from configs import glue, tiny
   config = tiny.get_config(f"corpus={_prepare(tmp)},runlocal=True")
   config.data.cache_dir = ""

@@ -17,7 +17,8 @@ import pytest
 import torch
 
 from bert_jax import checkpoint
-from bert_jax import tasks, trainer
+from bert_jax import tasks
+from bert_jax.run import trainer
 from bert_jax.models.config import BertConfig
 from bert_jax.models.task_models import PreTrainingOutput
 from bert_jax.pretrain import distillation

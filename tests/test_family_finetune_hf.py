@@ -23,7 +23,8 @@ def test_tiny_model_fine_tunes_from_an_hf_folder(family, tmp_path, vocab_path):
   """GLUE SST-2 runlocal, 2 steps, from a tiny random model saved as an HF folder with
   BERT's WordPiece vocab (the byte-level BPE tokenizer lands separately; pad id 0 is the
   vocab's [PAD])."""
-  from bert_jax import embed, trainer
+  from bert_jax import embed
+  from bert_jax.run import trainer
   from bert_jax.text.wordpiece import WordPieceTokenizer
   from configs import glue
   config = config_for_size(f"{family}-tiny", vocab_size=30522, max_position_embeddings=64,

@@ -12,7 +12,8 @@ import pytest
 from flax import linen as nn
 
 import bert_jax
-from bert_jax import checkpoint, trainer
+from bert_jax import checkpoint
+from bert_jax.run import trainer
 from bert_jax.finetune import base, glue_reader
 from bert_jax.models import task_models
 from bert_jax.text.tokenizers import make_tokenizer
@@ -180,7 +181,7 @@ def test_zero_steps_evaluates_a_fine_tuned_model_as_it_is(small_bert, tmp_path):
     ("conll", "", False), ("squad", "", False), ("swag", "", False)])
 def test_compile_only_reports_every_fine_tuning_task(small_bert, name, arg, prompt):
   """--compile_only compiles the train step of each task's batch, labels included."""
-  from bert_jax.compile_report import compile_report
+  from bert_jax.run.compile_report import compile_report
   config = {"glue": glue, "conll": conll, "squad": squad, "swag": swag}[name].get_config(
       ",".join(filter(None, [arg, "runlocal=True"])))
   config.init_from = small_bert

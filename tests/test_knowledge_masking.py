@@ -173,7 +173,8 @@ def test_ernie_config_pretrains_with_knowledge_masking_and_exports_to_hf(tmp_pat
   ERNIE's mixed masking, finite losses; the workdir is an ernie model that HF's
   ErnieForPreTraining loads with nothing missing."""
   transformers = pytest.importorskip("transformers")
-  from bert_jax import checkpoint, trainer
+  from bert_jax import checkpoint
+  from bert_jax.run import trainer
   from bert_jax.convert.__main__ import convert
   from configs import ernie
   from tests.conftest import TINY_PRETRAINING, set_fields

@@ -363,7 +363,8 @@ def test_pack_each_batch_trains_exactly_as_dynamic_padding(tmp_path, vocab_path,
 
   from flax import linen as nn
 
-  from bert_jax import checkpoint, trainer
+  from bert_jax import checkpoint
+  from bert_jax.run import trainer
   from bert_jax.models.bert import BertModel
   from configs import glue
   config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
@@ -402,7 +403,8 @@ _MESH_RUN = r'''
 import json, os, sys
 import jax, numpy as np
 from flax import linen as nn
-from bert_jax import checkpoint, trainer
+from bert_jax import checkpoint
+from bert_jax.run import trainer
 from bert_jax.models.bert import BertModel
 from bert_jax.models.config import BertConfig
 from configs import glue

@@ -8,7 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bert_jax import tasks, trainer
+from bert_jax import tasks
+from bert_jax.run import trainer
 from bert_jax.pretrain import builders
 from bert_jax.pretrain import inspect as inspect_lib
 from bert_jax.pretrain import nsp_pairs

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_jax import trainer
+from bert_jax.run import trainer
 from bert_jax.pretrain import builders
 from bert_jax.pretrain import masking
 from bert_jax.pretrain import objectives

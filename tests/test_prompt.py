@@ -148,7 +148,8 @@ def test_prompt_fine_tuning_starts_from_the_checkpoints_mlm_head(tmp_path, vocab
   """Through the trainer (SST-2 runlocal, 2 steps at lr 0, from a tiny BERT saved as an HF
   folder): every param of the prompt model comes from the checkpoint, the MLM head
   included, and the workdir reloads as the prompt classifier with its spec."""
-  from bert_jax import checkpoint, trainer
+  from bert_jax import checkpoint
+  from bert_jax.run import trainer
   from bert_jax.convert import hf
   from bert_jax.models.config import config_for_size
   from bert_jax.text.wordpiece import WordPieceTokenizer

@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from bert_jax import trainer
-from bert_jax import workdir as workdir_lib
+from bert_jax.run import trainer
+from bert_jax.run import workdir as workdir_lib
 from tests.conftest import TINY_PRETRAINING, tiny_pretraining_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,10 +1,11 @@
-"""The run report (bert_jax/run_report.py): what a run cost, summed over resumes and sweeps."""
+"""The run report (bert_jax/run/run_report.py): what a run cost, summed over resumes and sweeps."""
 import json
 import os
 
 import pytest
 
-from bert_jax import flops, run_report, trainer
+from bert_jax import flops
+from bert_jax.run import run_report, trainer
 from experiments import tables
 from tests.conftest import tiny_pretraining_config
 

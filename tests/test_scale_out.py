@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 import scale_out_worker as worker
-from bert_jax import trainer
+from bert_jax.run import trainer
 from bert_jax.pretrain import pipeline as pretraining_data
 from bert_jax.text.tokenizers import make_tokenizer
 

@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from bert_jax import trainer
+from bert_jax.run import trainer
 from bert_jax.models.config import config_for_size
 from bert_jax.models.heads import SpanBoundaryHead
 from bert_jax.pretrain import masking

@@ -54,7 +54,7 @@ def test_train_step_compiles_for_a_tpu_slice(impl, mesh):
   """The TPU compiler's memory analysis of the step on v5e-4; splash compiles as Mosaic TPU
   kernels under shard_map (not its interpreter: the platform is the mesh's, not this host's),
   where before it stopped with 'Mosaic kernels cannot be automatically partitioned'."""
-  from bert_jax import compile_report
+  from bert_jax.run import compile_report
   config = _tiny_config(impl, mesh)
   setup, lowered, _ = compile_report.lower_train_step(config, "tpu:v5e-4")
   assert setup.mesh.devices.flat[0].platform == "tpu" and setup.mesh.size == 4
@@ -70,7 +70,7 @@ def test_train_step_compiles_for_a_tpu_slice(impl, mesh):
 @needs_libtpu
 def test_compile_report_for_a_tpu_target_counts_the_target_devices():
   """The report of the xla attention path's step on v5e-4 (data x fsdp = 2 x 2)."""
-  from bert_jax import compile_report
+  from bert_jax.run import compile_report
   report = compile_report.compile_report(_tiny_config("xla", {"data": 2, "fsdp": 2}),
                                          "tpu:v5e-4")
   assert report["devices"] == 4 and report["platform"] == "tpu"
@@ -84,7 +84,7 @@ def test_compile_report_for_a_tpu_target_counts_the_target_devices():
 def test_train_step_compiles_for_gpus():
   """XLA's GPU compiler (sm_90 code for 2 H100s, no GPU here): memory analysis, no cost
   analysis; the report says n/a for the compiler's FLOPs."""
-  from bert_jax import compile_report
+  from bert_jax.run import compile_report
   report = compile_report.compile_report(_tiny_config("xla", {"fsdp": 2}), "gpu:h100x2")
   assert report["devices"] == 2 and report["platform"] == "gpu"
   assert report["device_kind"] == "NVIDIA H100 80GB HBM3"

@@ -91,7 +91,7 @@ def test_a_modernbert_folder_as_released_fine_tunes(json_bpe_folder, tmp_path):
   # folder fine-tunes through the trainer, and its workdir keeps the same tokenizer.
   import jax
   from flax import linen as nn
-  from bert_jax import trainer
+  from bert_jax.run import trainer
   from bert_jax.convert import hf
   from bert_jax.models.config import config_for_size
   from bert_jax.models.task_models import BertForPreTraining

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bert_jax
-from bert_jax import trainer
+from bert_jax.run import trainer
 from configs import glue, tiny
 from tests.conftest import set_fields, sigkill_when, tiny_pretraining_config
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from bert_jax import trainer, weights
+from bert_jax import weights
+from bert_jax.run import trainer
 from bert_jax.models.config import config_for_size
 from bert_jax.pretrain import word_vectors
 from bert_jax.text import corpus as corpus_lib

@@ -50,7 +50,8 @@ PAPER = {
 
 def step_flops(overrides: dict) -> float:
   """Model FLOPs of one training step of CONFIG with these overrides (the task's count)."""
-  from bert_jax import tasks, trainer
+  from bert_jax import tasks
+  from bert_jax.run import trainer
   from configs import electra
   config = electra.get_config()
   config.update_from_flattened_dict(overrides)

@@ -21,7 +21,8 @@ import flax.linen as nn
 import jax
 import numpy as np
 
-from bert_jax import steps, targets, trainer
+from bert_jax import targets
+from bert_jax.run import steps, trainer
 
 
 def _per_device_bytes(tree, shardings) -> int:

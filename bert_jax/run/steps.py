@@ -1,4 +1,4 @@
-"""The train state and the jitted steps the trainer runs (bert_jax/trainer.py).
+"""The train state and the jitted steps the trainer runs (bert_jax/run/trainer.py).
 
   TrainState (step, params, opt_state); SelectingTrainState adds the params that scored
   best on held-back training examples (config.data.select_fraction) and keep_best updates

@@ -24,17 +24,17 @@ import optax
 from bert_jax import checkpoint
 from bert_jax import flops as flops_lib
 from bert_jax import optim
-from bert_jax import run_report
-from bert_jax.run_checks import check_vocab_size, validate_config
+from bert_jax.run import run_report
+from bert_jax.run.run_checks import check_vocab_size, validate_config
 from bert_jax import sharding
 from bert_jax.tasks import make_task, task_class
-from bert_jax.steps import (SelectingTrainState, TrainState, keep_best, make_eval_step,
-                            make_train_step, tree_norm)
-from bert_jax.stop_signals import StopSignals
+from bert_jax.run.steps import (SelectingTrainState, TrainState, keep_best, make_eval_step,
+                                make_train_step, tree_norm)
+from bert_jax.run.stop_signals import StopSignals
 from bert_jax import weights
-from bert_jax import workdir as workdir_lib
+from bert_jax.run import workdir as workdir_lib
 from bert_jax.finetune.base import trainable_layers
-from bert_jax.metric_writers import MetricWriter, format_progress
+from bert_jax.run.metric_writers import MetricWriter, format_progress
 from bert_jax.models.config import BertConfig
 from bert_jax.task import FrozenParams, Task
 from bert_jax.text.tokenizers import make_tokenizer
