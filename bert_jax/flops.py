@@ -8,7 +8,8 @@ What the family changes: the E -> H embedding projection and H -> E MLM transfor
 E != H (ALBERT, ELECTRA); the feed-forward's matmuls (GeGLU's input projection is 2I wide:
 ModernBERT); the keys each query attends to (ModernBERT's local layers: the window's
 local_attention + 1, not T; model FLOPs count the window even where the kernel computes
-the full T x T and masks it). Shared layers (ALBERT) cost what unshared ones do.
+the full T x T and masks it; Reformer's chunk and its neighbours, per hash round).
+Shared layers (ALBERT) cost what unshared ones do.
 """
 import functools
 import time
@@ -32,14 +33,34 @@ _PEAKS_FP32 = {"A100": 19.5e12, "H100": 67e12, "H200": 67e12}
 
 # Feed-forward matrices of H x I per layer, by the family's architecture: in + out (BERT's
 # layers), or GeGLU's 2I-wide input + out (ModernBERT's).
-_FFN_MATRICES = {"bert": 2, "modernbert": 3}
+_FFN_MATRICES = {"bert": 2, "modernbert": 3, "reformer": 2}
+
+
+def _modernbert_keys(config: BertConfig, layer: int, seq: int) -> int:
+  if is_global_layer(config, layer):
+    return seq
+  return min(seq, config.local_attention + 1)
+
+
+def _reformer_keys(config: BertConfig, layer: int, seq: int) -> int:
+  """A chunk and its neighbours; LSH: that in each hash round."""
+  if config.attn_layers[layer] == "lsh":
+    chunk = config.lsh_attn_chunk_length
+    seen = (1 + config.lsh_num_chunks_before + config.lsh_num_chunks_after) * chunk
+    return config.num_hashes * min(seq, seen) if seq > chunk else seq
+  chunk = config.local_attn_chunk_length
+  seen = (1 + config.local_num_chunks_before + config.local_num_chunks_after) * chunk
+  return min(seq, seen) if seq > chunk else seq
+
+
+# Keys a query attends to in a layer, by architecture: all T, a local layer's window, or
+# Reformer's chunks.
+_KEYS_PER_QUERY = {"bert": lambda config, layer, seq: seq, "modernbert": _modernbert_keys,
+                   "reformer": _reformer_keys}
 
 
 def _keys_per_query(config: BertConfig, layer: int, seq: int) -> int:
-  """Keys a query attends to in this layer: all T, or a local layer's window."""
-  if family_of(config).architecture == "modernbert" and not is_global_layer(config, layer):
-    return min(seq, config.local_attention + 1)
-  return seq
+  return _KEYS_PER_QUERY[family_of(config).architecture](config, layer, seq)
 
 
 def encoder_forward_flops(config: BertConfig, batch: int, seq: int) -> float:

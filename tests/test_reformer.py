@@ -300,3 +300,38 @@ def test_bad_configs_and_lengths_are_one_line_errors():
     BertModel(config).init(jax.random.key(0), np.zeros((1, 20), np.int32))
   with pytest.raises(ValueError, match="is_decoder"):
     families.config_from_hf({**families.config_to_hf(config), "is_decoder": True})
+
+
+# --- pretraining through the CLI ---------------------------------------------------------
+
+def test_reformer_config_pretrains_and_its_workdir_exports_to_hf(corpus, tmp_path,
+                                                                  tmp_path_factory, monkeypatch):
+  """configs/reformer.py (SentencePiece vocabulary learned from the corpus) pretrains with
+  MLM for 8 steps through the CLI, its loss falling; the workdir converts to an HF folder
+  that ReformerForMaskedLM loads, with our MLM logits under the same rotations."""
+  from tests.test_family_configs import _cli, _learn_vocab
+  vocab = _learn_vocab("sentencepiece", corpus, tmp_path_factory)
+  workdir = str(tmp_path / "reformer")
+  _cli("-m", "bert_jax.train",
+       f"--config=configs/reformer.py:corpus={corpus},vocab={vocab},vocab_size=1000,"
+       "runlocal=True", f"--workdir={workdir}", "--config.num_train_steps=8",
+       "--config.log_every_steps=1", "--config.eval_every_steps=0", "--config.data.cache_dir=")
+  with open(tmp_path / "reformer" / "metrics.jsonl") as f:
+    losses = [row["mlm_loss"] for row in map(json.loads, f) if "mlm_loss" in row]
+  assert len(losses) == 8 and np.mean(losses[-2:]) < np.mean(losses[:2]), losses
+  with open(tmp_path / "reformer" / "model_config.json") as f:
+    model = json.load(f)
+  assert (model["family"], model["attn_layers"], model["reversible"]) == (
+      "reformer", ["local", "lsh"], True)
+  folder = str(tmp_path / "reformer_hf")
+  _cli("-m", "bert_jax.convert", f"--input={workdir}", f"--output={folder}", "--to=hf")
+  hf_model = transformers.ReformerForMaskedLM.from_pretrained(folder).eval()
+  model_ours, variables = load_pretrained(workdir)
+  ids = np.random.default_rng(0).integers(4, 1000, size=(2, 64)).astype(np.int32)
+  rotations = _rotations(model_ours.config, 64, seed=0)
+  _hf_use_rotations(hf_model, rotations, monkeypatch)
+  ours = model_ours.apply({**variables, "lsh_rotations": {"bert": {"encoder": rotations}}},
+                          ids).mlm_logits
+  with torch.no_grad():
+    theirs = hf_model(input_ids=torch.tensor(ids, dtype=torch.long)).logits.numpy()
+  assert _max_diff(ours, theirs) < 1e-4

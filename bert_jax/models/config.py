@@ -329,6 +329,13 @@ _MODERNBERT = dict(family="modernbert", vocab_size=50368, max_position_embedding
                    mlm_transform_bias=False, attention_bias=False, mlp_bias=False,
                    global_rope_theta=160_000.0, local_rope_theta=10_000.0, local_attention=128,
                    global_attn_every_n_layers=3)
+# HF's ReformerConfig defaults (google/reformer-crime-and-punishment's shape, encoder use):
+# N * D = 12 * 64 != H = 256, axial positions 64 x 64, local/LSH alternating.
+_REFORMER = dict(family="reformer", vocab_size=320, hidden_size=256, num_attention_heads=12,
+                 attention_head_size=64, intermediate_size=512, hidden_act="relu",
+                 hidden_dropout_prob=0.05, attention_probs_dropout_prob=0.05,
+                 max_position_embeddings=4096, type_vocab_size=0, pad_token_id=0,
+                 axial_pos_shape=(64, 64), axial_pos_embds_dim=(64, 192))
 
 # The released sizes (Turc et al. 2019 for the small BERTs); intermediate = 4H. The
 # "-tiny" sizes of the other families are BERT-Tiny's shape with that family's fields.
@@ -367,6 +374,16 @@ SIZES = {
     # Layer 0 global, layers 1-2 local with a 64-token window.
     "modernbert-tiny": dict(_MODERNBERT, num_hidden_layers=3, hidden_size=128,
                             num_attention_heads=2, intermediate_size=192, local_attention=64),
+    "reformer-default": dict(_REFORMER, num_hidden_layers=6,
+                             attn_layers=("local", "lsh") * 3),
+    # Layer 0 local (chunks of 32 seeing the one before), layer 1 LSH (2 rounds, chunks of
+    # 32), axial positions 16 x 32 for up to 512 tokens.
+    "reformer-tiny": dict(_REFORMER, num_hidden_layers=2, hidden_size=128,
+                          num_attention_heads=2, attention_head_size=64,
+                          intermediate_size=512, attn_layers=("local", "lsh"),
+                          local_attn_chunk_length=32, lsh_attn_chunk_length=32, num_hashes=2,
+                          max_position_embeddings=512, axial_pos_shape=(16, 32),
+                          axial_pos_embds_dim=(32, 96)),
 }
 
 

@@ -479,8 +479,9 @@ class Encoder(nn.Module):
     # Padding (masked keys, their own LSH bucket) never changes a real token's output.
     hidden = jnp.pad(hidden, ((0, 0), (0, length - original), (0, 0)))
     mask = jnp.pad(mask, ((0, 0), (0, length - original)))
-    rotations = [self._rotations(i, length, deterministic) if kind == "lsh" else None
-                 for i, kind in enumerate(cfg.attn_layers)]
+    hashed = length > cfg.lsh_attn_chunk_length  # else LSH layers attend to the whole row
+    rotations = [self._rotations(i, length, deterministic) if kind == "lsh" and hashed
+                 else None for i, kind in enumerate(cfg.attn_layers)]
     rngs = [(None, None) if deterministic else
             (_key_data(self.make_rng("dropout")), _key_data(self.make_rng("dropout")))
             for _ in cfg.attn_layers]
