@@ -240,6 +240,7 @@ def test_reversible_gradients_equal_plain_autodiff_with_dropout():
   """The custom_vjp that rebuilds each layer's input gives plain autodiff's gradients
   (1e-5), dropout and LSH attention included (the same masks in the recomputation)."""
   config = CONFIGS["reformer_mixed_h32_l3"].replace(
+      num_hidden_layers=2, attn_layers=("lsh", "local"), num_hashes=2,
       hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
       lsh_attention_probs_dropout_prob=0.1, chunk_size_feed_forward=4)
   ids, _, mask = _batch(config, LSH_LENGTHS, LSH_LEN, seed=3)
@@ -287,6 +288,25 @@ def test_config_round_trips_through_hf_config_json(name):
   hf_config = transformers.AutoConfig.for_model(raw.pop("model_type"), **raw)
   assert type(hf_config).__name__ == "ReformerConfig"
   assert hf_config.num_hidden_layers == config.num_hidden_layers
+
+
+def test_default_size_is_hf_default_config_and_parameter_counts_equal_hf():
+  """reformer-default = HF's ReformerConfig() (encoder use); ReformerModel's and
+  ReformerForMaskedLM's parameter counts (its unused lm_head.bias left out of ours)."""
+  from bert_jax.models.config import config_for_size
+  from tests.test_family_sizes import _hf_count, _our_count
+  default, hf_config = config_for_size("reformer-default"), transformers.ReformerConfig()
+  assert families.config_from_hf(hf_config.to_dict()) == default
+  assert _our_count(BertModel(default)) == _hf_count(transformers.ReformerModel, hf_config)
+  assert (_our_count(BertForPreTraining(default)) + default.vocab_size
+          == _hf_count(transformers.ReformerForMaskedLM, hf_config))
+
+
+def test_every_param_has_logical_axes_the_rules_cover():
+  from tests.test_sharding import ruled_partition_specs
+  specs = ruled_partition_specs(CONFIGS["reformer_mixed_h32_l3"])
+  assert tuple(specs["bert/encoder/layer_0/attention/query_key/kernel"]) == (
+      "embed", "heads", "kv")
 
 
 def test_bad_configs_and_lengths_are_one_line_errors():

@@ -135,7 +135,8 @@ class Embeddings(nn.Module):
     factors = cfg.axial_pos_shape
     if factors:
       self.axial_tables = [
-          self.param(f"axial_{axis}", nn.initializers.normal(cfg.axial_norm_std),
+          self.param(f"axial_{axis}", nn.with_logical_partitioning(
+              nn.initializers.normal(cfg.axial_norm_std), (None,) * (len(factors) + 1)),
                      tuple(size if i == axis else 1 for i in range(len(factors))) + (width,),
                      jnp.float32)
           for axis, (size, width) in enumerate(zip(factors, cfg.axial_pos_embds_dim))]
