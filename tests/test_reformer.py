@@ -316,6 +316,8 @@ def test_bad_configs_and_lengths_are_one_line_errors():
     BertModel(config.replace(attn_layers=("lsh", "global", "lsh"))).init(jax.random.key(0), ids)
   with pytest.raises(ValueError, match="axial_pos_embds_dim"):
     BertModel(config.replace(axial_pos_embds_dim=(8, 8))).init(jax.random.key(0), ids)
+  with pytest.raises(ValueError, match="scan_layers=True"):
+    BertModel(config.replace(scan_layers=True)).init(jax.random.key(0), ids)
   with pytest.raises(ValueError, match="exceeds the axial positions"):
     BertModel(config).init(jax.random.key(0), np.zeros((1, 20), np.int32))
   with pytest.raises(ValueError, match="is_decoder"):

@@ -61,6 +61,10 @@ def validate(cfg: BertConfig) -> None:
   if cfg.axial_pos_shape and len(cfg.axial_pos_shape) != len(cfg.axial_pos_embds_dim):
     raise ValueError(f"BertConfig: axial_pos_shape={cfg.axial_pos_shape} and "
                      f"axial_pos_embds_dim={cfg.axial_pos_embds_dim} differ in length")
+  if cfg.scan_layers or cfg.remat_policy != "none":
+    raise ValueError(f"BertConfig: scan_layers={cfg.scan_layers}, remat_policy="
+                     f"{cfg.remat_policy!r}: Reformer's layers run unrolled and reversible "
+                     "(they recompute themselves); set scan_layers=False, remat_policy='none'")
   factors = (cfg.num_buckets if isinstance(cfg.num_buckets, tuple)
              else (cfg.num_buckets,) if cfg.num_buckets is not None else ())
   if any(f % 2 for f in factors):
