@@ -8,7 +8,8 @@ What the family changes: the E -> H embedding projection and H -> E MLM transfor
 E != H (ALBERT, ELECTRA); the feed-forward's matmuls (GeGLU's input projection is 2I wide:
 ModernBERT); the keys each query attends to (ModernBERT's local layers: the window's
 local_attention + 1, not T; model FLOPs count the window even where the kernel computes
-the full T x T and masks it). Shared layers (ALBERT) cost what unshared ones do.
+the full T x T and masks it; Reformer's chunk and its neighbours, per hash round).
+Shared layers (ALBERT) cost what unshared ones do.
 """
 import dataclasses
 import functools
@@ -37,6 +38,19 @@ def _all_keys(config: BertConfig, layer: int, seq: int) -> int:
   return seq
 
 
+def _reformer_keys(config: BertConfig, layer: int, seq: int) -> int:
+  """A chunk and its neighbours; LSH: that in each hash round."""
+  if config.attn_layers[layer] == "lsh":
+    chunk = config.lsh_attn_chunk_length
+    seen = (1 + config.lsh_num_chunks_before + config.lsh_num_chunks_after) * chunk
+    return config.num_hashes * min(seq, seen) if seq > chunk else seq
+  chunk = config.local_attn_chunk_length
+  seen = (1 + config.local_num_chunks_before + config.local_num_chunks_after) * chunk
+  return min(seq, seen) if seq > chunk else seq
+
+
+
+
 def _local_or_global_keys(config: BertConfig, layer: int, seq: int) -> int:
   """A global layer's query sees all T keys, a local layer's its window."""
   return seq if is_global_layer(config, layer) else min(seq, config.local_attention + 1)
@@ -57,7 +71,8 @@ class LayerShape:
 
 # The `Family.architecture` names (bert_jax.models.bert.ARCHITECTURES) -> their layer cost.
 LAYER_SHAPES = {"bert": LayerShape(2, _all_keys),
-                "modernbert": LayerShape(3, _local_or_global_keys)}
+                "modernbert": LayerShape(3, _local_or_global_keys),
+                "reformer": LayerShape(2, _reformer_keys)}
 
 
 def layer_shape(config: BertConfig) -> LayerShape:

@@ -276,7 +276,67 @@ def _ernie_to_hf(config: BertConfig) -> dict[str, Any]:
   _unshared_unprojected(config, "ernie")
   raw = hf_bert_fields(config)
   raw.update(model_type="ernie", position_embedding_type="absolute",
-             use_task_id=config.task_type_vocab_size > 0, task_type_vocab_size=config.task_type_vocab_size or _ERNIE_TASK_TYPES)
+             use_task_id=config.task_type_vocab_size > 0,
+             task_type_vocab_size=config.task_type_vocab_size or _ERNIE_TASK_TYPES)
+  return raw
+
+
+# --- Reformer: HF ReformerConfig's names; layers counted by attn_layers ------------------
+
+_REFORMER_NAMES = {  # HF ReformerConfig name -> ours
+    "feed_forward_size": "intermediate_size",
+    "local_attention_probs_dropout_prob": "attention_probs_dropout_prob",
+}
+_REFORMER_SHARED = ("vocab_size", "hidden_size", "num_attention_heads", "hidden_act",
+                    "hidden_dropout_prob", "max_position_embeddings", "initializer_range",
+                    "layer_norm_eps", "pad_token_id", "attention_head_size", "attn_layers",
+                    "axial_norm_std", "local_attn_chunk_length", "local_num_chunks_before",
+                    "local_num_chunks_after", "lsh_attn_chunk_length", "lsh_num_chunks_before",
+                    "lsh_num_chunks_after", "lsh_attention_probs_dropout_prob", "num_buckets",
+                    "num_hashes", "hash_seed", "chunk_size_feed_forward")
+# HF's ReformerConfig defaults where a config.json leaves a field out.
+_REFORMER_DEFAULTS = {
+    "attention_head_size": 64, "attn_layers": ["local", "lsh", "local", "lsh", "local", "lsh"],
+    "axial_norm_std": 1.0, "axial_pos_embds": True, "axial_pos_shape": [64, 64],
+    "axial_pos_embds_dim": [64, 192], "feed_forward_size": 512, "hidden_act": "relu",
+    "hidden_dropout_prob": 0.05, "hidden_size": 256, "initializer_range": 0.02,
+    "layer_norm_eps": 1e-12, "local_num_chunks_before": 1, "local_num_chunks_after": 0,
+    "local_attention_probs_dropout_prob": 0.05, "local_attn_chunk_length": 64,
+    "lsh_attn_chunk_length": 64, "lsh_attention_probs_dropout_prob": 0.0,
+    "lsh_num_chunks_before": 1, "lsh_num_chunks_after": 0, "max_position_embeddings": 4096,
+    "num_attention_heads": 12, "num_hashes": 1, "vocab_size": 320, "pad_token_id": 0,
+    "chunk_size_feed_forward": 0}
+
+
+def _reformer_from_hf(raw: dict, source: str) -> BertConfig:
+  raw = {**_REFORMER_DEFAULTS, **{k: v for k, v in raw.items() if v is not None or
+                                   k in ("num_buckets", "hash_seed")}}
+  if raw.get("is_decoder"):
+    raise ValueError(f"{source}: is_decoder=true (causal Reformer) is not supported (only the "
+                     "encoder use)")
+  fields = {ours: raw[theirs] for theirs, ours in _REFORMER_NAMES.items()}
+  fields.update({k: raw.get(k) for k in _REFORMER_SHARED})
+  axial = raw["axial_pos_embds"]
+  fields.update(family="reformer", type_vocab_size=0,
+                num_hidden_layers=len(raw["attn_layers"]),
+                axial_pos_shape=tuple(raw["axial_pos_shape"]) if axial else (),
+                axial_pos_embds_dim=tuple(raw["axial_pos_embds_dim"]) if axial else ())
+  return BertConfig.from_json_dict(fields, source)
+
+
+def _reformer_to_hf(config: BertConfig) -> dict[str, Any]:
+  ours = dataclasses.asdict(config)
+  raw = {theirs: ours[name] for theirs, name in _REFORMER_NAMES.items()}
+  raw.update({k: ours[k] for k in _REFORMER_SHARED})
+  raw.update(model_type="reformer", hidden_act=HF_ACT_NAMES[config.hidden_act],
+             attention_head_size=config.head_dim, attn_layers=list(config.attn_layers),
+             axial_pos_embds=bool(config.axial_pos_shape), is_decoder=False,
+             num_buckets=(list(config.num_buckets) if isinstance(config.num_buckets, tuple)
+                          else config.num_buckets),
+             tie_word_embeddings=False)
+  if config.axial_pos_shape:
+    raw.update(axial_pos_shape=list(config.axial_pos_shape),
+               axial_pos_embds_dim=list(config.axial_pos_embds_dim))
   return raw
 
 
@@ -307,6 +367,11 @@ FAMILIES = {
                                             ("sep_token_id", "sep_id"))),
     "ernie": HFFamily(_ernie_from_hf, _ernie_to_hf, "ErnieModel", "ErnieForPreTraining",
                       task_classes=_task_classes("Ernie"), masked_lm_class="ErnieForMaskedLM"),
+    # Its classification head is our pooler (dense + tanh on the first token) + classifier.
+    "reformer": HFFamily(_reformer_from_hf, _reformer_to_hf, "ReformerModel",
+                         "ReformerForMaskedLM",
+                         task_classes=_task_classes(
+                             "Reformer", ("sequence_classification", "question_answering"))),
 }
 
 

@@ -156,6 +156,11 @@ def normalize_names(state: dict[str, np.ndarray], source: str,
     name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace(
         "LayerNorm.beta", "LayerNorm.bias")
     out[name] = np.asarray(value)
+  for name in names.unused:
+    value = out.pop(name, None)
+    if value is not None and np.any(value):
+      raise ValueError(f"{source}: {name} is not zero, but HF's {family} forward never adds "
+                       "it; this model cannot be read as HF runs it")
   for copy, original in names.tied.items():
     value = out.pop(copy, None)
     if value is None:
@@ -298,6 +303,10 @@ def params_to_state(params: dict, config: BertConfig,
                                           dtype=np.float32)
   if flat:
     raise ValueError(f"params: no HF {config.family} name for {sorted(flat)[:5]}")
+  written_roots = {name.split(".")[0] + "." for name in state}
+  for name, shape in mapping.names_of(config).unused.items():  # as HF's class holds them
+    if name.split(".")[0] + "." in written_roots:
+      state[name] = np.zeros(shape(config), np.float32)
   return state
 
 

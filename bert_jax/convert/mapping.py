@@ -32,7 +32,7 @@ SAME = Layout(lambda w, c: w, lambda w, c: w)
 LINEAR = Layout(lambda w, c: w.T, lambda w, c: w.T)
 QKV_KERNEL = Layout(
     lambda w, c: w.T.reshape(c.hidden_size, c.num_attention_heads, c.head_dim),
-    lambda w, c: w.reshape(c.hidden_size, c.hidden_size).T)
+    lambda w, c: w.reshape(w.shape[0], -1).T)
 QKV_BIAS = Layout(
     lambda w, c: w.reshape(c.num_attention_heads, c.head_dim),
     lambda w, c: w.reshape(c.hidden_size))
@@ -53,7 +53,7 @@ FUSED_QKV_KERNEL, FUSED_QKV_BIAS = _fused_kernel(_QKV_PARTS), _fused_bias(_QKV_P
 GLU_IN_KERNEL, GLU_IN_BIAS = _fused_kernel(_GLU_PARTS), _fused_bias(_GLU_PARTS)
 ATTN_OUT_KERNEL = Layout(
     lambda w, c: w.T.reshape(c.num_attention_heads, c.head_dim, c.hidden_size),
-    lambda w, c: w.reshape(c.hidden_size, c.hidden_size).T)
+    lambda w, c: w.reshape(-1, w.shape[-1]).T)
 
 # Kinds of our modules: (our leaf, HF leaf, layout) per tensor ("" = the module is the param).
 _KINDS = {
@@ -72,21 +72,25 @@ _ENCODER = {
     "embeddings/token_type_embeddings": "embedding", "embeddings/layer_norm": "norm",
     "embeddings/task_type_embeddings": "embedding",
     "embeddings/projection": "dense", "pooler/dense": "dense",
-    "encoder/final_layer_norm": "norm",
+    "encoder/final_layer_norm": "norm", "encoder/layer_norm": "norm",
+    "embeddings/axial_0": "vector", "embeddings/axial_1": "vector",
+    "embeddings/axial_2": "vector", "embeddings/axial_3": "vector",
 }
 _LAYER = {
     "attention/query": "qkv", "attention/key": "qkv", "attention/value": "qkv",
     "attention/out": "attention_out", "attention_layer_norm": "norm",
     "intermediate": "dense", "output": "dense", "output_layer_norm": "norm",
     "attention/qkv": "fused_qkv", "mlp_layer_norm": "norm", "mlp/wi": "glu_in",
-    "mlp/wo": "dense",
+    "mlp/wo": "dense", "attention/query_key": "qkv", "attention/layer_norm": "norm",
+    "feed_forward/chunks/layer_norm": "norm", "feed_forward/chunks/dense": "dense",
+    "feed_forward/chunks/output": "dense",
 }
 _HEADS = {
     "mlm_head/transform": "dense", "mlm_head/transform_layer_norm": "norm",
     "mlm_head/output_bias": "vector", "nsp_head/dense": "dense", "sop_head/dense": "dense",
     "rtd_head/dense": "dense", "rtd_head/prediction": "dense",
     "classifier/dense": "dense", "qa_outputs/dense": "dense",
-    "head/dense": "dense", "head/layer_norm": "norm",
+    "head/dense": "dense", "head/layer_norm": "norm", "mlm_head/decoder": "dense",
 }
 # The fine-tuning heads' HF names in the families that have HF task classes for them.
 _TASK_HEADS = {"classifier/dense": "classifier", "qa_outputs/dense": "qa_outputs"}
@@ -114,6 +118,8 @@ class Names:
   task_names: per task model, HF names that its HF class gives other modules (a module's
     default HF name -> the class's; RoBERTa's sequence classifier keeps our pooler as
     `classifier.dense` and our classifier as `classifier.out_proj`).
+  unused: HF tensors its forward never reads (Reformer's `lm_head.bias`) -> their shape
+    for a config: dropped when read (refused unless zero), written as zeros.
   """
   prefix: str
   encoder: dict[str, str]
@@ -122,6 +128,8 @@ class Names:
   heads: dict[str, str]
   tied: dict[str, str]
   task_names: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+  unused: dict[str, Callable[[BertConfig], tuple[int, ...]]] = dataclasses.field(
+      default_factory=dict)
 
   @property
   def encoder_roots(self) -> tuple[str, ...]:
@@ -247,6 +255,29 @@ NAMES = {
                  "embeddings/task_type_embeddings": "embeddings.task_type_embeddings"},
         layer="encoder.layer.{i}", layer_modules=_BERT_LAYER, heads=_BERT_HEADS,
         tied=_bert_tied("ernie")),
+
+    # Projections without biases; the pooler only a classifier's (classifier.dense).
+    "reformer": Names(
+        prefix="reformer",
+        encoder={"embeddings/word_embeddings": "embeddings.word_embeddings",
+                 **{f"embeddings/axial_{i}": f"embeddings.position_embeddings.weights.{i}"
+                    for i in range(4)},
+                 "embeddings/position_embeddings": "embeddings.position_embeddings.embedding",
+                 "encoder/layer_norm": "encoder.layer_norm", "pooler/dense": "pooler.dense"},
+        layer="encoder.layers.{i}",
+        layer_modules={"attention/layer_norm": "attention.layer_norm",
+                       "attention/query_key": "attention.self_attention.query_key",
+                       "attention/query": "attention.self_attention.query",
+                       "attention/key": "attention.self_attention.key",
+                       "attention/value": "attention.self_attention.value",
+                       "attention/out": "attention.output.dense",
+                       "feed_forward/chunks/layer_norm": "feed_forward.layer_norm",
+                       "feed_forward/chunks/dense": "feed_forward.dense.dense",
+                       "feed_forward/chunks/output": "feed_forward.output.dense"},
+        heads={"mlm_head/decoder": "lm_head.decoder", **_TASK_HEADS},
+        tied={}, unused={"lm_head.bias": lambda c: (c.vocab_size,)},
+        task_names={"sequence_classification": {"reformer.pooler.dense": "classifier.dense",
+                                                "classifier": "classifier.out_proj"}}),
 }
 
 

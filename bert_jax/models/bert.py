@@ -5,6 +5,7 @@ different architecture: `ARCHITECTURES`, e.g. modernbert.py) comes from its entr
 
 Shapes and logical axes: see bert_jax/models/layers.py.
 """
+import functools
 from typing import Optional
 
 import flax.linen as nn
@@ -12,7 +13,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from bert_jax.models import modernbert
+from bert_jax.models import layers, modernbert, reformer
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
 from bert_jax.models.layers import (ACT_BT, ACT_BTH, ACT_BTI, AttentionMask, Dropout,
@@ -119,11 +120,7 @@ class TransformerLayer(nn.Module):
     cfg = self.config
     dropout = Dropout(cfg.hidden_dropout_prob)
 
-    def dense(features, axes, name):
-      return nn.Dense(features, dtype=cfg.compute_dtype, param_dtype=jnp.float32,
-                      kernel_init=dense_init(cfg, axes), bias_init=zeros_init(axes[-1:]),
-                      name=name)
-
+    dense = functools.partial(layers.dense, cfg)
     pre = cfg.pre_layer_norm
 
     def feed_forward(x):
@@ -239,6 +236,7 @@ class Encoder(nn.Module):
 ARCHITECTURES = {
     "bert": (Embeddings, Encoder),
     "modernbert": (modernbert.Embeddings, modernbert.Encoder),
+    "reformer": (reformer.Embeddings, reformer.Encoder),
 }
 
 

@@ -31,6 +31,13 @@ LAYER_SHARING = ("none", "all", "attention", "ffn")
 _BIAS_AND_ROPE = ("norm_bias", "mlm_transform_bias", "attention_bias", "mlp_bias",
                   "global_rope_theta", "local_rope_theta", "local_attention",
                   "global_attn_every_n_layers")
+# Fields BERT's config.json has no name for (Reformer's; see BertConfig).
+REFORMER_FIELDS = ("attn_layers", "attention_head_size", "axial_pos_shape",
+                   "axial_pos_embds_dim", "axial_norm_std", "local_attn_chunk_length",
+                   "local_num_chunks_before", "local_num_chunks_after", "lsh_attn_chunk_length",
+                   "lsh_num_chunks_before", "lsh_num_chunks_after",
+                   "lsh_attention_probs_dropout_prob", "num_buckets", "num_hashes", "hash_seed",
+                   "chunk_size_feed_forward", "reversible")
 # How attention is computed (bert_jax.models.layers.ATTENTION_IMPLS; same outputs).
 ATTENTION_IMPLS = ("einsum", "xla", "cudnn", "splash")
 
@@ -99,6 +106,29 @@ class BertConfig:
       `attention_probs` intermediates), "xla" (`jax.nn.dot_product_attention`),
       "cudnn" (its cuDNN flash kernel; GPU, bfloat16) or "splash" (Pallas splash
       attention; TPU). See `bert_jax.models.layers.dot_product_attention`.
+    The fields below are read by Reformer's layers only (models/reformer.py; HF
+    ReformerConfig's names; intermediate_size is its feed_forward_size and
+    attention_probs_dropout_prob its local_attention_probs_dropout_prob):
+    attn_layers: each layer's attention, "local" (chunked) or "lsh" (LSH); its length is
+      num_hidden_layers.
+    attention_head_size: D when it is not H / N (Reformer's N * D need not be H); None: H / N.
+    axial_pos_shape: the factors of the axial position table (their product bounds the
+      length); empty: a learned [max_position_embeddings, H] table.
+    axial_pos_embds_dim: the width of each axial factor's table; they sum to H.
+    axial_norm_std: std of the axial tables' normal initialiser.
+    local_attn_chunk_length / local_num_chunks_before / local_num_chunks_after: local
+      attention's chunk and the neighbouring chunks each chunk also sees.
+    lsh_attn_chunk_length / lsh_num_chunks_before / lsh_num_chunks_after: the same for LSH
+      attention's sorted chunks.
+    lsh_attention_probs_dropout_prob: dropout on LSH attention's probabilities.
+    num_buckets: LSH buckets per hash round, an even int or a tuple of even factors (their
+      product); None: from the length as HF chooses (2 T / chunk, a power of 2).
+    num_hashes: LSH hash rounds.
+    hash_seed: None draws the rotations from the dropout rng when training (fixed per layer
+      when deterministic); a seed gives every LSH layer the same rotations (as HF's).
+    chunk_size_feed_forward: tokens per feed-forward chunk (0: the whole row at once).
+    reversible: the backward pass recomputes each layer from the next one's output
+      (RevNet) instead of storing activations; False: plain autodiff, same values.
     projection_init: how the E -> H projection (`projects_embeddings`) starts, one of
       PROJECTION_INITS: "normal" (truncated normal at initializer_range, as HF and
       google-research/albert) or "fan_in" (normal at 1/sqrt(E), so the first layer's input
@@ -137,8 +167,29 @@ class BertConfig:
   global_attn_every_n_layers: int = 1
   attention_impl: str = "einsum"
   projection_init: str = "normal"
+  attn_layers: tuple[str, ...] = ()
+  attention_head_size: Optional[int] = None
+  axial_pos_shape: tuple[int, ...] = ()
+  axial_pos_embds_dim: tuple[int, ...] = ()
+  axial_norm_std: float = 1.0
+  local_attn_chunk_length: int = 64
+  local_num_chunks_before: int = 1
+  local_num_chunks_after: int = 0
+  lsh_attn_chunk_length: int = 64
+  lsh_num_chunks_before: int = 1
+  lsh_num_chunks_after: int = 0
+  lsh_attention_probs_dropout_prob: float = 0.0
+  num_buckets: Optional[Any] = None
+  num_hashes: int = 1
+  hash_seed: Optional[int] = None
+  chunk_size_feed_forward: int = 0
+  reversible: bool = True
 
   def __post_init__(self):
+    for name in ("attn_layers", "axial_pos_shape", "axial_pos_embds_dim", "num_buckets"):
+      value = getattr(self, name)
+      if isinstance(value, list):  # from JSON; tuples keep the config hashable
+        object.__setattr__(self, name, tuple(value))
     if self.family not in FAMILIES:
       raise ValueError(f"BertConfig: family={self.family!r} is not one of {sorted(FAMILIES)}")
     if self.type_vocab_size < 0:
@@ -147,7 +198,7 @@ class BertConfig:
         self.task_type_vocab_size and FAMILIES[self.family].architecture != "bert"):
       raise ValueError(f"BertConfig: task_type_vocab_size={self.task_type_vocab_size} (only "
                        "the BERT architecture's embeddings have a task-type table, >= 0)")
-    if self.hidden_size % self.num_attention_heads:
+    if self.attention_head_size is None and self.hidden_size % self.num_attention_heads:
       raise ValueError(f"BertConfig: hidden_size={self.hidden_size} is not divisible by "
                        f"num_attention_heads={self.num_attention_heads}")
     if self.hidden_act not in HIDDEN_ACTS:
@@ -178,6 +229,8 @@ class BertConfig:
 
   @property
   def head_dim(self) -> int:
+    if self.attention_head_size is not None:
+      return self.attention_head_size
     return self.hidden_size // self.num_attention_heads
 
   @property
@@ -275,7 +328,7 @@ def hf_bert_fields(config: "BertConfig") -> dict[str, Any]:
   ours_only = ("dtype", "scan_layers", "remat_policy", "pre_layer_norm", "family",
                "embedding_size", "layer_sharing", "attention_impl", "projection_init",
                "task_type_vocab_size")
-  for k in ours_only + _BIAS_AND_ROPE:
+  for k in ours_only + _BIAS_AND_ROPE + REFORMER_FIELDS:
     d.pop(k)
   d.update(hidden_act=HF_ACT_NAMES[config.hidden_act])
   return d
@@ -305,6 +358,13 @@ _MODERNBERT = dict(family="modernbert", vocab_size=50368, max_position_embedding
                    mlm_transform_bias=False, attention_bias=False, mlp_bias=False,
                    global_rope_theta=160_000.0, local_rope_theta=10_000.0, local_attention=128,
                    global_attn_every_n_layers=3)
+# HF's ReformerConfig defaults (google/reformer-crime-and-punishment's shape, encoder use):
+# N * D = 12 * 64 != H = 256, axial positions 64 x 64, local/LSH alternating.
+_REFORMER = dict(family="reformer", vocab_size=320, hidden_size=256, num_attention_heads=12,
+                 attention_head_size=64, intermediate_size=512, hidden_act="relu",
+                 hidden_dropout_prob=0.05, attention_probs_dropout_prob=0.05,
+                 max_position_embeddings=4096, type_vocab_size=0, pad_token_id=0,
+                 axial_pos_shape=(64, 64), axial_pos_embds_dim=(64, 192))
 
 # The released sizes (Turc et al. 2019 for the small BERTs); intermediate = 4H. The
 # "-tiny" sizes of the other families are BERT-Tiny's shape with that family's fields.
@@ -349,6 +409,16 @@ SIZES = {
     # Layer 0 global, layers 1-2 local with a 64-token window.
     "modernbert-tiny": dict(_MODERNBERT, num_hidden_layers=3, hidden_size=128,
                             num_attention_heads=2, intermediate_size=192, local_attention=64),
+    "reformer-default": dict(_REFORMER, num_hidden_layers=6,
+                             attn_layers=("local", "lsh") * 3),
+    # Layer 0 local (chunks of 32 seeing the one before), layer 1 LSH (2 rounds, chunks of
+    # 32), axial positions 16 x 32 for up to 512 tokens.
+    "reformer-tiny": dict(_REFORMER, num_hidden_layers=2, hidden_size=128,
+                          num_attention_heads=2, attention_head_size=64,
+                          intermediate_size=512, attn_layers=("local", "lsh"),
+                          local_attn_chunk_length=32, lsh_attn_chunk_length=32, num_hashes=2,
+                          max_position_embeddings=512, axial_pos_shape=(16, 32),
+                          axial_pos_embds_dim=(32, 96)),
 }
 
 

@@ -61,7 +61,8 @@ class Family:
       when E == H (ALBERT's encoder always has one); otherwise only when E != H.
     architecture: the modules that build the embeddings and the layer stack, a key of
       `bert_jax.models.bert.ARCHITECTURES`: "bert" (bert.py: learned positions, post-LN
-      layers) or "modernbert" (modernbert.py: RoPE, pre-norm GeGLU layers, local attention).
+      layers), "modernbert" (modernbert.py: RoPE, pre-norm GeGLU layers, local attention)
+      or "reformer" (reformer.py: axial positions, LSH / local attention, reversible layers).
     unrolled_layers: under `scan_layers`, the leading layers that stay `layer_i` (their params
       differ from the rest: ModernBERT's layer 0 has no attention LayerNorm); the others
       are stacked (`bert_jax.models.layout`).
@@ -74,6 +75,9 @@ class Family:
       fine-tuning from a pretraining checkpoint ("" none). HF's ModernBERT task classes
       name their head as its MLM head's transform (`head.dense`, `head.norm`), so HF's
       from_pretrained of an MLM checkpoint starts the classifier's head from it.
+    mlm_head: the MLM head, a key of `bert_jax.models.heads.MLM_HEADS`: "tied" (dense +
+      act + LayerNorm, decoder tied to the word embeddings: BERT's kind) or "linear" (one
+      untied linear layer without bias: Reformer's, on its 2H-wide output).
   """
   description: str
   position_ids: Callable[[jax.Array, "BertConfig"], jax.Array]
@@ -88,6 +92,7 @@ class Family:
   unrolled_layers: int = 0
   task_head: str = ""
   task_head_from: str = ""
+  mlm_head: str = "tied"
 
 
 FAMILIES = {
@@ -128,6 +133,12 @@ FAMILIES = {
                     "embedding (3.0's use_task_id); knowledge masking in pretraining",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=True,
         sentence_heads=("nsp",), pretraining_pooler=True),
+    "reformer": Family(
+        description="Reformer (Kitaev et al. 2020): axial positions, local and LSH attention, "
+                    "reversible layers, chunked feed-forward, 2H-wide output, MLM only",
+        position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
+        sentence_heads=(), pretraining_pooler=False, architecture="reformer",
+        mlm_head="linear"),
 }
 
 

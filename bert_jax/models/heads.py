@@ -51,6 +51,29 @@ class MaskedLMHead(nn.Module):
     return nn.with_logical_constraint(logits + bias, ACT_BTV)
 
 
+class LinearMaskedLMHead(nn.Module):
+  """One untied linear layer without bias to the vocabulary: Reformer's MLM head (HF
+  ReformerOnlyLMHead, whose `bias` its forward never adds). Same call as MaskedLMHead
+  (the word embeddings unused): [B, T or P, H'] -> [B, T or P, V] float32 logits."""
+  config: BertConfig
+
+  @nn.compact
+  def __call__(self, sequence_output, embedding_table, masked_positions=None):
+    del embedding_table
+    cfg = self.config
+    x = sequence_output
+    if masked_positions is not None:
+      x = gather_positions(x, masked_positions)
+    logits = nn.Dense(cfg.vocab_size, use_bias=False, dtype=cfg.compute_dtype,
+                      param_dtype=jnp.float32, kernel_init=dense_init(cfg, ("embed", "vocab")),
+                      name="decoder")(x)
+    return nn.with_logical_constraint(logits.astype(jnp.float32), ACT_BTV)
+
+
+# Family.mlm_head -> the MLM head module.
+MLM_HEADS = {"tied": MaskedLMHead, "linear": LinearMaskedLMHead}
+
+
 class SpanBoundaryHead(nn.Module):
   """SpanBERT's span boundary objective head: each masked token predicted from its span's
   boundary states and its place in the span.

@@ -44,6 +44,13 @@ def zeros_init(axes: tuple[Optional[str], ...]):
   return nn.with_logical_partitioning(nn.initializers.zeros_init(), axes)
 
 
+def dense(config: BertConfig, features: int, axes: tuple[Optional[str], ...], name: str):
+  """nn.Dense with a bias, float32 params cast to the compute dtype; kernel axes `axes`."""
+  return nn.Dense(features, dtype=config.compute_dtype, param_dtype=jnp.float32,
+                  kernel_init=dense_init(config, axes), bias_init=zeros_init(axes[-1:]),
+                  name=name)
+
+
 def check_length(config: BertConfig, seq_len: int, first: int = 0) -> None:
   """One line when rows are longer than the model's positions (its position table, or
   ModernBERT's RoPE context length), positions starting at `first`."""

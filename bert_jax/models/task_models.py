@@ -31,7 +31,7 @@ import jax.numpy as jnp
 from bert_jax.models.config import BertConfig, generator_config
 from bert_jax.models.bert import BertModel
 from bert_jax.models.families import family_of
-from bert_jax.models.heads import (TASK_HEADS, BiLSTM, LinearHead, MaskedLMHead,
+from bert_jax.models.heads import (MLM_HEADS, TASK_HEADS, BiLSTM, LinearHead,
                                    NextSentenceHead, ReplacedTokenHead, ScalarMix,
                                    SpanBoundaryHead)
 
@@ -101,7 +101,7 @@ class BertForPreTraining(nn.Module):
     enc = bert(input_ids, token_type_ids, attention_mask, deterministic=deterministic,
                output_hidden_states=output_hidden_states, packing=packing,
                task_type_ids=task_type_ids)
-    mlm_logits = MaskedLMHead(self.config, name="mlm_head")(
+    mlm_logits = MLM_HEADS[family.mlm_head](self.config, name="mlm_head")(
         enc.sequence_output, bert.word_embedding_table(), masked_lm_positions)
     sentence_logits = {name: NextSentenceHead(self.config, name=f"{name}_head")(
         enc.pooled_output) for name in heads}
@@ -310,7 +310,7 @@ class BertForPromptClassification(nn.Module):
 
   def setup(self):
     self.bert = BertModel(self.config, add_pooling_layer=False)
-    self.mlm_head = MaskedLMHead(self.config)
+    self.mlm_head = MLM_HEADS[family_of(self.config).mlm_head](self.config)
 
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
                deterministic: bool = True, output_hidden_states: bool = False, packing=None):
