@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The pretraining step measured on this host's accelerator beside its compile-only plan
+# The pretraining step measured on the machine's accelerator beside its compile-only plan
 # (bench/device_check.py); under 8 minutes on one GPU.
 #
 #   bash bench/device_check.sh           # bench/results/device_check_<device>_<date>_<commit>.json

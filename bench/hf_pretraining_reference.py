@@ -13,7 +13,7 @@ the metric names of our metrics.jsonl, so the two runs compare line by line:
 by their neighbours: 400 documents of 4-9 sentences, each a run of 5-14 consecutive words
 of the cycle "one two ... twenty". Any model that uses its context solves it.
 
-Measured (2-core CPU, session 3; tiny config, that corpus, seq 64, lr 2e-3), HF and bert_jax give
+Measured (2-core CPU, 2026-11-22; tiny config, that corpus, seq 64, lr 2e-3), HF and bert_jax give
 the same held-out MLM accuracy at steps 100/200/300 (0.089/0.191/0.200 vs 0.089/0.196/0.196),
 both still at the unigram guess on corrupted positions (10-12%).
 """

@@ -5,11 +5,12 @@
   targets.devices("gpu:h100x8")   # 8 H100 SXM GPUs on one host; "gpu:h100x16": two hosts
 
 A TPU or GPU target's devices come from `jax.experimental.topologies.get_topology_desc`
-and need that platform's compiler on this host: libtpu (`pip install "libtpu==0.0.42.*"`,
-jax's [tpu] extra) or jax-cuda12-plugin + jax-cuda12-pjrt (no driver, no GPU). A mesh over
-them compiles as usual (`jax.jit(...).lower(...).compile()`), with the target compiler's
-memory and cost analyses; nothing runs. Both tables below are data: a new slice or GPU is one
-entry (GPU: one target config file in bert_jax/gpu_targets/, which says where it came from).
+and need that platform's compiler on the machine that compiles: libtpu (`pip install
+"libtpu==0.0.42.*"`, jax's [tpu] extra) or jax-cuda12-plugin + jax-cuda12-pjrt (no driver,
+no GPU). A mesh over them compiles as usual (`jax.jit(...).lower(...).compile()`), with
+the target compiler's memory and cost analyses; nothing runs. Both tables below are data: a
+new slice or GPU is one entry (GPU: one target config file in bert_jax/gpu_targets/, which
+says where it came from).
 """
 import dataclasses
 import os

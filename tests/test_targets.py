@@ -52,7 +52,7 @@ def _tiny_config(impl: str, mesh: dict):
     ("einsum", {"fsdp": 4}), ("splash", {"fsdp": 4}), ("splash", {"data": 2, "tensor": 2})])
 def test_train_step_compiles_for_a_tpu_slice(impl, mesh):
   """The TPU compiler's memory analysis of the step on v5e-4; splash compiles as Mosaic TPU
-  kernels under shard_map (not its interpreter: the platform is the mesh's, not this host's),
+  kernels under shard_map (not its interpreter: the platform is the mesh's, not the compiling machine's),
   where before it stopped with 'Mosaic kernels cannot be automatically partitioned'."""
   from bert_jax.run import compile_report
   config = _tiny_config(impl, mesh)
