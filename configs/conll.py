@@ -13,7 +13,7 @@ Training batches are packed (`data.pack_each_batch`; false = padded rows, the sa
 Feature-based taggers (configs/common.py): `--config.freeze_encoder=true
 --config.feature_layers=-4,-3,-2,-1 [--config.feature_mix=scalar_mix]
 [--config.feature_head=bilstm] [--config.trainable_layers=-1]`.
-`python -m experiments.hf_tagging_reference` with the same config and overrides fine-tunes
+`python bench/hf_tagging_reference.py` with the same config and overrides fine-tunes
 HF's BertForTokenClassification on the same features and scores it the same way.
 
 Measured from all-MiniLM-L6-v2 on valid.txt (a short run: 2,000 random training

@@ -8,7 +8,7 @@ them), the same random training subset, batch size, epochs, AdamW with BERT's de
 warmup + linear decay and clipping; the eval split is scored by our scorer
 (finetune/conll_reader.py), so the two runs' numbers are the same metric:
 
-  python -m experiments.hf_tagging_reference \
+  python bench/hf_tagging_reference.py \
       --config=configs/conll.py:column=pos,train_examples=2000 \
       --config.data.max_seq_length=64 --config.num_train_epochs=1 \
       --config.optim.learning_rate=1e-4
