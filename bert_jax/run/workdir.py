@@ -116,6 +116,8 @@ def check_same_model(workdir: str, model_fields: dict, model_spec: dict) -> None
     return
   with open(path) as f:
     saved = json.load(f)
+  # Compared as the JSON they are saved as (a tuple field reads back as a list).
+  model_fields, model_spec = json.loads(json.dumps([model_fields, model_spec]))
   free = {"dtype", "scan_layers", "remat_policy", "attention_impl", "hidden_dropout_prob",
           "attention_probs_dropout_prob", "projection_init"}
   changed = [f"{key} {saved[key]!r} -> {value!r}" for key, value in model_fields.items()
