@@ -23,9 +23,12 @@ NOISE = re.compile(r"^[IWEF][0-9]{4} |All log messages before absl|Warning: |war
 
 
 def _env():
-  env = {k: v for k, v in os.environ.items()
-         if k not in ("TF_CPP_MIN_LOG_LEVEL", "JAX_PLATFORMS", quiet.VERBOSE_ENV)}
-  return env
+  """A user's environment: without the test suite's settings, the target compilers' folder
+  (tests/conftest.py) and the TPU_* variables libtpu sets in a process that compiled for a
+  TPU (tests/test_targets.py, when it ran in this worker first)."""
+  return {k: v for k, v in os.environ.items()
+          if k not in ("TF_CPP_MIN_LOG_LEVEL", "JAX_PLATFORMS", quiet.VERBOSE_ENV,
+                       "BERT_JAX_TARGETS_SITE") and not k.startswith("TPU_")}
 
 
 def _run(arguments, timeout=300):
