@@ -55,7 +55,7 @@ def main():
   parser.add_argument("--max_seq_length", type=int, default=128)
   parser.add_argument("--max_predictions_per_seq", type=int, default=20)
   parser.add_argument("--batches", type=int, default=400, help="batches timed per phase")
-  parser.add_argument("--masking", default="token", help="a name in masking.SELECTORS")
+  parser.add_argument("--masking", default="token", help="a name in selectors.SELECTORS")
   parser.add_argument("--step_ms", type=float, default=20.0,
                       help="train step time to compare against (tiny model, batch 32x128)")
   args = parser.parse_args()

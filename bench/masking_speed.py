@@ -3,7 +3,7 @@ train step consumes (shared machine: run both in one process, compare the ratio)
 
   python bench/masking_speed.py --corpus=runs/corpus/pretrain.txt [--batches=150]
 
-For each name in masking.SELECTORS: the pretraining stream (NSP pairs of the prepared
+For each name in selectors.SELECTORS: the pretraining stream (NSP pairs of the prepared
 corpus, 32 x 128, 20 predictions, masks drawn in tf.data) consumed for --batches batches
 after a warm-up: rows/s. Then the BERT-Tiny pretraining step (bench/train_step.py's `ours`,
 built as the trainer builds it, MLM + NSP, batch 32 x 128) timed for --steps steps: rows/s
@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from bert_jax.models.config import config_for_size
-from bert_jax.pretrain import masking
+from bert_jax.pretrain import selectors
 from bert_jax.pretrain import pipeline
 from bert_jax.text.tokenizers import make_tokenizer
 
@@ -43,7 +43,7 @@ def main():
   tokenizer = make_tokenizer(config)
   corpora, _ = pipeline.load_corpora(config, tokenizer)
   results = {}
-  for name in masking.SELECTORS:
+  for name in selectors.SELECTORS:
     config.masking = name
     train_input = pipeline.PretrainingInput(corpora, tokenizer, config)
     input_pipeline.consume(train_input, 1)
@@ -58,7 +58,7 @@ def main():
   for _ in range(args.steps):
     run()
   results["train_rows_per_s"] = 32 * args.steps / (time.perf_counter() - start)
-  for name in masking.SELECTORS:
+  for name in selectors.SELECTORS:
     results[f"{name}_ratio"] = results[f"{name}_rows_per_s"] / results["train_rows_per_s"]
   for key, value in results.items():
     print(f"{key:24s} {value:10.1f}")

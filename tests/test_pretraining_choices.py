@@ -16,6 +16,7 @@ from bert_jax.run import trainer
 from bert_jax.pretrain import builders
 from bert_jax.pretrain import masking
 from bert_jax.pretrain import objectives
+from bert_jax.pretrain import selectors
 from bert_jax.pretrain import pipeline
 from bert_jax.text.wordpiece import WordPieceTokenizer
 from tests.conftest import tiny_pretraining_config
@@ -75,8 +76,8 @@ def test_a_new_selector_is_one_table_entry(corpus, vocab_path, monkeypatch):
   def first_tokens(input_ids, eligible, scores, budget, options):
     rank = tf.cumsum(tf.cast(eligible, tf.int32), axis=1)
     selected = eligible & (rank <= budget[:, None])
-    return masking.Selection(selected, tf.where(selected, rank, 0))
-  monkeypatch.setitem(masking.SELECTORS, "first_tokens", masking.Selector(first_tokens))
+    return selectors.Selection(selected, tf.where(selected, rank, 0))
+  monkeypatch.setitem(selectors.SELECTORS, "first_tokens", selectors.Selector(first_tokens))
   config = small_config(corpus, **{"data.masking": "first_tokens"})
   train, _ = pipeline.make_inputs(config.data, WordPieceTokenizer(vocab_path))
   batch = next(train)

@@ -29,7 +29,7 @@ import numpy as np
 
 from bert_jax import flops, optim
 from bert_jax.finetune import array_input, packing, sources
-from bert_jax.models import task_models
+from bert_jax.models import features, task_models
 from bert_jax.models.config import BertConfig
 from bert_jax.task import Evaluation, TaskInputs
 
@@ -66,8 +66,8 @@ def feature_spec(config) -> dict:
   """The feature-based fields of a tagger's / classifier's model spec (task_models)."""
   layers = feature_layers(config)
   mix, head = config.get("feature_mix", "concat"), config.get("feature_head", "linear")
-  task_models.check_choice(task_models.FEATURE_MIXES, "feature_mix", mix)
-  task_models.check_choice(task_models.TOKEN_FEATURE_HEADS, "feature_head", head)
+  features.check_choice(features.FEATURE_MIXES, "feature_mix", mix)
+  features.check_choice(features.TOKEN_FEATURE_HEADS, "feature_head", head)
   for field, value, default in (("feature_mix", mix, "concat"), ("feature_head", head, "linear")):
     if value != default and not layers:
       raise ValueError(f"config.{field}={value!r} reads config.feature_layers, which is "

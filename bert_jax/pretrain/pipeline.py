@@ -69,7 +69,7 @@ Fields read from config.data (`default_data_config()` gives them with defaults):
                        sentence_blocks.py's fill_gaps; pair builders: builders.py's
                        PackedPairs, up to pairs_per_row pairs in a row)
   pairs_per_row        K, the slots of a packed pair row (4)
-  masking              a name in masking.SELECTORS: "token", "whole_word" (pieces go with
+  masking              a name in selectors.SELECTORS: "token", "whole_word" (pieces go with
                        their word), "ngram" (ALBERT), "span" (SpanBERT), "phrase",
                        "entity" (ERNIE's knowledge masking: annotated units whole; needs
                        spans), "mixture" (per example, one of masking_mixture's)

@@ -1,0 +1,268 @@
+"""The masking selectors: which tokens an example's MLM masks, by scheme (config.data.masking).
+
+`bert_jax.pretrain.masking` describes each scheme ("token", "whole_word", "ngram", "span",
+and ERNIE's "phrase", "entity", "mixture") and applies the chosen positions; a selector only
+chooses them. A new masking scheme is one function here plus one entry in SELECTORS.
+
+Shape legend: B batch, T sequence length, P max_predictions_per_seq, D a selector's draws.
+"""
+import dataclasses
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import tensorflow as tf
+
+from bert_jax.text import spans as spans_lib
+
+
+# ------------------------------------------------------------------------ selectors
+# Each: (input_ids int32 [B, T], eligible bool [B, T], draws float32 [B, D] uniform (D =
+#        its Selector.draws(T, P)), budget int32 [B] (<= eligible count), options)
+#        -> Selection(selected bool [B, T], unit_start int32 [B, T]).
+class Selection(NamedTuple):
+  selected: tf.Tensor    # bool [B, T]: the chosen tokens
+  unit_start: tf.Tensor  # int32 [B, T]: at the first token of each unit drawn (token, word,
+                         # n-gram, span) a number > 0 that grows with the draw order; else 0
+
+
+def _token_selection(input_ids, eligible, scores, budget, options):
+  """The `budget` highest-scoring eligible tokens (a uniform subset); each its own unit."""
+  seq_length = input_ids.shape[1]
+  k = min(options.max_predictions_per_seq, seq_length)
+  _, top_positions = tf.math.top_k(tf.where(eligible, scores, -1.0), k=k)           # [B, K]
+  taken = tf.range(k)[None, :] < budget[:, None]                                    # [B, K]
+  hits = tf.one_hot(top_positions, seq_length, on_value=True, off_value=False,
+                    dtype=tf.bool) & taken[:, :, None]                              # [B, K, T]
+  rank = tf.range(1, k + 1)[None, :, None]
+  return Selection(tf.reduce_any(hits, axis=1), tf.reduce_max(tf.where(hits, rank, 0), 1))
+
+
+class _Words(NamedTuple):
+  """A row's words (W = T slots, empty ones of size 0)."""
+  start: tf.Tensor   # bool [B, T]: the piece starts a word
+  index: tf.Tensor   # int32 [B, T]: the piece's word (-1 before the first word)
+  size: tf.Tensor    # int32 [B, W]: pieces per word
+  score: tf.Tensor   # float32 [B, W]: the draw at the word's first piece; -2 for no word
+
+
+def _vocabulary_word_starts(input_ids, eligible, options) -> tf.Tensor:
+  """bool [B, T]: the eligible pieces that start a word (every one without a table)."""
+  if options.continuation_table is None:
+    return eligible
+  continuation = tf.gather(tf.constant(options.continuation_table), input_ids)      # [B, T]
+  follows_eligible = tf.pad(eligible[:, :-1], [[0, 0], [1, 0]])
+  return eligible & ~(continuation & follows_eligible)
+
+
+def _words(input_ids, eligible, scores, options, word_start=None) -> _Words:
+  """The row's words: the vocabulary's, or the units that start at `word_start` [B, T]."""
+  batch, seq_length = tf.shape(input_ids)[0], input_ids.shape[1]
+  if word_start is None:
+    word_start = _vocabulary_word_starts(input_ids, eligible, options)
+  word_index = tf.cumsum(tf.cast(word_start, tf.int32), axis=1) - 1                # [B, T]
+  # Per-word arrays [B, W=T] through segment ops; ineligible pieces go to a spare segment.
+  segment = tf.where(eligible, tf.range(batch)[:, None] * seq_length + word_index,
+                     batch * seq_length)
+  num_segments = batch * seq_length + 1
+  word_size = tf.reshape(tf.math.unsorted_segment_sum(
+      tf.cast(eligible, tf.int32), segment, num_segments)[:-1], [batch, seq_length])
+  word_score = tf.reshape(tf.math.unsorted_segment_max(
+      tf.where(word_start, scores, -1.0), segment, num_segments)[:-1], [batch, seq_length])
+  return _Words(word_start, word_index, word_size,
+                tf.where(word_size > 0, word_score, -2.0))
+
+
+def _pieces_of_words(words: _Words, eligible, taken_word) -> tf.Tensor:
+  """taken_word bool [B, W] -> bool [B, T]: the eligible pieces of those words."""
+  return eligible & tf.gather(taken_word, tf.maximum(words.index, 0), batch_dims=1)
+
+
+def _random_word_order(words: _Words) -> tuple[tf.Tensor, tf.Tensor]:
+  """(order int32 [B, W]: words by descending score, the empty ones last; its inverse)."""
+  order = tf.argsort(words.score, axis=1, direction="DESCENDING", stable=True)
+  return order, tf.argsort(order, axis=1)
+
+
+def _whole_word_selection(input_ids, eligible, scores, budget, options):
+  """Whole words taken greedily in score order while their pieces fit `budget` [B]. A
+  word's score is its first piece's, so the order is uniformly random."""
+  return _whole_units(_words(input_ids, eligible, scores, options), eligible, budget)
+
+
+def _whole_units(words: _Words, eligible, budget) -> Selection:
+  """Whole units (`words`) taken greedily in score order while they fit `budget` [B]."""
+  order, inverse = _random_word_order(words)
+  size_in_order = tf.gather(words.size, order, batch_dims=1)
+
+  def take_if_it_fits(carry, size):  # one rank of the order, for every row at once
+    used, _ = carry
+    take = (size > 0) & (used + size <= budget)
+    return used + tf.where(take, size, 0), take
+  _, taken_in_order = tf.scan(take_if_it_fits, tf.transpose(size_in_order),
+                              initializer=(tf.zeros_like(budget), tf.zeros_like(budget, bool)))
+  taken_word = tf.gather(tf.transpose(taken_in_order), inverse, batch_dims=1)     # [B, W]
+  return Selection(_pieces_of_words(words, eligible, taken_word),
+                   _unit_start(words, tf.where(taken_word, inverse + 1, 0)))
+
+
+def _unit_start(words: _Words, word_value) -> tf.Tensor:
+  """word_value int32 [B, W] -> int32 [B, T]: each word's value at its first piece, else 0."""
+  return tf.where(words.start, tf.gather(word_value, tf.maximum(words.index, 0),
+                                         batch_dims=1), 0)
+
+
+NGRAM_PROBS = np.array([1.0, 1.0 / 2, 1.0 / 3]) / (1.0 + 1.0 / 2 + 1.0 / 3)  # 6/11 3/11 2/11
+
+
+def _ngram_selection(input_ids, eligible, draws, budget, options):
+  """ALBERT's n-gram masking (module docstring). draws [B, 2T]: the word order scores and
+  the n draws, each read at a word's first piece."""
+  seq_length = input_ids.shape[1]
+  order_scores, n_draws = tf.split(draws, 2, axis=1)
+  words = _words(input_ids, eligible, order_scores, options)
+  order, _ = _random_word_order(words)
+  max_n = len(NGRAM_PROBS)
+  cdf = tf.constant(np.cumsum(NGRAM_PROBS)[:-1], tf.float32)
+  first_piece = tf.sort(tf.where(words.start, tf.range(seq_length)[None, :], seq_length - 1),
+                        axis=1)                                                     # [B, W]
+  word_n_draw = tf.gather(n_draws, first_piece, batch_dims=1)
+  word_n = 1 + tf.reduce_sum(tf.cast(word_n_draw[:, :, None] >= cdf, tf.int32), -1)  # [B, W]
+  # Pieces in words [w, w + k): size_ends[:, w + k] - size_ends[:, w].
+  size_ends = tf.pad(tf.cumsum(words.size, axis=1), [[0, 0], [1, max_n]])          # [B, W+1+n]
+  word_slot = tf.range(seq_length)[None, :]                                         # [1, W]
+
+  def step(rank, used, covered, starts):  # the rank's candidate word w [B], every row at once
+    w = order[:, rank]
+    exists = tf.gather(words.size, w[:, None], batch_dims=1)[:, 0] > 0
+    n = tf.gather(word_n, w[:, None], batch_dims=1)[:, 0]
+    first = tf.gather(size_ends, w[:, None], batch_dims=1)[:, 0]
+    sizes = tf.gather(size_ends, w[:, None] + tf.range(1, max_n + 1)[None, :],
+                      batch_dims=1) - first[:, None]                                # [B, n]
+    fits = ((tf.range(1, max_n + 1)[None, :] <= n[:, None])
+            & (used[:, None] + sizes <= budget[:, None]))
+    k = tf.reduce_max(tf.where(fits, tf.range(1, max_n + 1)[None, :], 0), axis=1)  # [B]
+    in_gram = (word_slot >= w[:, None]) & (word_slot < (w + k)[:, None])            # [B, W]
+    clash = tf.reduce_any(in_gram & covered, axis=1)
+    take = exists & (used < budget) & (k > 0) & ~clash
+    size = tf.gather(sizes, tf.maximum(k - 1, 0)[:, None], batch_dims=1)[:, 0]
+    return (rank + 1, used + tf.where(take, size, 0), covered | (in_gram & take[:, None]),
+            tf.where((word_slot == w[:, None]) & take[:, None], rank + 1, starts))
+
+  # Ranks in order until every row's budget is met (ALBERT stops there too).
+  no_words = tf.zeros_like(words.size, bool)
+  _, _, covered, starts = tf.while_loop(
+      lambda rank, used, *_: (rank < seq_length) & tf.reduce_any(used < budget), step,
+      (tf.constant(0), tf.zeros_like(budget), no_words, tf.zeros_like(words.size)))
+  return Selection(_pieces_of_words(words, eligible, covered), _unit_start(words, starts))
+
+
+SPAN_GEOMETRIC_P = 0.2
+SPAN_MAX_WORDS = 10
+SPAN_LENGTH_PROBS = SPAN_GEOMETRIC_P * (1 - SPAN_GEOMETRIC_P) ** np.arange(SPAN_MAX_WORDS)
+SPAN_LENGTH_PROBS /= SPAN_LENGTH_PROBS.sum()  # P(l) for l = 1..10; mean 3.78
+
+
+def _span_selection(input_ids, eligible, draws, budget, options):
+  """SpanBERT's span masking (module docstring). draws [B, 2P]: per attempt a (P of them,
+  each adds >= 1 piece until the budget is met) an anchor draw and a length draw."""
+  predictions = options.max_predictions_per_seq
+  anchor_draws, length_draws = tf.split(draws, 2, axis=1)
+  words = _words(input_ids, eligible, tf.zeros_like(input_ids, tf.float32), options)
+  segment = tf.cumsum(tf.cast(~eligible, tf.int32), axis=1)  # runs between special tokens
+  cdf = tf.constant(np.cumsum(SPAN_LENGTH_PROBS)[:-1], tf.float32)
+
+  def step(carry, attempt):
+    chosen, starts = carry
+    anchor_draw, length_draw, number = attempt                                       # [B]
+    remaining = budget - tf.reduce_sum(tf.cast(chosen, tf.int32), axis=1)
+    free = eligible & ~chosen
+    num_free = tf.reduce_sum(tf.cast(free, tf.int32), axis=1)
+    rank = tf.minimum(tf.cast(anchor_draw * tf.cast(num_free, tf.float32), tf.int32),
+                      num_free - 1)
+    anchor = free & (tf.cumsum(tf.cast(free, tf.int32), axis=1) - 1 == rank[:, None])
+    anchor_word = tf.reduce_sum(tf.where(anchor, words.index, 0), axis=1)
+    anchor_segment = tf.reduce_sum(tf.where(anchor, segment, 0), axis=1)
+    length = 1 + tf.reduce_sum(tf.cast(length_draw[:, None] >= cdf, tf.int32), axis=1)
+    in_span = (eligible & (segment == anchor_segment[:, None])
+               & (words.index >= anchor_word[:, None])
+               & (words.index < (anchor_word + length)[:, None]))
+    new = in_span & ~chosen
+    new_before = tf.cumsum(tf.cast(new, tf.int32), axis=1, exclusive=True)
+    active = (remaining > 0)[:, None]
+    covered = in_span & (new_before < remaining[:, None]) & active
+    first = in_span & words.start & (words.index == anchor_word[:, None]) & active
+    return chosen | covered, tf.where(first, number + 1, starts)
+
+  chosen, starts = tf.foldl(
+      step, (tf.transpose(anchor_draws), tf.transpose(length_draws), tf.range(predictions)),
+      initializer=(tf.zeros_like(eligible), tf.zeros_like(input_ids)))
+  return Selection(chosen, starts)
+
+
+def _knowledge_selection(kind: str):
+  """ERNIE's phrase- or entity-level masking (module docstring): whole units, each an
+  annotated span of `kind` or else a word, greedily in a uniformly random order."""
+  multiplier = spans_lib.KINDS[kind]
+
+  def select(input_ids, eligible, scores, budget, options, span_tags):
+    code = (span_tags // multiplier) % 3                                             # [B, T]
+    before = tf.pad(code[:, :-1], [[0, 0], [1, 0]])
+    follows_eligible = tf.pad(eligible[:, :-1], [[0, 0], [1, 0]])
+    continues_unit = follows_eligible & (before != spans_lib.OUTSIDE)
+    vocabulary_start = _vocabulary_word_starts(input_ids, eligible, options)
+    start = eligible & tf.where(
+        code == spans_lib.INSIDE, ~continues_unit,
+        vocabulary_start | (code == spans_lib.BEGIN) | (before != spans_lib.OUTSIDE))
+    return _whole_units(_words(input_ids, eligible, scores, options, start), eligible, budget)
+  return select
+
+
+def _mixture_draws(seq_length: int, predictions: int) -> list[int]:
+  """Each scheme's slice of a mixture's draws (after the one that picks the scheme)."""
+  return [selector.draws(seq_length, predictions) for name, selector in SELECTORS.items()
+          if name != "mixture"]
+
+
+def _mixture_selection(input_ids, eligible, draws, budget, options, span_tags):
+  """Per example one scheme of options.mixture, drawn by weight (module docstring)."""
+  seq_length = input_ids.shape[1]
+  names = [name for name in SELECTORS if name != "mixture"]
+  pick, *own = tf.split(draws, [1] + _mixture_draws(seq_length,
+                                                    options.max_predictions_per_seq), axis=1)
+  weights = np.array([weight for _, weight in options.mixture])
+  cdf = tf.constant(np.cumsum(weights)[:-1] / weights.sum(), tf.float32)
+  chosen = tf.reduce_sum(tf.cast(pick >= cdf[None, :], tf.int32), axis=1)          # [B]
+  selected = tf.zeros_like(eligible)
+  unit_start = tf.zeros_like(input_ids)
+  for member, (name, _) in enumerate(options.mixture):
+    selector = SELECTORS[name]
+    extra = {"span_tags": span_tags} if selector.reads_spans else {}
+    selection = selector.select(input_ids, eligible, own[names.index(name)], budget, options,
+                                **extra)
+    row = (chosen == member)[:, None]
+    selected = tf.where(row, selection.selected, selected)
+    unit_start = tf.where(row, selection.unit_start, unit_start)
+  return Selection(selected, unit_start)
+
+
+@dataclasses.dataclass(frozen=True)
+class Selector:
+  select: Callable  # the function, as above
+  draws: Callable[[int, int], int] = lambda seq_length, predictions: seq_length  # D(T, P)
+  needs_words: bool = False  # reads continuation_table
+  per_span_action: bool = False  # one 80/10/10 decision per span, not per piece
+  reads_spans: bool = False  # takes the rows' span_tags [B, T] (text/spans.py)
+
+
+SELECTORS = {
+    "token": Selector(_token_selection),
+    "whole_word": Selector(_whole_word_selection, needs_words=True),
+    "ngram": Selector(_ngram_selection, draws=lambda t, p: 2 * t, needs_words=True),
+    "span": Selector(_span_selection, draws=lambda t, p: 2 * p, needs_words=True,
+                     per_span_action=True),
+    "phrase": Selector(_knowledge_selection("phrase"), reads_spans=True),
+    "entity": Selector(_knowledge_selection("entity"), reads_spans=True),
+    "mixture": Selector(_mixture_selection, draws=lambda t, p: 1 + sum(_mixture_draws(t, p)),
+                        reads_spans=True),
+}
