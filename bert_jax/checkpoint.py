@@ -40,6 +40,24 @@ def read_model_config(directory: str) -> BertConfig:
   return BertConfig.from_json_file(os.path.join(directory, MODEL_CONFIG))
 
 
+def read_model_record(directory: str) -> dict:
+  """model_config.json as recorded: the BertConfig fields, and where written, "model" (the
+  task model's spec) and "labels"."""
+  path = os.path.join(directory, MODEL_CONFIG)
+  try:
+    with open(path) as f:
+      return json.load(f)
+  except json.JSONDecodeError as e:
+    raise ValueError(f"{path}: not valid JSON ({e})") from None
+
+
+def check_weights(path: str) -> None:
+  """A saved model's params/ or a workdir's checkpoints/ must be there (FileNotFoundError
+  naming the folder); their contents are checked as they are read."""
+  if not any(os.path.isdir(os.path.join(path, name)) for name in ("params", "checkpoints")):
+    raise FileNotFoundError(f"{path}: no params/ folder and no checkpoints/ folder")
+
+
 def read_labels(directory: str) -> list[str] | None:
   """The class names a fine-tuned workdir / saved model recorded (None: none recorded)."""
   with open(os.path.join(directory, MODEL_CONFIG)) as f:
@@ -64,26 +82,38 @@ def save_model(directory: str, config: BertConfig, params, vocab_path: str | Non
     shutil.copyfile(vocab_path, os.path.join(directory, "vocab.txt"))
 
 
-def load_model_params(path: str) -> tuple[BertConfig, dict]:
-  """(config, unrolled params as numpy) from a saved model or the latest step of a workdir."""
+def load_model_params(path: str, config: BertConfig | None = None) -> tuple[BertConfig, dict]:
+  """(config, unrolled params as numpy) from a saved model or the latest step of a workdir;
+  `config`: its model_config.json when already read. A damaged checkpoint is a ValueError
+  naming its folder."""
   path = os.path.abspath(path)
-  config = read_model_config(path)
+  config = config or read_model_config(path)
   checkpoints = os.path.join(path, "checkpoints")
   if os.path.isdir(checkpoints):
     with ocp.CheckpointManager(checkpoints) as manager:
       step = manager.latest_step()
       if step is None:
         raise FileNotFoundError(f"{checkpoints}: no finished checkpoint")
-      restored = manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore()))
-    params = restored["state"]["params"]
+      target = os.path.join(checkpoints, str(step))
+      params = _readable(target, lambda: manager.restore(
+          step, args=ocp.args.Composite(state=ocp.args.StandardRestore())))["state"]["params"]
   else:
     target = os.path.join(path, "params")
     if not os.path.isdir(target):
       raise FileNotFoundError(f"{path}: no params/ folder and no checkpoints/ folder")
-    params = ocp.StandardCheckpointer().restore(target)
+    params = _readable(target, lambda: ocp.StandardCheckpointer().restore(target))
   if config.scan_layers:
     params = unstack_layers(params, *stacked_layout(config))
   return config, params
+
+
+def _readable(target: str, restore):
+  """restore(), with a damaged or cut-short checkpoint as one line naming its folder."""
+  try:
+    return restore()
+  except (OSError, ValueError, RuntimeError, KeyError) as error:
+    raise ValueError(f"{target}: not a readable checkpoint ({_first_line(error)}); it is "
+                     "damaged or incomplete: save or copy it again") from None
 
 
 def merge_over_processes(data_position: dict) -> dict:

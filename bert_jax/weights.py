@@ -1,20 +1,26 @@
 """The one weights loader: HF folders, Google TF checkpoints and bert_jax saved models /
 training workdirs (pretrained or fine-tuned), for users and for the trainer alike.
 
+  source = resolve(path)                             # format and config, read once
   model, variables = load_pretrained(path)           # the model with the checkpoint's heads
-  config, params, with_heads = load_params(path)     # unrolled float32 numpy params
-  params, notes = init_params(params, path, config)  # the trainer's config.init_from
-  params, lines = fresh_start(config, get_params, model_config)  # a fresh run's start
+  config, params, with_heads = load_params(source)   # unrolled float32 numpy params
+  params, notes = init_params(params, source, config)  # the trainer's config.init_from
+  params, lines = fresh_start(config, get_params, model_config, source=source)
+
+A path is resolved once into a `Pretrained` (its format, model config, recorded task
+model and labels, its weights files checked to be present and whole); every function
+here takes a path or a `Pretrained`, and a run passes the one it resolved.
 
 A bert_jax workdir records its model in model_config.json ("model": a task_models spec),
 so a fine-tuned workdir loads as its task model (classifier, tagger, QA, multiple choice)
 with its head. HF and TF checkpoints load as BertForPreTraining (with the family's MLM
 and sentence heads) or BertModel; an HF folder's config.json `model_type` picks the family
-(bert, roberta, distilbert, albert, electra; see bert_jax/convert/families.py); ELECTRA's
-discriminator folder loads as BertForReplacedTokenDetection, and an HF fine-tuned folder
-whose head is ours (its `architectures`: BertForSequenceClassification,
-RobertaForTokenClassification, AlbertForQuestionAnswering, ...) as that task model.
+(see bert_jax/convert/families.py); ELECTRA's discriminator folder loads as
+BertForReplacedTokenDetection, and an HF fine-tuned folder whose head is ours (its
+`architectures`: BertForSequenceClassification, RobertaForTokenClassification,
+AlbertForQuestionAnswering, ...) as that task model.
 """
+import dataclasses
 import json
 import os
 
@@ -44,32 +50,89 @@ def detect_format(path: str) -> str:
                    "checkpoint (bert_config.json + *.ckpt.index) or a bert_jax checkpoint")
 
 
-def load_config(path: str) -> BertConfig:
-  """The model config of any supported format, without reading the weights."""
+@dataclasses.dataclass(frozen=True)
+class Pretrained:
+  """A pretrained model's path, resolved once (`resolve`): what every reader of it needs.
+
+  format: "native" (ours: saved model or training workdir), "hf" or "tf".
+  config: its model config.
+  recorded: the config file as read (a native model_config.json, an HF config.json; None
+    for a TF checkpoint), which `spec` and `labels` read.
+  """
+  path: str
+  format: str
+  config: BertConfig
+  recorded: dict | None = None
+
+  def spec(self) -> dict | None:
+    """The task model it records: a native model_config.json's "model", an HF folder's
+    fine-tuning class (e.g. {"task_model": "sequence_classification", "num_labels": 3});
+    None: read it off the params (`model_spec`)."""
+    if self.format == "native":
+      return self.recorded.get("model") or None
+    if self.format == "hf":
+      return hf.task_spec_of(self.recorded, os.path.join(self.path, "config.json"))
+    return None
+
+  def labels(self) -> list[str] | None:
+    """Its class names in logit order, where it records them."""
+    if self.format == "native":
+      return self.recorded.get("labels")
+    return hf.labels_of(self.recorded) if self.format == "hf" else None
+
+  def load(self, heads: str = "auto") -> tuple[dict, bool]:
+    """(unrolled float32 params, has_heads): reads the weights (only here)."""
+    if self.format == "native":
+      _, params = checkpoint.load_model_params(self.path, self.config)
+      with_heads = "mlm_head" in params
+      if heads == "none" and "bert" in params:
+        return params["bert"], False
+      if heads == "pretraining" and not with_heads:
+        raise ValueError(f"{self.path}: has no pretraining heads")
+      return params, with_heads
+    if self.format == "hf":
+      return hf.load_params(self.path, self.config, heads,
+                            self.spec() if heads != "none" else None)
+    return tf_checkpoint.load_params(self.path, self.config, heads)
+
+
+def resolve(path: "str | Pretrained", check_weights: bool = True) -> Pretrained:
+  """The pretrained model at `path` (an HF folder, a TF checkpoint folder or prefix, a
+  bert_jax saved model or workdir): its format detected and its config read once, and
+  (check_weights) its weights files checked to be there and whole, so that a file cut short
+  is a one-line error naming it before anything is trained. A `Pretrained` is returned as
+  it is."""
+  if isinstance(path, Pretrained):
+    return path
   fmt = detect_format(path)
   if fmt == "native":
-    return checkpoint.read_model_config(path)
-  if fmt == "hf":
-    return hf.read_config(path)
-  return BertConfig.from_json_file(tf_checkpoint.find_checkpoint(path)[1])
+    recorded = checkpoint.read_model_record(path)
+    config = BertConfig.from_json_dict(
+        recorded, source=os.path.join(path, checkpoint.MODEL_CONFIG))
+    if check_weights:
+      checkpoint.check_weights(path)
+  elif fmt == "hf":
+    recorded, config_path = hf.read_json(path)
+    config = hf.config_from_json(recorded, config_path)
+    if check_weights:
+      hf.check_weights(path)
+  else:
+    recorded, config = None, tf_checkpoint.read_config(path)
+  check_vocab(path, config)
+  return Pretrained(path, fmt, config, recorded)
 
 
-def load_params(path: str, heads: str = "auto") -> tuple[BertConfig, dict, bool]:
+def load_config(path: "str | Pretrained") -> BertConfig:
+  """The model config of any supported format, without reading the weights."""
+  return resolve(path, check_weights=False).config
+
+
+def load_params(path: "str | Pretrained", heads: str = "auto") -> tuple[BertConfig, dict, bool]:
   """(config, unrolled float32 params, has_heads) from any supported format (has_heads: a
   native workdir's pretraining heads; an HF folder's heads of any kind)."""
-  fmt = detect_format(path)
-  if fmt == "native":
-    config, params = checkpoint.load_model_params(path)
-    with_heads = "mlm_head" in params
-    if heads == "none" and "bert" in params:
-      params, with_heads = params["bert"], False
-    elif heads == "pretraining" and not with_heads:
-      raise ValueError(f"{path}: has no pretraining heads")
-  else:
-    loader = hf.load if fmt == "hf" else tf_checkpoint.load
-    config, params, with_heads = loader(path, heads)
-  check_vocab(path, config)
-  return config, params, with_heads
+  source = resolve(path)
+  params, with_heads = source.load(heads)
+  return source.config, params, with_heads
 
 
 def check_vocab(path: str, config: BertConfig) -> None:
@@ -84,18 +147,14 @@ def check_vocab(path: str, config: BertConfig) -> None:
                        f"{config.vocab_size}")
 
 
-def model_spec(path: str, params: dict) -> dict:
-  """The task_models spec of a checkpoint: recorded in a bert_jax workdir's model_config.json;
-  for HF/TF weights (and older workdirs) read off the params: pretraining heads or encoder."""
-  if checkpoint.is_native(path):
-    with open(os.path.join(path, checkpoint.MODEL_CONFIG)) as f:
-      recorded = json.load(f).get("model")
-    if recorded:
-      return recorded
-  if "bert" in params and detect_format(path) == "hf":
-    spec = hf.task_spec(path)  # a fine-tuned HF class (BertForSequenceClassification, ...)
-    if spec:
-      return spec
+def model_spec(path: "str | Pretrained", params: dict) -> dict:
+  """The task_models spec of a checkpoint: recorded in a bert_jax workdir's model_config.json
+  or named by an HF folder's fine-tuning class; otherwise (HF/TF weights, older workdirs)
+  read off the params: pretraining heads or encoder."""
+  source = resolve(path)
+  recorded = source.spec() if source.format == "native" or "bert" in params else None
+  if recorded:
+    return recorded
   if "rtd_head" in params:  # ELECTRA's discriminator
     return {"task_model": "replaced_token_detection"}
   if "mlm_head" in params:
@@ -106,16 +165,13 @@ def model_spec(path: str, params: dict) -> dict:
   return {"task_model": "encoder", "add_pooling_layer": "pooler" in encoder}
 
 
-def label_names(path: str) -> list[str] | None:
+def label_names(path: "str | Pretrained") -> list[str] | None:
   """The class names of a fine-tuned checkpoint's logits, in order: a bert_jax workdir's
   model_config.json "labels", an HF folder's id2label (when not transformers' LABEL_i)."""
-  fmt = detect_format(path)
-  if fmt == "native":
-    return checkpoint.read_labels(path)
-  return hf.read_labels(path) if fmt == "hf" else None
+  return resolve(path).labels()
 
 
-def load_pretrained(path: str, heads: str = "auto", **config_overrides):
+def load_pretrained(path: "str | Pretrained", heads: str = "auto", **config_overrides):
   """Loads weights from an HF folder, a TF checkpoint or a bert_jax checkpoint/workdir.
 
   Returns (model, variables): the module the checkpoint holds (`model_spec`), e.g.
@@ -123,8 +179,9 @@ def load_pretrained(path: str, heads: str = "auto", **config_overrides):
   heads="none" gives the encoder alone. config_overrides change implementation fields
   such as dtype="bfloat16" or scan_layers=True (params are then stacked to match).
   """
-  config, params, _ = load_params(path, heads)
-  spec = model_spec(path, params)
+  source = resolve(path)
+  config, params, _ = load_params(source, heads)
+  spec = model_spec(source, params)
   if heads == "none" and spec["task_model"] != "encoder":
     params = params.get("bert", params)
     spec = {"task_model": "encoder", "add_pooling_layer": "pooler" in params}
@@ -136,13 +193,15 @@ def load_pretrained(path: str, heads: str = "auto", **config_overrides):
 
 
 # ----------------------------------------------------------------- the trainer's init_from
-def init_params(params: dict, path: str, model_config: BertConfig):
+def init_params(params: dict, path: "str | Pretrained", model_config: BertConfig):
   """(params with every tensor of the checkpoint at `path` copied in, notes on what was
   adapted): the trainer's config.init_from. `params` are the freshly initialised ones."""
-  pretrained_config, pretrained, _ = load_params(path)
+  source = resolve(path)
+  path = source.path
+  pretrained_config, pretrained, _ = load_params(source)
   # A pretraining model of two networks passes on the one it names (ELECTRA: the
   # discriminator); the other (its generator) is dropped.
-  part = getattr(task_models.TASK_MODELS.get(model_spec(path, pretrained)["task_model"]),
+  part = getattr(task_models.TASK_MODELS.get(model_spec(source, pretrained)["task_model"]),
                  "transfer_part", None)
   if part:
     pretrained = pretrained[part]
@@ -280,7 +339,8 @@ def init_word_vectors(params: dict, path: str, model_config: BertConfig, std: fl
 
 
 # ---------------------------------------------------------- the trainer's fresh-run start
-def fresh_start(config, get_params, model_config: BertConfig, frozen=None, frozen_host=None):
+def fresh_start(config, get_params, model_config: BertConfig, frozen=None, frozen_host=None,
+                source: Pretrained | None = None):
   """(params to start a fresh run from, or None to keep the fresh init; the lines to
   print): the trainer's init chain, in order
 
@@ -289,7 +349,8 @@ def fresh_start(config, get_params, model_config: BertConfig, frozen=None, froze
     student from its teacher's layers) -> config.init_word_vectors over the word table.
 
   get_params() gives the fresh host params (called only when something changes them);
-  frozen is the task's FrozenParams (task.frozen_params()), frozen_host their host params.
+  frozen is the task's FrozenParams (task.frozen_params()), frozen_host their host params;
+  source: config.init_from resolved (`resolve`; resolved here when not given).
   """
   if config.get("init_word_vectors") and config.init_from and not config.get("random_init"):
     raise ValueError("config.init_word_vectors: init_from's weights bring their own word "
@@ -299,7 +360,7 @@ def fresh_start(config, get_params, model_config: BertConfig, frozen=None, froze
     lines.append(f"Random initialisation (config.random_init): the architecture and "
                  f"vocabulary of {config.init_from}, not its weights")
   elif config.init_from:
-    params, notes = init_params(get_params(), config.init_from, model_config)
+    params, notes = init_params(get_params(), source or config.init_from, model_config)
     lines.append(f"Initialised from {config.init_from}" + _notes(notes))
     new = [note for note in notes if note.startswith("newly initialised")]
     evaluate_only = (config.get("num_train_steps", 1) == 0

@@ -1,4 +1,5 @@
 """Weights in and out: TF checkpoints, HF folders, our saved models; and bad input."""
+import glob
 import json
 import os
 import re
@@ -54,9 +55,10 @@ def _hf_to_tf_name(name):
   return f"{body}/{'kernel' if leaf == 'weight' else 'bias'}", leaf == "weight"
 
 
-def test_tf_checkpoint_matches_hf_import(tmp_path):
-  tf = pytest.importorskip("tensorflow")
-  state = _random_state()
+def _write_tf(folder, state):
+  """A Google-format TF checkpoint of an HF state (with Adam slots and global_step, which the
+  reader skips) and its bert_config.json; returns the checkpoint prefix."""
+  import tensorflow as tf
   names, tensors = [], []
   for name, value in state.items():
     tf_name, transpose = _hf_to_tf_name(name)
@@ -66,11 +68,18 @@ def test_tf_checkpoint_matches_hf_import(tmp_path):
     tensors.append(tf.constant(np.zeros_like(value)))
   names.append("global_step")
   tensors.append(tf.constant(np.int64(1000)))
-  prefix = str(tmp_path / "bert_model.ckpt")
+  prefix = os.path.join(folder, "bert_model.ckpt")
   tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
                     tensors=tensors)
-  with open(tmp_path / "bert_config.json", "w") as f:
+  with open(os.path.join(folder, "bert_config.json"), "w") as f:
     json.dump(CONFIG.to_json_dict(), f)
+  return prefix
+
+
+def test_tf_checkpoint_matches_hf_import(tmp_path):
+  pytest.importorskip("tensorflow")
+  state = _random_state()
+  _write_tf(str(tmp_path), state)
   config, params, with_heads = load_params(str(tmp_path))
   assert with_heads and config == CONFIG
   expected, _ = hf.state_to_params(state, CONFIG, "ref")
@@ -148,6 +157,19 @@ def test_damaged_safetensors_is_one_line_naming_the_file(tmp_path):
   lines = result.stderr.strip().splitlines()
   assert len(lines) == 1 and lines[0].startswith(f"bert_jax.convert: error: {weights_file}: "
                                                  "not a readable safetensors"), result.stderr
+
+
+def test_damaged_tf_checkpoint_is_one_line_naming_it(tmp_path):
+  """The checkpoint's data file cut to a third: a ValueError naming the checkpoint."""
+  pytest.importorskip("tensorflow")
+  prefix = _write_tf(str(tmp_path), _random_state())
+  data_file = max(glob.glob(prefix + ".data-*"), key=os.path.getsize)
+  with open(data_file, "rb") as f:
+    data = f.read()
+  with open(data_file, "wb") as f:
+    f.write(data[:len(data) // 3])
+  with pytest.raises(ValueError, match=re.escape(prefix) + ": not a readable TF checkpoint"):
+    load_params(str(tmp_path))
 
 
 def test_wrong_shape_names_tensor_and_both_shapes(tmp_path):

@@ -23,7 +23,7 @@ from bert_jax import checkpoint
 from bert_jax import cli
 from bert_jax.convert import hf
 from bert_jax.text import tokenizers
-from bert_jax.weights import label_names, load_params, model_spec
+from bert_jax.weights import label_names, load_params, model_spec, resolve
 
 if __name__ == "__main__":  # flags exist only when run as a program
   _INPUT = flags.DEFINE_string("input", None, "Weights to read (HF, TF, or bert_jax).")
@@ -38,10 +38,11 @@ TOKENIZER_SETTINGS = ("tokenizer_config.json", "special_tokens_map.json", "token
 
 
 def convert(input_path: str, output: str, to: str = "native", heads: str = "auto") -> None:
-  config, params, _ = load_params(input_path, heads)
+  source = resolve(input_path)  # format and config read once
+  config, params, _ = load_params(source, heads)
   # The task model (a fine-tuned classifier stays one); heads="none" keeps the encoder.
-  spec = model_spec(input_path, params) if "bert" in params else None
-  labels = label_names(input_path) if spec else None  # e.g. CoNLL's tags, in order
+  spec = model_spec(source, params) if "bert" in params else None
+  labels = label_names(source) if spec else None  # e.g. CoNLL's tags, in order
   folder = input_path if os.path.isdir(input_path) else os.path.dirname(input_path)
   try:
     kind, files = tokenizers.folder_kind(folder)

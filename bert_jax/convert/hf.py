@@ -28,7 +28,8 @@ from bert_jax.text.wordpiece import WordPieceTokenizer
 _BUFFERS = ("position_ids", "token_type_ids")  # non-parameter buffers some versions saved
 
 
-def _read_json(folder: str) -> tuple[dict, str]:
+def read_json(folder: str) -> tuple[dict, str]:
+  """(the folder's config.json as a dict, its path)."""
   path = os.path.join(folder, "config.json")
   if not os.path.exists(path):
     raise FileNotFoundError(f"{folder}: no config.json (is this an HF model folder?)")
@@ -41,7 +42,11 @@ def _read_json(folder: str) -> tuple[dict, str]:
 
 def read_config(folder: str) -> BertConfig:
   """The folder's config.json, any family (its model_type picks the reader)."""
-  raw, path = _read_json(folder)
+  return config_from_json(*read_json(folder))
+
+
+def config_from_json(raw: dict, path: str) -> BertConfig:
+  """Our config of an HF config.json read from `path`."""
   return families.config_from_hf(raw, path)
 
 
@@ -58,7 +63,11 @@ def task_spec(folder: str) -> dict | None:
   """The fine-tuning task model (a `task_models` spec) of a folder whose config.json names
   one of its family's HF task classes in `architectures` (e.g. BertForSequenceClassification
   with 3 labels -> {"task_model": "sequence_classification", "num_labels": 3}); else None."""
-  raw, path = _read_json(folder)
+  return task_spec_of(*read_json(folder))
+
+
+def task_spec_of(raw: dict, path: str) -> dict | None:
+  """`task_spec` of a config.json already read from `path`."""
   family = families.hf_family(raw.get("model_type", "bert"), path)
   classes = raw.get("architectures") or ()
   tasks = [family.task_of_class(name) for name in classes]
@@ -313,17 +322,68 @@ def params_to_state(params: dict, config: BertConfig,
 def load(folder: str, heads: str = "auto"):
   """HF folder of any family -> (BertConfig, params, has_heads); a fine-tuned folder's
   task (`task_spec`) comes from its config.json."""
-  config = read_config(folder)
+  raw, path = read_json(folder)
+  config = config_from_json(raw, path)
+  spec = task_spec_of(raw, path) if heads != "none" else None
+  return (config, *load_params(folder, config, heads, spec))
+
+
+def load_params(folder: str, config: BertConfig, heads: str = "auto",
+                spec: dict | None = None) -> tuple[dict, bool]:
+  """(params, has_heads) of the folder's weights, for its config already read; spec: its
+  fine-tuning class's task model (`task_spec`), None for the encoder or pretraining heads."""
   state = normalize_names(read_state(folder), folder, config.family)
-  spec = task_spec(folder) if heads != "none" else None
-  params, with_heads = state_to_params(state, config, folder, heads, spec)
-  return config, params, with_heads
+  return state_to_params(state, config, folder, heads, spec)
+
+
+def check_weights(folder: str) -> None:
+  """The folder's safetensors file(s) are there and whole: each file's header is read and
+  its size checked against the tensors the header lists, so a file cut short is refused
+  (a ValueError naming it) before any weights are read."""
+  index = os.path.join(folder, "model.safetensors.index.json")
+  files = [os.path.join(folder, "model.safetensors")]
+  if not os.path.exists(files[0]) and os.path.exists(index):
+    with open(index) as f:
+      files = [os.path.join(folder, shard)
+               for shard in sorted(set(json.load(f)["weight_map"].values()))]
+  for path in files:
+    if os.path.exists(path):
+      _check_safetensors_size(path)
+    elif path.endswith("model.safetensors"):
+      read_state(folder)  # the one-line error for what the folder holds instead
+    else:
+      raise FileNotFoundError(f"{path}: a shard {index} names is missing")
+
+
+def _check_safetensors_size(path: str) -> None:
+  """A safetensors file: 8 bytes (little-endian header length), a JSON header whose
+  tensors' data_offsets end inside the file."""
+  size = os.path.getsize(path)
+  damaged = (f"{path}: not a readable safetensors file ({{}}); the file is damaged or cut "
+             "short: download or convert it again")
+  with open(path, "rb") as f:
+    head = f.read(8)
+    length = int.from_bytes(head, "little") if len(head) == 8 else -1
+    if not 0 < length <= size - 8:
+      raise ValueError(damaged.format(f"{size} bytes, header length {length}"))
+    try:
+      header = json.loads(f.read(length))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+      raise ValueError(damaged.format(f"header is not JSON: {e}")) from None
+  ends = [entry["data_offsets"][1] for name, entry in header.items() if name != "__metadata__"]
+  needed = 8 + length + max(ends, default=0)
+  if size < needed:
+    raise ValueError(damaged.format(f"{size} bytes, its header lists {needed}"))
 
 
 def read_labels(folder: str) -> list[str] | None:
   """The class names of an HF fine-tuned folder's config.json (id2label), if it names any
   other than transformers' default LABEL_i."""
-  raw, _ = _read_json(folder)
+  return labels_of(read_json(folder)[0])
+
+
+def labels_of(raw: dict) -> list[str] | None:
+  """`read_labels` of a config.json already read."""
   names = [raw.get("id2label", {}).get(str(i)) for i in range(len(raw.get("id2label", {})))]
   if not names or None in names or names == [f"LABEL_{i}" for i in range(len(names))]:
     return None

@@ -74,8 +74,24 @@ def read_state(prefix: str) -> tuple[dict[str, np.ndarray], int]:
 
 def load(path: str, heads: str = "auto"):
   """TF checkpoint folder/prefix -> (BertConfig, params, has_pretraining_heads)."""
-  prefix, config_path = find_checkpoint(path)
-  config = BertConfig.from_json_file(config_path)
-  state, _ = read_state(prefix)
-  params, with_heads = hf.state_to_params(state, config, prefix, heads)
-  return config, params, with_heads
+  config = read_config(path)
+  return (config, *load_params(path, config, heads))
+
+
+def read_config(path: str) -> BertConfig:
+  """The bert_config.json beside the checkpoint at `path` (a folder or a prefix)."""
+  return BertConfig.from_json_file(find_checkpoint(path)[1])
+
+
+def load_params(path: str, config: BertConfig, heads: str = "auto") -> tuple[dict, bool]:
+  """(params, has_pretraining_heads) of the checkpoint, for its config already read. A
+  damaged checkpoint is a ValueError naming it."""
+  prefix, _ = find_checkpoint(path)
+  import tensorflow as tf  # heavy; only this format needs it
+  try:
+    state, _ = read_state(prefix)
+  except (tf.errors.OpError, OSError, ValueError, IndexError) as error:
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+    raise ValueError(f"{prefix}: not a readable TF checkpoint ({first}); it is damaged or "
+                     "incomplete") from None
+  return hf.state_to_params(state, config, prefix, heads)

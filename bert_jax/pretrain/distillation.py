@@ -136,7 +136,8 @@ class Teacher:
     self.path, self.temperature = fields.teacher, float(fields.temperature)
     if self.temperature <= 0:
       raise ValueError(f"config.distillation.temperature={self.temperature}: must be > 0")
-    self.config = weights.load_config(self.path).replace(
+    self.source = weights.resolve(self.path)  # read once
+    self.config = self.source.config.replace(
         scan_layers=False, remat_policy="none", dtype=student_config.dtype)
     if self.config.vocab_size != student_config.vocab_size:
       raise ValueError(f"config.distillation.teacher={self.path}: vocab_size "
@@ -153,7 +154,7 @@ class Teacher:
 
   def load(self) -> dict:
     """The teacher's float32 host params, as `self.model` holds them."""
-    _, params, with_heads = weights.load_params(self.path)
+    _, params, with_heads = weights.load_params(self.source)
     if not with_heads:
       raise ValueError(f"config.distillation.teacher={self.path}: has no MLM head (a "
                        "pretraining checkpoint is needed for the soft targets)")

@@ -61,15 +61,17 @@ class Setup:
   dropout_rng: jax.Array
 
 
-def resolve_model_config(config: ml_collections.ConfigDict) -> BertConfig:
-  """config.model in full (it has vocab_size), or init_from's config + config.model fields."""
+def resolve_model_config(config: ml_collections.ConfigDict,
+                         source: weights.Pretrained | None = None) -> BertConfig:
+  """config.model in full (it has vocab_size), or init_from's config + config.model fields
+  (source: init_from already resolved)."""
   fields = dict(config.model)
   if "vocab_size" in fields:
     return BertConfig(**fields)
   if not config.init_from:
     raise ValueError("config.model does not give the architecture (no vocab_size) and "
                      "config.init_from is empty: set one of them")
-  return weights.load_config(config.init_from).replace(**fields)
+  return weights.load_config(source or config.init_from).replace(**fields)
 
 
 def build(config: ml_collections.ConfigDict, task: Task | None = None,
@@ -149,7 +151,8 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
   # ------------------------------------------------------------------------------------
   # Task, tokenizer, data (a fine-tuning run's length is counted in epochs of its data).
   # ------------------------------------------------------------------------------------
-  task = make_task(config, resolve_model_config(config))
+  source = weights.resolve(config.init_from) if config.init_from else None  # read once
+  task = make_task(config, resolve_model_config(config, source))
   tokenizer = make_tokenizer(config.data, model_dir=config.init_from)
   check_vocab_size(config, tokenizer.vocab_size, task.model_config.vocab_size)
   inputs = task.make_inputs(tokenizer, jax.process_index(), jax.process_count())
@@ -170,7 +173,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
   # ------------------------------------------------------------------------------------
   checkpoints = checkpoint.TrainCheckpoints(workdir, config.max_checkpoints_to_keep)
   start = _restore_or_start(config, workdir, setup, state, checkpoints, inputs.train,
-                            total_steps)
+                            total_steps, source)
   if start.results is not None:  # finished before: reported again, nothing changed
     return start.results
   state, frozen = start.state, start.frozen
@@ -269,8 +272,9 @@ class _Start:
 
 
 def _restore_or_start(config, workdir, setup: Setup, state, checkpoints, train_input,
-                      total_steps: int) -> _Start:
-  """The latest intact checkpoint of the workdir, else init_from's weights (or none)."""
+                      total_steps: int, source: weights.Pretrained | None) -> _Start:
+  """The latest intact checkpoint of the workdir, else init_from's weights (source; or
+  none)."""
   abstract = jax.tree.map(  # the initialised state's shapes and shardings
       lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), state)
   restored = checkpoints.restore_latest_intact(abstract, check_data=train_input.restore)
@@ -295,7 +299,7 @@ def _restore_or_start(config, workdir, setup: Setup, state, checkpoints, train_i
     print(f"Resumed from {checkpoints.directory} at step {restored_step}", flush=True)
   else:
     params, lines = weights.fresh_start(config, lambda: jax.device_get(state.params),
-                                        setup.model_config, setup.frozen, frozen_host)
+                                        setup.model_config, setup.frozen, frozen_host, source)
     if params is not None:
       state = state.replace(params=jax.device_put(params, setup.state_sharding.params))
     for line in lines:
