@@ -19,6 +19,7 @@ from typing import Any, Callable
 from bert_jax.convert import mapping
 from bert_jax.models import families as model_families
 from bert_jax.models.config import HF_ACT_NAMES, BertConfig, hf_bert_fields
+from bert_jax.text import tokenizers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -412,7 +413,11 @@ def _tables() -> dict[str, dict]:
 
 
 def check_tables() -> None:
-  """Raises a one-line ValueError naming the table that lacks a member the others have."""
+  """Raises a one-line ValueError naming the table that lacks a member the others have,
+  or the member whose tokenizer kinds are not in `bert_jax.text.tokenizers.KINDS`."""
+  for name, family in model_families.FAMILIES.items():
+    tokenizers.check_kinds(family.tokenizers, f"bert_jax.models.families.FAMILIES[{name!r}]"
+                           ".tokenizers")
   tables = _tables()
   members = set().union(*tables.values())
   for table, entries in tables.items():
