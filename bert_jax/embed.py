@@ -17,6 +17,7 @@ import numpy as np
 from absl import flags
 
 from bert_jax import cli
+from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import model_tokenizer
 from bert_jax.weights import load_pretrained
 
@@ -98,7 +99,7 @@ def main(argv):
   sentences = read_lines(_INPUT.value)  # a bad --input fails before the model loads
   layers = parse_layers(_LAYERS.value)
   model, variables = load_pretrained(_MODEL.value, heads="none")
-  tokenizer = model_tokenizer(_MODEL.value)
+  tokenizer = model_tokenizer(_MODEL.value, tokenizer_kinds(model.config.family))
   features = embed_sentences(model, variables, tokenizer, sentences, layers, _POOLING.value,
                              _MAX_LENGTH.value, _BATCH_SIZE.value, _NORMALIZE.value)
   np.save(_OUTPUT.value, features)

@@ -21,6 +21,7 @@ import numpy as np
 from absl import app, flags
 
 from bert_jax import cli
+from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import model_tokenizer
 from bert_jax.models.task_models import BertForPreTraining, BertForPromptClassification
 from bert_jax.weights import load_pretrained
@@ -89,7 +90,7 @@ def main(argv):
   if not texts:
     raise app.UsageError("give one or more texts with [MASK] in them")
   model, variables = load_pretrained(_MODEL.value)
-  tokenizer = model_tokenizer(_MODEL.value)
+  tokenizer = model_tokenizer(_MODEL.value, tokenizer_kinds(model.config.family))
   for text, masks in zip(texts, fill_mask(model, variables, tokenizer, texts, _TOP_K.value,
                                           _MAX_LENGTH.value, _RAW_PIECES.value)):
     print(text)

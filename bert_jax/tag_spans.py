@@ -22,6 +22,7 @@ from absl import flags
 from bert_jax import cli
 from bert_jax.finetune import conll_reader
 from bert_jax.text import spans as spans_lib
+from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import model_tokenizer
 from bert_jax.weights import load_pretrained
 
@@ -84,8 +85,8 @@ def main(argv):
   if lines and lines[-1] == "":
     lines.pop()  # the final newline ends the last line
   model, variables = load_pretrained(_MODEL.value)
-  found = tag_lines(model, variables, model_tokenizer(_MODEL.value), lines, _MAX_LENGTH.value,
-                    _BATCH_SIZE.value)
+  tokenizer = model_tokenizer(_MODEL.value, tokenizer_kinds(model.config.family))
+  found = tag_lines(model, variables, tokenizer, lines, _MAX_LENGTH.value, _BATCH_SIZE.value)
   output = spans_lib.span_path(_INPUT.value)
   with open(output, "w", encoding="utf-8") as f:
     f.writelines(spans_lib.format_line(line_spans) + "\n" for line_spans in found)

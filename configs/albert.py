@@ -8,8 +8,8 @@ learned here (Lan et al., 2019).
   python -m bert_jax.train --config=configs/albert.py --workdir=runs/albert
 
 Arg (`configs/albert.py:corpus=PATH,vocab=FOLDER,vocab_size=N,sharing=all,runlocal=True`):
-the prepared file, the SentencePiece folder (spiece.model; text/tokenizers.py picks the
-tokenizer by it) and its piece count; `sharing` is the cross-layer sharing (all, as ALBERT;
+the prepared file, the SentencePiece folder (spiece.model; read as ALBERT's released kind,
+text/tokenizers.py's "sentencepiece") and its piece count; `sharing` is the cross-layer sharing (all, as ALBERT;
 attention, ffn or none: the paper's Table 4 ablation); `runlocal` shrinks everything for a
 smoke test (seconds).
 

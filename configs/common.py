@@ -8,6 +8,7 @@ from bert_jax.run import run_report
 from bert_jax.optim import default_optim_config
 from bert_jax.pretrain import attention_guidance
 from bert_jax.pretrain.pipeline import default_data_config
+from bert_jax.models import families
 from bert_jax.text import tokenizers
 
 
@@ -65,7 +66,8 @@ def use_vocab(config: ml_collections.ConfigDict, vocab: str) -> None:
   if not vocab:
     return
   config.data.vocab_path = os.path.abspath(vocab)
-  config.model.vocab_size = tokenizers.make_tokenizer(config.data).vocab_size
+  kinds = families.tokenizer_kinds(config.model.get("family", "bert"))
+  config.model.vocab_size = tokenizers.make_tokenizer(config.data, kinds=kinds).vocab_size
 
 
 def shrink_pretraining_for_runlocal(config: ml_collections.ConfigDict) -> None:
@@ -131,6 +133,7 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
   config.data = ml_collections.ConfigDict(dict(
       data_dir="", sources=dict(sources), train_split="train", eval_split="dev",
       max_seq_length=128, batch_size=32, eval_batch_size=64, vocab_path="",
+      tokenizer="",  # "": the family's kinds (Family.tokenizers); or a name in tokenizers.KINDS
       lower_case=True, seed=0, train_examples=0, pad_to_multiple_of=32,
       # Most examples per training row (GLUE, CoNLL; bert_jax/finetune/packing.py):
       # -1 = as many as fit, 0 = off.

@@ -8,8 +8,8 @@ FULL-SENTENCES rows, MLM only, dynamic masking, a byte-level BPE vocabulary lear
   python -m bert_jax.train --config=configs/roberta.py --workdir=runs/roberta
 
 Arg (`configs/roberta.py:corpus=PATH,vocab=FOLDER,vocab_size=N,runlocal=True`): the
-prepared file, the BPE folder (vocab.json + merges.txt; text/tokenizers.py picks the BPE
-tokenizer by those files) and its entry count; `runlocal` shrinks everything for a smoke
+prepared file, the BPE folder (vocab.json + merges.txt; read as RoBERTa's released kind,
+text/tokenizers.py's "bpe") and its entry count; `runlocal` shrinks everything for a smoke
 test (seconds).
 
 What differs from configs/tiny.py (BERT): the roberta family (positions from pad_id + 1,

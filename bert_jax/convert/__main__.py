@@ -22,6 +22,7 @@ from absl import flags
 from bert_jax import checkpoint
 from bert_jax import cli
 from bert_jax.convert import hf
+from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text import tokenizers
 from bert_jax.weights import label_names, load_params, model_spec, resolve
 
@@ -45,13 +46,13 @@ def convert(input_path: str, output: str, to: str = "native", heads: str = "auto
   labels = label_names(source) if spec else None  # e.g. CoNLL's tags, in order
   folder = input_path if os.path.isdir(input_path) else os.path.dirname(input_path)
   try:
-    kind, files = tokenizers.folder_kind(folder)
+    kind, files = tokenizers.folder_kind(folder, tokenizer_kinds(config.family))
   except FileNotFoundError:
     kind, files = "no", []  # weights without a tokenizer beside them
   tokenizer = None
   if to == "hf" and files:
     try:
-      tokenizer = tokenizers.model_tokenizer(folder)
+      tokenizer = tokenizers.model_tokenizer(folder, tokenizer_kinds(config.family))
     except ValueError as e:  # e.g. a vocab.txt without BERT's specials: copied as it is
       print(f"Note: {e}; its files are copied as they are, with no tokenizer.json and no "
             "special ids in config.json")

@@ -2,7 +2,13 @@
 
 HF's `config.json` names the family in `model_type`; `FAMILIES` maps it to the family's
 config reader and writer and to its HF classes (its HF tensor names are
-`mapping.NAMES[family]`). A new member is one entry here and one in mapping.NAMES.
+`mapping.NAMES[family]`).
+
+A member is keyed by one name in three tables: `bert_jax.models.families.FAMILIES` (what it
+changes in the model code), `FAMILIES` here (its config.json and HF classes) and
+`mapping.NAMES` (its HF tensor names). `check_tables` says in one line where they disagree
+(run when this module is imported); `register` declares a member in all three at once (a
+family added from outside the package, e.g. tests/extension/xlm_roberta.py).
 
   config = config_from_hf(json.load(f), source=path)   # dispatch on model_type
   raw = config_to_hf(config)                            # config.json of config.family
@@ -10,7 +16,10 @@ config reader and writer and to its HF classes (its HF tensor names are
 import dataclasses
 from typing import Any, Callable
 
+from bert_jax.convert import mapping
+from bert_jax.models import families as model_families
 from bert_jax.models.config import HF_ACT_NAMES, BertConfig, hf_bert_fields
+from bert_jax.text import tokenizers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -394,3 +403,50 @@ def config_to_hf(config: BertConfig) -> dict[str, Any]:
   raw = hf_family(config.family).config_to_hf(config)
   raw.pop("architectures", None)  # hf.save names the class the weights are for
   return raw
+
+
+def _tables() -> dict[str, dict]:
+  """The three tables a family member is keyed in, by their dotted names."""
+  return {"bert_jax.models.families.FAMILIES": model_families.FAMILIES,
+          "bert_jax.convert.families.FAMILIES": FAMILIES,
+          "bert_jax.convert.mapping.NAMES": mapping.NAMES}
+
+
+def check_tables() -> None:
+  """Raises a one-line ValueError naming the table that lacks a member the others have,
+  or the member whose tokenizer kinds are not in `bert_jax.text.tokenizers.KINDS`."""
+  for name, family in model_families.FAMILIES.items():
+    tokenizers.check_kinds(family.tokenizers, f"bert_jax.models.families.FAMILIES[{name!r}]"
+                           ".tokenizers")
+  tables = _tables()
+  members = set().union(*tables.values())
+  for table, entries in tables.items():
+    if set(entries) != members:
+      raise ValueError(f"{table} lacks the family member(s) {sorted(members - set(entries))} "
+                       "that the other family tables have; declare a member in all three "
+                       "(bert_jax.convert.families.register)")
+
+
+def register(name: str, family: "model_families.Family", hf: HFFamily,
+             names: "mapping.Names") -> None:
+  """Declares the family member `name` (also its HF `model_type`) in the three tables.
+
+  family: what it changes in the model code; hf: its config.json reader and writer and HF
+  classes; names: its HF tensor names. A name already in any table is refused.
+  """
+  taken = [table for table, entries in _tables().items() if name in entries]
+  if taken:
+    raise ValueError(f"family {name!r} is already in {', '.join(taken)}")
+  model_families.FAMILIES[name] = family
+  FAMILIES[name] = hf
+  mapping.NAMES[name] = names
+  check_tables()
+
+
+def unregister(name: str) -> None:
+  """Removes a member `register` added from the three tables (a test's teardown)."""
+  for entries in _tables().values():
+    entries.pop(name, None)
+
+
+check_tables()

@@ -11,13 +11,15 @@ import jax.numpy as jnp
 from bert_jax.finetune import glue_reader
 from bert_jax.finetune.base import HEAD_OPTIONS, FinetuningTask, feature_spec
 from bert_jax.losses import xent_sums
+from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import make_tokenizer
 
 
-def prompt_spec(config, dataset: glue_reader.GlueDataset) -> dict:
+def prompt_spec(config, dataset: glue_reader.GlueDataset, family: str = "bert") -> dict:
   """The prompt-based classifier's spec (config.data.prompt_template / prompt_verbalizer):
   one verbalizer word per label, in the dataset's label order, each one token of the run's
-  tokenizer as it reads after a space (" great")."""
+  tokenizer as it reads after a space (" great"); family: the model's member, whose
+  tokenizer kinds the vocabulary is read with."""
   words = [w.strip() for w in config.data.get("prompt_verbalizer", "").split(",")]
   for field, default in HEAD_OPTIONS.items():
     if config.get(field, default) != default:
@@ -31,7 +33,8 @@ def prompt_spec(config, dataset: glue_reader.GlueDataset) -> dict:
     raise ValueError(f"config.data.prompt_verbalizer={config.data.get('prompt_verbalizer')!r}: "
                      f"expected {dataset.num_labels} comma-separated words, one per label "
                      f"{list(dataset.labels)}")
-  tokenizer = make_tokenizer(config.data, model_dir=config.init_from)
+  tokenizer = make_tokenizer(config.data, model_dir=config.init_from,
+                             kinds=tokenizer_kinds(family))
   ids = tokenizer.encode_words(words)
   for word, pieces in zip(words, ids):
     if len(pieces) != 1:
@@ -64,7 +67,7 @@ class GlueTask(FinetuningTask):
 
   @functools.cached_property
   def _prompt_spec(self) -> dict:  # reads the tokenizer once; model_spec is asked often
-    return prompt_spec(self.config, self.dataset)
+    return prompt_spec(self.config, self.dataset, self.model_config.family)
 
   def model_spec(self):
     if self.config.data.get("prompt_template"):

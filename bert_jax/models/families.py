@@ -78,6 +78,11 @@ class Family:
     mlm_head: the MLM head, a key of `bert_jax.models.heads.MLM_HEADS`: "tied" (dense +
       act + LayerNorm, decoder tied to the word embeddings: BERT's kind) or "linear" (one
       untied linear layer without bias: Reformer's, on its 2H-wide output).
+    tokenizers: the tokenizer kinds (names in `bert_jax.text.tokenizers.KINDS`) a model of
+      the member is read with, its released vocabulary's first: a vocabulary folder must
+      hold exactly one of them, and is read with that kind's layout and options (a
+      config's data.tokenizer names one instead). The members here also take the kinds
+      learned by `bert_jax.text.learn_vocab` for any of them (`released_first`).
   """
   description: str
   position_ids: Callable[[jax.Array, "BertConfig"], jax.Array]
@@ -93,55 +98,81 @@ class Family:
   task_head: str = ""
   task_head_from: str = ""
   mlm_head: str = "tied"
+  tokenizers: tuple[str, ...] = ()
+
+
+# The kinds of vocabulary bert_jax reads and learns (text/tokenizers.py's DEFAULT_KINDS).
+_LEARNED_KINDS = ("wordpiece", "bpe", "sentencepiece", "tokenizer_json")
+
+
+def released_first(kind: str) -> tuple[str, ...]:
+  """`kind` (the released vocabulary's), then the other kinds bert_jax learns and reads."""
+  return (kind,) + tuple(k for k in _LEARNED_KINDS if k != kind)
 
 
 FAMILIES = {
     "bert": Family(
         description="BERT (Devlin et al. 2018): post-LN encoder, segments, pooler, MLM + NSP",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=True,
-        sentence_heads=("nsp",), pretraining_pooler=True),
+        sentence_heads=("nsp",), pretraining_pooler=True,
+        tokenizers=released_first("wordpiece")),
     "roberta": Family(
         description="RoBERTa (Liu et al. 2019): BERT's encoder, positions offset past "
                     "padding, one segment row, MLM only",
         position_ids=padding_offset_positions, first_position=lambda c: c.pad_token_id + 1,
-        pooler=True, sentence_heads=(), pretraining_pooler=False, mlm_activation="gelu"),
+        pooler=True, sentence_heads=(), pretraining_pooler=False, mlm_activation="gelu",
+        tokenizers=released_first("bpe")),
     "distilbert": Family(
         description="DistilBERT (Sanh et al. 2019): 6-layer BERT, no segments, no pooler, "
                     "MLM only",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
-        sentence_heads=(), pretraining_pooler=False, pooler_activation="relu"),
+        sentence_heads=(), pretraining_pooler=False, pooler_activation="relu",
+        tokenizers=released_first("wordpiece")),
     "albert": Family(
         description="ALBERT (Lan et al. 2019): factorized embeddings (E -> H), one layer "
                     "shared by all L, pooler, MLM + SOP",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=True,
-        sentence_heads=("sop",), pretraining_pooler=True, always_project=True),
+        sentence_heads=("sop",), pretraining_pooler=True, always_project=True,
+        tokenizers=released_first("sentencepiece")),
     "electra": Family(
         description="ELECTRA (Clark et al. 2020): BERT's encoder with E -> H projection when "
                     "E != H, no pooler; generator (MLM) + discriminator (replaced tokens)",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
         sentence_heads=(), pretraining_pooler=False, mlm_activation="gelu",
-        pooler_activation="gelu"),
+        pooler_activation="gelu",
+        tokenizers=released_first("wordpiece")),
     "modernbert": Family(
         description="ModernBERT (Warner et al. 2024): RoPE, pre-norm GeGLU layers without "
                     "biases, alternating global/local attention, no segments, MLM only",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
         sentence_heads=(), pretraining_pooler=False, architecture="modernbert",
-        unrolled_layers=1, task_head="prediction", task_head_from="mlm_head"),
+        unrolled_layers=1, task_head="prediction", task_head_from="mlm_head",
+        tokenizers=released_first("tokenizer_json")),
     # Its task-type table is plain data (config.task_type_vocab_size, as type_vocab_size).
     "ernie": Family(
         description="ERNIE (Sun et al. 2019): BERT's encoder and heads, plus a task-type "
                     "embedding (3.0's use_task_id); knowledge masking in pretraining",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=True,
-        sentence_heads=("nsp",), pretraining_pooler=True),
+        sentence_heads=("nsp",), pretraining_pooler=True,
+        tokenizers=released_first("wordpiece")),
     "reformer": Family(
         description="Reformer (Kitaev et al. 2020): axial positions, local and LSH attention, "
                     "reversible layers, chunked feed-forward, 2H-wide output, MLM only",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
         sentence_heads=(), pretraining_pooler=False, architecture="reformer",
-        mlm_head="linear"),
+        mlm_head="linear",
+        tokenizers=released_first("sentencepiece")),
 }
 
 
 def family_of(config: "BertConfig") -> Family:
   """The `Family` entry of a config (validated when the config is made)."""
   return FAMILIES[config.family]
+
+
+def tokenizer_kinds(name: str) -> tuple[str, ...]:
+  """The tokenizer kinds of the family member `name` (`Family.tokenizers`); a one-line
+  error for an unknown member."""
+  if name not in FAMILIES:
+    raise ValueError(f"family {name!r} is not one of {sorted(FAMILIES)}")
+  return FAMILIES[name].tokenizers

@@ -75,6 +75,7 @@ from bert_jax.pretrain import builders
 from bert_jax.pretrain import masking
 from bert_jax.pretrain import pipeline
 from bert_jax.text import spans as spans_lib
+from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import make_tokenizer
 
 if __name__ == "__main__":  # flags exist only when run as a program
@@ -334,7 +335,9 @@ def main(argv):
   if _CONFIG.value is None:
     raise app.UsageError("--config is required")
   data_config = _CONFIG.value.data
-  tokenizer = make_tokenizer(data_config, model_dir=_CONFIG.value.get("init_from", ""))
+  family = _CONFIG.value.get("model", {}).get("family", "bert")
+  tokenizer = make_tokenizer(data_config, model_dir=_CONFIG.value.get("init_from", ""),
+                             kinds=tokenizer_kinds(family))
   train_input, _ = pipeline.make_inputs(data_config, tokenizer, span_fields=True)
   special_ids = (tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id)
   continuation = masking.continuation_table_for(tokenizer)

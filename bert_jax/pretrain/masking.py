@@ -90,7 +90,6 @@ import tensorflow as tf
 from bert_jax.pretrain.selectors import SELECTORS
 from bert_jax.text.bpe import BPETokenizer
 from bert_jax.text.sentencepiece_vocab import SentencePieceTokenizer
-from bert_jax.text.tokenizer_json import TokenizerJson
 from bert_jax.text.wordpiece import WordPieceTokenizer
 
 
@@ -194,12 +193,16 @@ WORD_RULES = (
     (WordPieceTokenizer, lambda tok: continuation_table_from_vocab(list(tok.vocab))),
     (SentencePieceTokenizer, lambda tok: _unmarked_pieces("\u2581")(list(tok.vocab))),
     (BPETokenizer, lambda tok: _unmarked_pieces("\u0120")(list(tok.vocab))),
-    (TokenizerJson, lambda tok: tok.continuation_table()),  # by the file's model
 )
 
 
 def continuation_table_for(tokenizer) -> np.ndarray:
-  """bool [V]: which pieces continue a word, by the tokenizer's kind (WORD_RULES)."""
+  """bool [V]: which pieces continue a word: the tokenizer's own `continuation_table()`
+  where it gives one (tokenizer.json's, a kind added from outside), else by its class
+  (WORD_RULES)."""
+  own = tokenizer.continuation_table()
+  if own is not None:
+    return own
   for kind, rule in WORD_RULES:
     if isinstance(tokenizer, kind):
       return rule(tokenizer)

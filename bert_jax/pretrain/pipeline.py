@@ -62,7 +62,9 @@ Fields read from config.data (`default_data_config()` gives them with defaults):
   tfds_split, tfds_text_field, tfds_data_dir ("" -> tfds's default)
   eval_files           globs of held-out plain-format files, or
   eval_held_out_docs   this many training documents (a fixed random choice) held out
-  vocab_path, lower_case                  the tokenizer (text/tokenizers.py: by the file)
+  vocab_path, lower_case                  the tokenizer (text/tokenizers.py)
+  tokenizer            "" (the family's kinds: models/families.py Family.tokenizers) or
+                       one kind of text/tokenizers.py's KINDS that vocab_path is read as
   max_seq_length, max_predictions_per_seq T and P
   example_builder      a name in builders.BUILDERS ("nsp_pairs")
   packing              False; True: rows hold several examples (sentence-block builders:
@@ -120,6 +122,7 @@ def default_data_config() -> ml_collections.ConfigDict:
       "eval_held_out_docs": 0,
       "vocab_path": "bert/uncased_L-12_H-768_A-12/vocab.txt",
       "lower_case": True,
+      "tokenizer": "",
       "max_seq_length": 128,
       "max_predictions_per_seq": 20,
       "example_builder": "nsp_pairs",

@@ -40,6 +40,7 @@ from sklearn.utils.extmath import randomized_svd
 from bert_jax import cli
 from bert_jax.pretrain import pipeline
 from bert_jax.text import corpus as corpus_lib
+from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import make_tokenizer
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "A pretraining config file.")
@@ -104,7 +105,8 @@ def main(argv):
   width = config.model.get("embedding_size") or config.model.hidden_size
   dim = _DIM.value or width
   start = time.time()
-  tokenizer = make_tokenizer(config.data, model_dir=config.get("init_from", ""))
+  tokenizer = make_tokenizer(config.data, model_dir=config.get("init_from", ""),
+                             kinds=tokenizer_kinds(config.model.get("family", "bert")))
   corpora, _ = pipeline.load_corpora(config.data, tokenizer)
   corpus = corpora[0]
   vectors, counts = word_vectors(corpus, config.model.vocab_size, dim, _WINDOW.value)

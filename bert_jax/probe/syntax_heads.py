@@ -42,6 +42,7 @@ from bert_jax.probe import relations as relation_rules
 from bert_jax.text.dependency_treebank import DEFAULT_PATH
 from bert_jax.text.dependency_treebank import DependencySentence
 from bert_jax.text.dependency_treebank import read_treebank
+from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import model_tokenizer
 from bert_jax.weights import load_pretrained
 
@@ -281,7 +282,7 @@ def main(argv):
   model, variables = load_pretrained(_MODEL.value, heads="none")
   if _RANDOM_INIT.value:
     variables = jax.jit(model.init)(jax.random.PRNGKey(_SEED.value), np.zeros((1, 8), np.int32))
-  tokenizer = model_tokenizer(_MODEL.value)
+  tokenizer = model_tokenizer(_MODEL.value, tokenizer_kinds(model.config.family))
   result = probe(model, variables, tokenizer, sentences, _ALIGNMENT.value, _MAX_LENGTH.value,
                  _BATCH_SIZE.value)
   result = {"model": _MODEL.value, "random_init": _RANDOM_INIT.value, **result}

@@ -38,6 +38,7 @@ from bert_jax.finetune.base import trainable_layers
 from bert_jax.run.metric_writers import MetricWriter
 from bert_jax.models.config import BertConfig
 from bert_jax.task import FrozenParams, Task
+from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import make_tokenizer
 
 @dataclasses.dataclass(frozen=True)
@@ -153,7 +154,8 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
   # ------------------------------------------------------------------------------------
   source = weights.resolve(config.init_from) if config.init_from else None  # read once
   task = make_task(config, resolve_model_config(config, source))
-  tokenizer = make_tokenizer(config.data, model_dir=config.init_from)
+  tokenizer = make_tokenizer(config.data, model_dir=config.init_from,
+                             kinds=tokenizer_kinds(task.model_config.family))
   check_vocab_size(config, tokenizer.vocab_size, task.model_config.vocab_size)
   inputs = task.make_inputs(tokenizer, jax.process_index(), jax.process_count())
   total_steps = _total_steps(config, inputs)

@@ -1,26 +1,31 @@
 """The run's one tokenizer, from the config: the single place that decides which one.
 
-  tokenizer = make_tokenizer(config.data, model_dir=config.init_from)
+  tokenizer = make_tokenizer(config.data, model_dir=config.init_from,
+                             kinds=families.tokenizer_kinds(model_config.family))
 
-The kind follows from the vocabulary's files:
-  config.data.vocab_path (relative to the data root), when set:
-    a .txt file     WordPiece vocab.txt (BERT), lowercasing per config.data.lower_case
-    a .model file   SentencePiece model (ALBERT), lowercasing per config.data.lower_case,
-                    accents kept
-    a .json file    byte-level BPE vocab.json (RoBERTa), with merges.txt beside it;
-                    config.data.lower_case does not apply (byte-level BPE keeps the text)
-    a folder        by what it holds, as below
-  otherwise the folder of the model being loaded (an HF folder, a bert_jax workdir or
-  saved model, the folder of a TF checkpoint), by what it holds, with the settings of its
-  tokenizer_config.json:
-    vocab.txt                 WordPiece
-    vocab.json + merges.txt   byte-level BPE
-    spiece.model (or one other *.model)   SentencePiece
-    tokenizer.json alone      that HF fast tokenizer as it is (ModernBERT's; tokenizer_json.py)
-A folder with none of these, or with more than one of the first three, is an error.
+The kind comes from the config or the family, never from the files alone. `KINDS` names
+each kind: the files a folder of it holds, how it is read (with its options: lowercasing,
+special-token layout) and the vocab_path file ending it reads:
+  "wordpiece"       vocab.txt (BERT), lowercasing per tokenizer_config.json, or per
+                    config.data.lower_case for a vocab_path file
+  "bpe"             vocab.json + merges.txt (RoBERTa's byte-level BPE; keeps the text)
+  "sentencepiece"   spiece.model (or one other *.model): ALBERT's layout ([CLS], [SEP],
+                    [MASK] pieces) and options (lowercasing, accents)
+  "tokenizer_json"  tokenizer.json alone: that HF fast tokenizer as it is (ModernBERT's;
+                    tokenizer_json.py)
+The kinds a run may read are config.data.tokenizer when set (one name of KINDS), else the
+family's (`bert_jax.models.families.Family.tokenizers`, the released kind first). The
+source is config.data.vocab_path (relative to the data root) when set, else the folder
+of the model being loaded (an HF folder, a bert_jax workdir or saved model, the folder
+of a TF checkpoint). A folder must hold the files of exactly one of those kinds; a
+vocab_path file must end as one of them reads. Else a one-line error names the source
+and what was expected. A new kind is one entry in KINDS (`register_kind`), named by a
+family's `tokenizers` or config.data.tokenizer.
 """
+import dataclasses
 import hashlib
 import os
+from typing import Any, Callable
 
 from bert_jax.text import paths
 from bert_jax.text.bpe import BPETokenizer
@@ -29,50 +34,114 @@ from bert_jax.text.tokenizer_json import TokenizerJson
 from bert_jax.text.wordpiece import SubwordTokenizer
 from bert_jax.text.wordpiece import WordPieceTokenizer
 
-# Kind -> (the files in a folder that make it, the loader of such a folder).
-FOLDER_KINDS = {
-    "WordPiece": (lambda names: ["vocab.txt"] if "vocab.txt" in names else [],
-                  WordPieceTokenizer.from_pretrained_dir),
-    "byte-level BPE": (
-        lambda names: ["vocab.json", "merges.txt"]
-        if {"vocab.json", "merges.txt"} <= names else [],
-        BPETokenizer.from_pretrained_dir),
-    "SentencePiece": (lambda names: sorted(n for n in names if n.endswith(".model")),
-                      SentencePieceTokenizer.from_pretrained_dir),
-    # Only where no vocabulary file of the kinds above is beside it (HF saves both).
-    "tokenizer.json": (lambda names: ["tokenizer.json"] if "tokenizer.json" in names and not (
-        {"vocab.txt", "vocab.json"} & names or any(n.endswith(".model") for n in names))
-        else [], TokenizerJson.from_pretrained_dir),
-}
-# A vocab_path file's extension -> its loader, given the path and config.data.
-FILE_KINDS = {
-    ".txt": lambda path, data_config: WordPieceTokenizer(
-        path, lower_case=data_config.lower_case),
-    ".model": lambda path, data_config: SentencePieceTokenizer(
-        path, lower_case=data_config.lower_case),
-    ".json": lambda path, data_config: BPETokenizer(
-        path, os.path.join(os.path.dirname(path), "merges.txt")),
-}
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+  """One tokenizer kind.
+
+  title: its name in messages ("WordPiece").
+  files: a folder's file names -> the ones that hold this kind ([] none).
+  expected: what a folder of it holds, for errors ("vocab.txt").
+  from_folder: folder -> the tokenizer (options from its tokenizer_config.json).
+  extension: the ending of a vocab_path file it reads ("" none);
+  from_file: (that file, config.data) -> the tokenizer.
+  """
+  title: str
+  files: Callable[[set], list]
+  expected: str
+  from_folder: Callable[[str], SubwordTokenizer]
+  extension: str = ""
+  from_file: Callable[[str, Any], SubwordTokenizer] | None = None
 
 
-def folder_kind(folder: str) -> tuple[str, list[str]]:
-  """(kind, its files) of the one tokenizer in a folder.
+def _model_files(names: set) -> list:
+  """A SentencePiece folder's *.model file(s)."""
+  return sorted(n for n in names if n.endswith(".model"))
+
+
+KINDS = {
+    "wordpiece": Kind(
+        "WordPiece", lambda names: ["vocab.txt"] if "vocab.txt" in names else [], "vocab.txt",
+        WordPieceTokenizer.from_pretrained_dir, ".txt",
+        lambda path, data: WordPieceTokenizer(path, lower_case=data.lower_case)),
+    "bpe": Kind(
+        "byte-level BPE", lambda names: ["vocab.json", "merges.txt"]
+        if {"vocab.json", "merges.txt"} <= names else [], "vocab.json + merges.txt",
+        BPETokenizer.from_pretrained_dir, ".json",
+        lambda path, data: BPETokenizer(path, os.path.join(os.path.dirname(path),
+                                                           "merges.txt"))),
+    "sentencepiece": Kind(
+        "SentencePiece", _model_files, "spiece.model", SentencePieceTokenizer.from_pretrained_dir, ".model",
+        lambda path, data: SentencePieceTokenizer(path, lower_case=data.lower_case)),
+    # Only where no vocabulary file of another kind is beside it (HF saves both).
+    "tokenizer_json": Kind(
+        "tokenizer.json", lambda names: ["tokenizer.json"] if "tokenizer.json" in names and not (
+            {"vocab.txt", "vocab.json"} & names or _model_files(names)) else [],
+        "tokenizer.json alone", TokenizerJson.from_pretrained_dir),
+}
+# What a source is read as when no family or config names its kinds (a bare folder).
+DEFAULT_KINDS = ("wordpiece", "bpe", "sentencepiece", "tokenizer_json")
+
+
+def register_kind(name: str, kind: Kind) -> None:
+  """Adds a tokenizer kind (refused when the name is taken); `unregister_kind` undoes it."""
+  if name in KINDS:
+    raise ValueError(f"tokenizer kind {name!r} is already in KINDS")
+  KINDS[name] = kind
+
+
+def unregister_kind(name: str) -> None:
+  KINDS.pop(name, None)
+
+
+def check_kinds(kinds, where: str) -> tuple[str, ...]:
+  """The kinds, each a name of KINDS; else a one-line error naming `where` they come from."""
+  unknown = [kind for kind in kinds if kind not in KINDS]
+  if unknown or not kinds:
+    raise ValueError(f"{where}: tokenizer kind(s) {unknown or list(kinds)} not in "
+                     f"{sorted(KINDS)}")
+  return tuple(kinds)
+
+
+def _expected(kinds) -> str:
+  return ", ".join(f"{KINDS[kind].expected} ({KINDS[kind].title})" for kind in kinds)
+
+
+def folder_kind(folder: str, kinds=DEFAULT_KINDS) -> tuple[str, list[str]]:
+  """(kind, its files) of the one tokenizer of `kinds` in a folder.
 
   Raises:
-    FileNotFoundError: the folder holds no tokenizer (or is no folder).
-    ValueError: it holds more than one kind.
+    FileNotFoundError: the folder holds none of them (or is no folder).
+    ValueError: it holds more than one.
   """
   names = set(os.listdir(folder)) if os.path.isdir(folder) else set()
-  found = {kind: files(names) for kind, (files, _) in FOLDER_KINDS.items()}
+  found = {kind: KINDS[kind].files(names) for kind in check_kinds(kinds, folder)}
   found = {kind: files for kind, files in found.items() if files}
-  expected = ("expected exactly one of vocab.txt (WordPiece), vocab.json + merges.txt "
-              "(BPE), spiece.model (SentencePiece), or tokenizer.json alone (HF fast)")
+  expected = f"expected exactly one of {_expected(kinds)}"
   if not found:
     raise FileNotFoundError(f"no tokenizer in {folder}; {expected}")
   if len(found) > 1:
-    kinds = " and ".join(f"{kind} ({', '.join(files)})" for kind, files in found.items())
-    raise ValueError(f"{folder} holds {kinds}; {expected}")
+    held = " and ".join(f"{KINDS[kind].title} ({', '.join(files)})"
+                        for kind, files in found.items())
+    raise ValueError(f"{folder} holds {held}; {expected}")
   return next(iter(found.items()))
+
+
+def run_kinds(data_config, kinds=DEFAULT_KINDS) -> tuple[str, ...]:
+  """config.data.tokenizer when set (one kind), else `kinds` (the family's)."""
+  if data_config.get("tokenizer"):
+    return check_kinds((data_config.tokenizer,), "config.data.tokenizer")
+  return check_kinds(kinds, "the family's tokenizers")
+
+
+def _file_kind(path: str, kinds) -> str:
+  """The first of `kinds` that reads a vocab_path file ending as `path` does."""
+  for kind in kinds:
+    if KINDS[kind].extension and path.endswith(KINDS[kind].extension):
+      return kind
+  readable = [f"a {KINDS[k].extension} file ({k})" for k in kinds if KINDS[k].extension]
+  raise ValueError(f"config.data.vocab_path={path}: not a vocabulary of the expected kind; "
+                   f"expected {' or '.join(readable + ['a folder'])}")
 
 
 def _vocab_source(data_config, model_dir: str) -> str:
@@ -81,9 +150,6 @@ def _vocab_source(data_config, model_dir: str) -> str:
     path = paths.resolve(data_config.get("data_dir"), data_config.vocab_path)
     if not os.path.exists(path):
       raise FileNotFoundError(f"config.data.vocab_path: vocab file not found: {path}")
-    if not os.path.isdir(path) and os.path.splitext(path)[1] not in FILE_KINDS:
-      raise ValueError(f"config.data.vocab_path={path}: not a vocabulary; expected a "
-                       "WordPiece .txt, a SentencePiece .model, a BPE vocab.json or a folder")
     return path
   if not model_dir:
     raise ValueError("config.data.vocab_path is empty and there is no config.init_from to "
@@ -91,45 +157,52 @@ def _vocab_source(data_config, model_dir: str) -> str:
   return model_dir if os.path.isdir(model_dir) else os.path.dirname(model_dir)
 
 
-def make_tokenizer(data_config, model_dir: str = "") -> SubwordTokenizer:
-  """The tokenizer of config.data.vocab_path, or of the folder of `model_dir`."""
+def _resolve(data_config, model_dir: str, kinds) -> tuple[str, str, list[str]]:
+  """(source, its kind, the files that hold it) of make_tokenizer's tokenizer."""
   source = _vocab_source(data_config, model_dir)
+  kinds = run_kinds(data_config, kinds)
   if not os.path.isdir(source):
-    tokenizer = FILE_KINDS[os.path.splitext(source)[1]](source, data_config)
+    kind = _file_kind(source, kinds)
+    beside = [os.path.join(os.path.dirname(source), "merges.txt")] if kind == "bpe" else []
+    return source, kind, [source] + beside
+  try:
+    kind, names = folder_kind(source, kinds)
+  except (FileNotFoundError, ValueError) as error:
+    where = ("config.data.vocab_path: " if data_config.get("vocab_path")
+             else f"config.init_from={model_dir}: set config.data.vocab_path, or ")
+    raise type(error)(f"{where}{error}") from None
+  files = [os.path.join(source, name) for name in names + ["tokenizer_config.json"]]
+  return source, kind, [f for f in files if os.path.isfile(f)]
+
+
+def make_tokenizer(data_config, model_dir: str = "", kinds=DEFAULT_KINDS) -> SubwordTokenizer:
+  """The tokenizer of config.data.vocab_path, or of the folder of `model_dir`, read as
+  config.data.tokenizer or else as the one of `kinds` (the family's) that it holds."""
+  source, kind, files = _resolve(data_config, model_dir, kinds)
+  if os.path.isdir(source):
+    tokenizer = KINDS[kind].from_folder(source)
   else:
-    try:
-      kind, _ = folder_kind(source)
-    except (FileNotFoundError, ValueError) as error:
-      where = ("config.data.vocab_path: " if data_config.get("vocab_path")
-               else f"config.init_from={model_dir}: set config.data.vocab_path, or ")
-      raise type(error)(f"{where}{error}") from None
-    tokenizer = FOLDER_KINDS[kind][1](source)
-  tokenizer.source = source
+    tokenizer = KINDS[kind].from_file(source, data_config)
+  tokenizer.source, tokenizer.kind, tokenizer.source_files = source, kind, tuple(files)
   return tokenizer
 
 
-def model_tokenizer(model_path: str) -> SubwordTokenizer:
+def model_tokenizer(model_path: str, kinds=DEFAULT_KINDS) -> SubwordTokenizer:
   """The tokenizer saved with a model: in its folder (an HF folder of any family, a
-  bert_jax workdir or saved model) or beside its file (a TF checkpoint)."""
+  bert_jax workdir or saved model) or beside its file (a TF checkpoint); `kinds`: the
+  model's family's (`bert_jax.models.families.tokenizer_kinds`)."""
   folder = model_path if os.path.isdir(model_path) else os.path.dirname(model_path)
-  kind, _ = folder_kind(folder)
-  return FOLDER_KINDS[kind][1](folder)
+  kind, _ = folder_kind(folder, kinds)
+  return KINDS[kind].from_folder(folder)
 
 
 def vocab_fingerprint(data_config, tokenizer: SubwordTokenizer | None = None) -> str:
-  """sha256 of the vocabulary file(s) behind `tokenizer` (its `source`, make_tokenizer's:
-  config.data.vocab_path or init_from's folder), else behind config.data.vocab_path
-  (for caches)."""
-  path = (tokenizer.source if tokenizer is not None and tokenizer.source
-          else _vocab_source(data_config, model_dir=""))
-  if os.path.isdir(path):
-    names = folder_kind(path)[1] + ["tokenizer_config.json"]
-    files = [os.path.join(path, name) for name in names
-             if os.path.isfile(os.path.join(path, name))]
-  elif path.endswith(".json"):
-    files = [path, os.path.join(os.path.dirname(path), "merges.txt")]
-  else:
-    files = [path]
+  """sha256 of the vocabulary file(s) behind `tokenizer` (make_tokenizer's: from
+  config.data.vocab_path or init_from's folder), else behind config.data.vocab_path read
+  as make_tokenizer reads it without a family (for caches)."""
+  files = tokenizer.source_files if tokenizer is not None else ()
+  if not files:
+    files = _resolve(data_config, "", DEFAULT_KINDS)[2]
   digest = hashlib.sha256()
   for file in files:
     with open(file, "rb") as f:

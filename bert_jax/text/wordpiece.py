@@ -252,6 +252,8 @@ class SubwordTokenizer(abc.ABC):
   lower_case: bool
   strips_accents: bool = False  # Whether the text loses its accents (combining marks).
   source: str = ""  # The vocabulary file or folder it was made from (keys corpus caches).
+  kind: str = ""  # Its name in text/tokenizers.py's KINDS, when make_tokenizer made it.
+  source_files: tuple[str, ...] = ()  # The files of `source` it was read from.
   pair_separators: int = 1
   second_type_id: int = 1
 
@@ -273,6 +275,15 @@ class SubwordTokenizer(abc.ABC):
   @abc.abstractmethod
   def decode(self, ids: Sequence[int]) -> str:
     """Readable text for ids (debugging display; not an exact inverse)."""
+
+  @abc.abstractmethod
+  def save(self, folder: str) -> None:
+    """Writes the files its kind reads back (a trained model's workdir holds them)."""
+
+  def continuation_table(self) -> np.ndarray | None:
+    """bool [V]: which pieces continue a word, where the tokenizer says so itself (a kind
+    with its own word marks); None: by its class (`pretrain.masking.WORD_RULES`)."""
+    return None
 
   def fast_tokenizer(self) -> tokenizers.Tokenizer | None:
     """This tokenizer as an HF `tokenizers.Tokenizer` with the model's special-token layout
