@@ -35,7 +35,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 # task -> (config module, config arg, max_seq_length)
-TASKS = {"sst2": ("glue", "task=sst2", 64), "stsb": ("glue", "task=stsb", 64),
+TASKS = {"sst2": ("glue", "dataset=sst2", 64), "stsb": ("glue", "dataset=stsb", 64),
          "conll": ("conll", "", 128)}
 
 

@@ -4,7 +4,7 @@ r"""Fine-tuning packing fill: real tokens / positions of the packed training row
   python bench/packing_fill.py --tasks=sst2 --lengths=64 --packing=8,16,-1
 
 The training split of each task, featurised as the CLI does (all-MiniLM-L6-v2's
-tokenizer), packed by bert_jax/finetune/packing.py at each `data.packing` value (the most
+tokenizer), packed by bert_jax/finetune/example_packing.py at each `data.packing` value (the most
 examples per row; -1 = as many as fit). Prints per setting: rows, fill, the share of rows
 that stopped at the cap, and the bound (the fill if every row were full but the last).
 Host-side numpy only; a few seconds per setting.
@@ -19,7 +19,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
-CONFIGS = {"sst2": ("glue", "task=sst2"), "conll": ("conll", "")}
+CONFIGS = {"sst2": ("glue", "dataset=sst2"), "conll": ("conll", "")}
 
 
 def train_features(task: str, seq_len: int) -> dict:
@@ -38,7 +38,7 @@ def train_features(task: str, seq_len: int) -> dict:
 
 
 def main():
-  from bert_jax.finetune import packing
+  from bert_jax.finetune import example_packing
   parser = argparse.ArgumentParser()
   parser.add_argument("--tasks", default="sst2,conll")
   parser.add_argument("--lengths", default="64,128")
@@ -50,14 +50,14 @@ def main():
       lengths = features["attention_mask"].sum(-1)
       bound = lengths.sum() / (np.ceil(lengths.sum() / seq_len) * seq_len)
       print(f"{task} T={seq_len}: {len(lengths)} examples of {lengths.mean():.1f} tokens; "
-            f"unpacked fill {packing.fill_rate(features):.3f}, bound {bound:.4f}")
+            f"unpacked fill {example_packing.fill_rate(features):.3f}, bound {bound:.4f}")
       for k in map(int, args.packing.split(",")):
         start = time.perf_counter()
-        packed = packing.pack(features, k)
+        packed = example_packing.pack(features, k)
         seconds = time.perf_counter() - start
         per_row = (packed["example_mask"] > 0).sum(-1)
         at_cap = float(np.mean(per_row == k)) if k > 0 else 0.0
-        print(f"  packing={k:>3}: {len(per_row)} rows, fill {packing.fill_rate(packed):.4f}, "
+        print(f"  packing={k:>3}: {len(per_row)} rows, fill {example_packing.fill_rate(packed):.4f}, "
               f"{at_cap:.3f} of rows at the cap, at most {per_row.max()} per row "
               f"({seconds:.1f} s)")
 

@@ -17,11 +17,18 @@ import numpy as np
 from absl import flags
 
 from bert_jax import cli
+from bert_jax.models import features as features_lib
 from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import model_tokenizer
 from bert_jax.weights import load_pretrained
 
-POOLINGS = ("cls", "mean", "none")
+# --pooling: (hidden [B, T, D], attention_mask [B, T]) -> [B, D], or [B, T, D] for "none"
+# (zeros at padding). The sentence vectors are the task models' (models/features.py).
+POOLINGS = {
+    "cls": lambda hidden, mask: features_lib.cls_vectors(hidden),
+    "mean": features_lib.token_mean,
+    "none": lambda hidden, mask: hidden * mask[..., None].astype(hidden.dtype),
+}
 
 
 def parse_layers(spec: str) -> tuple[int, ...]:
@@ -36,13 +43,7 @@ def _features(model, variables, batch, layers, pooling, normalize):
   out = model.apply(variables, batch["input_ids"], batch["token_type_ids"],
                     batch["attention_mask"], output_hidden_states=True)
   hidden = jnp.concatenate([out.hidden_states[i] for i in layers], axis=-1)  # [B, T, D]
-  mask = batch["attention_mask"][..., None].astype(hidden.dtype)
-  if pooling == "cls":
-    features = hidden[:, 0]
-  elif pooling == "mean":
-    features = (hidden * mask).sum(1) / jnp.maximum(mask.sum(1), 1e-9)
-  else:
-    features = hidden * mask
+  features = POOLINGS[pooling](hidden, batch["attention_mask"])
   if normalize:
     norm = jnp.linalg.norm(features, axis=-1, keepdims=True)
     features = features / jnp.maximum(norm, 1e-12)
@@ -53,7 +54,7 @@ def embed_sentences(model, variables, tokenizer, sentences, layers=(-1,), poolin
                     max_length=128, batch_size=32, normalize=False) -> np.ndarray:
   """Embeds `sentences` in fixed-size batches (one compile); returns float32 numpy."""
   if pooling not in POOLINGS:
-    raise ValueError(f"pooling={pooling!r}: expected one of {POOLINGS}")
+    raise ValueError(f"pooling={pooling!r}: expected one of {tuple(POOLINGS)}")
   num_layers = model.config.num_hidden_layers
   for i in layers:
     if not -(num_layers + 1) <= i <= num_layers:

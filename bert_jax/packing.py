@@ -1,6 +1,6 @@
 """Packed rows: several examples side by side in one row, nothing shared (jax-free).
 
-One layout for every packed batch, fine-tuning's (bert_jax/finetune/packing.py) and
+One layout for every packed batch, fine-tuning's (bert_jax/finetune/example_packing.py) and
 pretraining's NSP/SOP pairs (bert_jax/pretrain/builders.py) alike:
 
   rows = assign_rows(lengths, seq_len, max_per_row)   # which examples share a row

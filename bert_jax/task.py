@@ -1,7 +1,7 @@
 """The task contract: all the trainer knows of what it trains.
 
-A task is pretraining (bert_jax/pretrain/task.py) or a fine-tuning family
-(bert_jax/finetune/<family>.py). The trainer builds one per run, from the run's config
+A task is pretraining (bert_jax/pretrain/task.py) or a fine-tuning task
+(bert_jax/finetune/<task>.py). The trainer builds one per run, from the run's config
 and the resolved model config, and then only calls the members below; a task keeps no
 state between calls (everything it needs later is in what it returned earlier).
 

@@ -15,7 +15,7 @@ A bert_jax workdir records its model in model_config.json ("model": a task_model
 so a fine-tuned workdir loads as its task model (classifier, tagger, QA, multiple choice)
 with its head. HF and TF checkpoints load as BertForPreTraining (with the family's MLM
 and sentence heads) or BertModel; an HF folder's config.json `model_type` picks the family
-(see bert_jax/convert/families.py); ELECTRA's discriminator folder loads as
+(see bert_jax/convert/hf_families.py); ELECTRA's discriminator folder loads as
 BertForReplacedTokenDetection, and an HF fine-tuned folder whose head is ours (its
 `architectures`: BertForSequenceClassification, RobertaForTokenClassification,
 AlbertForQuestionAnswering, ...) as that task model.

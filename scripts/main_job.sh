@@ -57,7 +57,7 @@ for seed in $SEEDS; do
   for init in pretrained random; do
     extra=()
     if [ "$init" = random ]; then extra=(--config.random_init=true); fi
-    python -m bert_jax.train --config="configs/glue.py:task=sst2,train_examples=$TRAIN_EXAMPLES" \
+    python -m bert_jax.train --config="configs/glue.py:dataset=sst2,train_examples=$TRAIN_EXAMPLES" \
         --config.init_from="$MODEL" "${extra[@]}" "${EXTRA_FINETUNE[@]}" \
         --config.data.max_seq_length=64 --config.optim.learning_rate=5e-4 \
         --config.seed="$seed" --config.data.seed="$seed" \

@@ -7,8 +7,8 @@ from bert_jax.models.config import BertConfig
 def hf_config(config: BertConfig):
   """The HF config of config.family (BertConfig, RobertaConfig, DistilBertConfig)."""
   import transformers
-  from bert_jax.convert import families
-  raw = families.config_to_hf(config)
+  from bert_jax.convert import hf_families
+  raw = hf_families.config_to_hf(config)
   return transformers.AutoConfig.for_model(raw.pop("model_type"), **raw,
                                            attn_implementation="eager")
 

@@ -53,7 +53,7 @@ def run_both(tmp, vocab_path):
   config.data.cache_dir = ""
   config.log_every_steps = 1
   trainer.train_and_evaluate(config, os.path.join(tmp, "tiny"))
-  config = glue.get_config("task=sst2,runlocal=True")
+  config = glue.get_config("dataset=sst2,runlocal=True")
   config.data.pack_each_batch = False  # the padded path the pins were recorded on
   config.init_from = _small_bert(os.path.join(tmp, "small_bert"), vocab_path)
   config.log_every_steps = 1

@@ -26,6 +26,14 @@ def test_unknown_config_arg_is_an_error():
     tiny.get_config("runlocl=True")
 
 
+def test_a_renamed_config_arg_names_its_new_spelling():
+  """GLUE's dataset was `task=` (a second meaning of "task"): refused with the new name."""
+  from configs import glue
+  with pytest.raises(ValueError, match=r"^config arg 'task' is now 'dataset': dataset=rte$"):
+    glue.get_config("task=rte")
+  assert glue.get_config("dataset=rte").data.dataset == "rte"
+
+
 def test_config_override_typo_is_rejected():
   out = subprocess.run(
       [sys.executable, "-m", "bert_jax.train", f"--config={REPO}/configs/tiny.py",
@@ -52,8 +60,8 @@ def test_embedding_size_is_settable_from_the_command_line():
 def test_every_split_has_a_source_to_point_elsewhere():
   """--config.data.sources.<split>=PATH needs the key (ml_collections refuses new ones)."""
   from configs import conll, glue, squad, swag
-  assert set(glue.get_config("task=sst2").data.sources) == {"train", "dev", "test"}
-  assert set(glue.get_config("task=mnli").data.sources) == {
+  assert set(glue.get_config("dataset=sst2").data.sources) == {"train", "dev", "test"}
+  assert set(glue.get_config("dataset=mnli").data.sources) == {
       "train", "dev_matched", "dev_mismatched", "test_matched", "test_mismatched"}
   assert set(conll.get_config().data.sources) == {"train", "dev", "test"}
   assert set(squad.get_config("version=2.0").data.sources) == {"train", "dev"}

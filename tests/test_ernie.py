@@ -18,7 +18,7 @@ from flax import linen as nn
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from bert_jax.convert import families, hf  # noqa: E402
+from bert_jax.convert import hf_families, hf  # noqa: E402
 from bert_jax.convert.__main__ import convert  # noqa: E402
 from bert_jax.models import task_models  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
@@ -42,7 +42,7 @@ CONFIGS = {
         num_attention_heads=4, intermediate_size=64, max_position_embeddings=24,
         hidden_act="relu", layer_norm_eps=1e-5),
 }
-TASK_CLASSES = dict(families.FAMILIES["ernie"].task_classes)
+TASK_CLASSES = dict(hf_families.FAMILIES["ernie"].task_classes)
 
 
 def _task_ids(config, shape, seed):
@@ -221,17 +221,17 @@ def test_hf_task_classes_in_and_out(task, tmp_path):
 def test_config_round_trips_and_bad_configs():
   for config in (*CONFIGS.values(), config_for_size("ernie-1.0-base-zh"),
                  config_for_size("ernie-3.0-base-zh"), config_for_size("ernie-tiny")):
-    raw = families.config_to_hf(config)
-    assert raw["model_type"] == "ernie" and families.config_from_hf(
+    raw = hf_families.config_to_hf(config)
+    assert raw["model_type"] == "ernie" and hf_families.config_from_hf(
         json.loads(json.dumps(raw))) == config
     hf_cfg = transformers.AutoConfig.for_model(raw.pop("model_type"), **raw)
     assert type(hf_cfg).__name__ == "ErnieConfig"
     assert hf_cfg.use_task_id == (config.task_type_vocab_size > 0)
   # HF's task_type_vocab_size is ignored without use_task_id.
-  raw = families.config_to_hf(CONFIGS["with_task_ids"])
-  assert families.config_from_hf({**raw, "use_task_id": False}).task_type_vocab_size == 0
+  raw = hf_families.config_to_hf(CONFIGS["with_task_ids"])
+  assert hf_families.config_from_hf({**raw, "use_task_id": False}).task_type_vocab_size == 0
   with pytest.raises(ValueError, match="task_type_vocab_size=3 has no HF BERT equivalent"):
-    families.config_to_hf(BertConfig(task_type_vocab_size=3))
+    hf_families.config_to_hf(BertConfig(task_type_vocab_size=3))
   with pytest.raises(ValueError, match="task_type_vocab_size=2 .only the BERT architecture"):
     config_for_size("modernbert-tiny", task_type_vocab_size=2)
 
@@ -262,7 +262,7 @@ def test_parameter_counts_equal_hf_at_the_released_sizes():
     theirs = transformers.ErnieConfig(hidden_size=768, num_hidden_layers=12,
                                       num_attention_heads=12, intermediate_size=3072, **fields)
     ours = config_for_size(size)
-    assert families.config_from_hf(theirs.to_dict()) == ours, size
+    assert hf_families.config_from_hf(theirs.to_dict()) == ours, size
     for model, cls in ((BertModel(ours), transformers.ErnieModel),
                        (BertForPreTraining(ours), transformers.ErnieForPreTraining),
                        (task_models.build(ours, {"task_model": "sequence_classification",

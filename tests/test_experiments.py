@@ -229,7 +229,7 @@ def test_ablation_runs_print_their_fine_tuning_stages(plateau_vocab, tmp_path, c
   assert lines[0].startswith("python -m bert_jax.train --config=configs/tiny.py ")
   assert "--config.objectives=mlm " in lines[0] and "--config.model.vocab_size=123 " in lines[0]
   assert lines[1] == ("python -m bert_jax.train "
-                      "--config=configs/glue.py:task=sst2,train_examples=4000 "
+                      "--config=configs/glue.py:dataset=sst2,train_examples=4000 "
                       "--config.optim.learning_rate=5e-4 --config.data.max_seq_length=64 "
                       "--config.data.pack_each_batch=false "
                       "--config.init_from=runs/bert_objectives/mlm_only_s1 "
@@ -387,7 +387,7 @@ def test_family_pretraining_pretrains_each_family_then_fine_tunes_it_on_sst2(tmp
     steps = module.STEPS_OF.get(family, module.STEPS)
     assert f"--config.num_train_steps={steps} " in pretrain
     assert pretrain.endswith(f"--workdir=runs/family_pretraining/{family}")
-    assert "task=sst2,train_examples=4000" in stage
+    assert "dataset=sst2,train_examples=4000" in stage
     assert f"--config.init_from=runs/family_pretraining/{family} " in stage
   # DistilBERT's teacher is the sweep's BERT run, which goes before it.
   assert list(module.FAMILIES).index("bert") < list(module.FAMILIES).index("distilbert")

@@ -28,7 +28,7 @@ def _learn_vocab(kind, corpus, tmp_path_factory):
 
 def _fine_tunes_on_sst2(workdir, data_dir, finetuned):
   """configs/glue.py's runlocal SST-2 run from the pretrained workdir scores its dev set."""
-  _cli("-m", "bert_jax.train", "--config=configs/glue.py:task=sst2,runlocal=True",
+  _cli("-m", "bert_jax.train", "--config=configs/glue.py:dataset=sst2,runlocal=True",
        f"--config.init_from={workdir}", f"--config.data.data_dir={data_dir}",
        f"--workdir={finetuned}")
   with open(os.path.join(finetuned, "eval_results.json")) as f:
@@ -122,7 +122,7 @@ def test_continued_pretraining_takes_the_checkpoints_model_tokenizer_and_heads(
   import numpy as np
   from flax import linen as nn
   from bert_jax.run import trainer
-  from bert_jax.convert import families, hf
+  from bert_jax.convert import hf_families, hf
   from bert_jax.models.config import config_for_size
   from bert_jax.models.task_models import BertForPreTraining
   from bert_jax.text.bpe import BPETokenizer
@@ -148,7 +148,7 @@ def test_continued_pretraining_takes_the_checkpoints_model_tokenizer_and_heads(
   electra = tmp_path / "electra"
   electra.mkdir()
   (electra / "config.json").write_text(json.dumps(
-      families.config_to_hf(config_for_size("electra-tiny"))))
+      hf_families.config_to_hf(config_for_size("electra-tiny"))))
   with pytest.raises(ValueError, match="is electra; continued pretraining covers .* "
                                        r"\(ELECTRA: configs/electra.py\)"):
     continued.get_config(f"init_from={electra}")

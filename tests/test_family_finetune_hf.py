@@ -38,7 +38,7 @@ def test_tiny_model_fine_tunes_from_an_hf_folder(family, tmp_path, vocab_path):
   vectors = embed.embed_sentences(encoder, variables, WordPieceTokenizer.from_pretrained_dir(
       folder), ["a short sentence .", "another one"], max_length=16, batch_size=2)
   assert vectors.shape == (2, config.hidden_size) and np.isfinite(vectors).all()
-  run = glue.get_config("task=sst2,runlocal=True")
+  run = glue.get_config("dataset=sst2,runlocal=True")
   run.init_from = folder
   run.num_train_steps = 2
   run.log_every_steps = 1

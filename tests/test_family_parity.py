@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from bert_jax import checkpoint  # noqa: E402
-from bert_jax.convert import families, hf, mapping  # noqa: E402
+from bert_jax.convert import hf_families, hf, mapping  # noqa: E402
 from bert_jax.models import layout  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
@@ -164,7 +164,7 @@ def _perturbed(params, seed):
 def test_hf_to_ours_parity(name):
   config = CONFIGS[name]
   family = family_of(config)
-  classes = families.FAMILIES[config.family]
+  classes = hf_families.FAMILIES[config.family]
   ids, types, mask = _batch(config, [11, 5, 1], 11, seed=1)
 
   hf_mlm = _sharpened(random_hf_model(config, seed=0, cls_name=classes.pretraining_class))
@@ -276,7 +276,7 @@ def _assert_bit_identical(params, back):
                                   "electra_h48_l3"])
 def test_ours_to_hf_parity_and_round_trip(name, tmp_path):
   config = CONFIGS[name]
-  classes = families.FAMILIES[config.family]
+  classes = hf_families.FAMILIES[config.family]
   ids, types, mask = _batch(config, [9, 4], 9, seed=2)
   model = BertForPreTraining(config)
   params = _perturbed(nn.unbox(model.init(jax.random.key(3), ids)["params"]), seed=5)
@@ -348,9 +348,9 @@ def test_config_round_trips_through_model_config_and_hf_config_json(name, tmp_pa
   config = CONFIGS[name] if name in CONFIGS else config_for_size(name)
   checkpoint.write_model_config(str(tmp_path), config)
   assert checkpoint.read_model_config(str(tmp_path)) == config
-  raw = families.config_to_hf(config)
+  raw = hf_families.config_to_hf(config)
   assert raw["model_type"] == config.family
-  assert families.config_from_hf(json.loads(json.dumps(raw))) == config
+  assert hf_families.config_from_hf(json.loads(json.dumps(raw))) == config
   hf_config = transformers.AutoConfig.for_model(raw.pop("model_type"), **raw)
   assert type(hf_config).__name__ == {"roberta": "RobertaConfig", "distilbert":
                                       "DistilBertConfig", "albert": "AlbertConfig",
@@ -362,37 +362,37 @@ def test_config_round_trips_through_model_config_and_hf_config_json(name, tmp_pa
 
 def test_bad_hf_configs_are_one_line_errors(tmp_path):
   (tmp_path / "config.json").write_text(json.dumps({"model_type": "xlnet", "d_model": 8}))
-  known = ", ".join(sorted(families.FAMILIES))
+  known = ", ".join(sorted(hf_families.FAMILIES))
   with pytest.raises(ValueError, match=rf"model_type='xlnet' is not supported \(known: "
                                        rf"{known}\)") as error:
     load_pretrained(str(tmp_path))
   assert "\n" not in str(error.value)
-  raw = families.config_to_hf(CONFIGS["distilbert_h48_l3"])
+  raw = hf_families.config_to_hf(CONFIGS["distilbert_h48_l3"])
   with pytest.raises(ValueError, match="sinusoidal_pos_embds=true is not supported"):
-    families.config_from_hf({**raw, "sinusoidal_pos_embds": True})
+    hf_families.config_from_hf({**raw, "sinusoidal_pos_embds": True})
   with pytest.raises(ValueError, match="model_type='roberta' is an HF config of another"):
-    BertConfig.from_json_dict(families.config_to_hf(CONFIGS["roberta_h48_l3"]))
+    BertConfig.from_json_dict(hf_families.config_to_hf(CONFIGS["roberta_h48_l3"]))
   with pytest.raises(ValueError, match="family='xlnet' is not one of"):
     BertConfig(family="xlnet")
   # ALBERT: HF's layer groups express no sharing or full sharing only, and ours -> HF
   # refuses the attention-/FFN-only ablations.
-  raw = families.config_to_hf(CONFIGS["albert_h48_l3"])
+  raw = hf_families.config_to_hf(CONFIGS["albert_h48_l3"])
   assert (raw["num_hidden_groups"], raw["inner_group_num"]) == (1, 1)
   for groups, inner in ((1, 2), (2, 1)):
     with pytest.raises(ValueError, match=f"num_hidden_groups={groups}, inner_group_num={inner} "
                                          "is not supported"):
-      families.config_from_hf({**raw, "num_hidden_groups": groups, "inner_group_num": inner})
+      hf_families.config_from_hf({**raw, "num_hidden_groups": groups, "inner_group_num": inner})
   for sharing in ("attention", "ffn"):
     ablation = CONFIGS["albert_h48_l3"].replace(layer_sharing=sharing)
     with pytest.raises(ValueError, match=f"layer_sharing='{sharing}'"):
-      families.config_to_hf(ablation)
+      hf_families.config_to_hf(ablation)
     params = nn.unbox(BertModel(ablation).init(jax.random.key(0), np.zeros((1, 4), np.int32)))
     with pytest.raises(ValueError, match=f"this config has layer_sharing='{sharing}'"):
       hf.save(str(tmp_path / sharing), ablation, params["params"])
     with pytest.raises(ValueError, match=f"layer_sharing='{sharing}' has no HF equivalent"):
       hf.params_to_state(params["params"], ablation)
   with pytest.raises(ValueError, match="no HF bert equivalent"):  # BERT cannot share either
-    families.config_to_hf(BertConfig(layer_sharing="all"))
+    hf_families.config_to_hf(BertConfig(layer_sharing="all"))
 
 
 @pytest.mark.parametrize("family", FAMILIES)

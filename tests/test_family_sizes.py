@@ -12,7 +12,7 @@ from flax import linen as nn
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from bert_jax.convert import families  # noqa: E402
+from bert_jax.convert import hf_families  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import config_for_size, generator_config  # noqa: E402
 from bert_jax.models.task_models import (BertForPreTraining,  # noqa: E402
@@ -31,7 +31,7 @@ def test_published_sizes():
       hidden_size=768, num_attention_heads=12, intermediate_size=3072)
   electra, electra_hf = config_for_size("electra-small"), transformers.ElectraConfig()
   for ours, theirs in ((albert, albert_hf), (electra, electra_hf)):
-    assert families.config_from_hf(theirs.to_dict()) == ours, ours.family
+    assert hf_families.config_from_hf(theirs.to_dict()) == ours, ours.family
   assert (albert.embedding_size, albert.vocab_size, albert.hidden_act, albert.layer_sharing) \
       == (128, 30000, "gelu_tanh", "all")
   assert (electra.embedding_size, electra.hidden_size, electra.num_attention_heads,

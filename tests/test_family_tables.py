@@ -1,10 +1,10 @@
-"""The family tables agree: every member is in models/families.py's FAMILIES, convert/
-families.py's FAMILIES and convert/mapping.py's NAMES, and its HF names cover every param
+"""The family tables agree: every member is in models/hf_families.py's FAMILIES, convert/
+hf_families.py's FAMILIES and convert/mapping.py's NAMES, and its HF names cover every param
 of a tiny model of each of its HF classes (bare encoder, heads, fine-tuned heads)."""
 import numpy as np
 import pytest
 
-from bert_jax.convert import families, hf, mapping
+from bert_jax.convert import hf_families, hf, mapping
 from bert_jax.models import families as model_families
 from bert_jax.models.config import SIZES, config_for_size
 
@@ -25,7 +25,7 @@ def random_params(shapes: dict, seed: int = 0) -> dict:
 
 def hf_classes(name: str) -> list[tuple[str, dict | None]]:
   """(HF class, our spec or None) of each class the member converts to and from."""
-  entry = families.FAMILIES[name]
+  entry = hf_families.FAMILIES[name]
   specs = [(cls, None) for cls in entry.head_classes.values()
            if entry.task_of_class(cls) is None]
   for task, cls in entry.task_classes:
@@ -40,7 +40,7 @@ def assert_every_param_maps(config) -> None:
   """Each HF class of config.family: random params of our model -> HF state -> the same
   params (an unmapped param or an unconsumed tensor is an error in either direction)."""
   name = config.family
-  entry = families.FAMILIES[name]
+  entry = hf_families.FAMILIES[name]
   head_model = {cls: task for task, cls in entry.head_classes.items()}
   rows = [(entry.encoder_class, None, False)] + [(cls, spec, True)
                                                 for cls, spec in hf_classes(name)]
@@ -59,8 +59,8 @@ def assert_every_param_maps(config) -> None:
 
 
 def test_the_three_tables_have_the_same_members():
-  families.check_tables()
-  assert (set(model_families.FAMILIES) == set(families.FAMILIES) == set(mapping.NAMES)
+  hf_families.check_tables()
+  assert (set(model_families.FAMILIES) == set(hf_families.FAMILIES) == set(mapping.NAMES)
           == {"bert", "roberta", "distilbert", "albert", "electra", "modernbert", "ernie",
               "reformer"})
 
@@ -69,15 +69,15 @@ def test_a_member_missing_from_one_table_is_a_one_line_error(monkeypatch):
   monkeypatch.setitem(mapping.NAMES, "xlnet", mapping.NAMES["bert"])
   with pytest.raises(ValueError, match=r"bert_jax.models.families.FAMILIES lacks the family "
                      r"member\(s\) \['xlnet'\]") as raised:
-    families.check_tables()
+    hf_families.check_tables()
   assert "\n" not in str(raised.value)
 
 
 def test_register_refuses_a_name_already_taken():
   with pytest.raises(ValueError, match="family 'roberta' is already in bert_jax.models"):
-    families.register("roberta", model_families.FAMILIES["roberta"],
-                      families.FAMILIES["roberta"], mapping.NAMES["roberta"])
-  families.check_tables()
+    hf_families.register("roberta", model_families.FAMILIES["roberta"],
+                      hf_families.FAMILIES["roberta"], mapping.NAMES["roberta"])
+  hf_families.check_tables()
 
 
 @pytest.mark.parametrize("name", sorted(model_families.FAMILIES))

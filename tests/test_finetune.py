@@ -43,7 +43,7 @@ def _run(config, workdir, small_bert):
 
 
 def test_glue_sst2_classification_and_predictions(small_bert, tmp_path):
-  config = glue.get_config("task=sst2,runlocal=True")
+  config = glue.get_config("dataset=sst2,runlocal=True")
   config.predict = True
   results = _run(config, tmp_path, small_bert)
   assert 0.0 <= results["eval_accuracy"] <= 1.0 and results["step"] == 8
@@ -61,12 +61,12 @@ def test_glue_sst2_classification_and_predictions(small_bert, tmp_path):
 
 
 def test_glue_stsb_regression(small_bert, tmp_path):
-  results = _run(glue.get_config("task=stsb,runlocal=True"), tmp_path, small_bert)
+  results = _run(glue.get_config("dataset=stsb,runlocal=True"), tmp_path, small_bert)
   assert {"eval_pearson", "eval_spearman"} <= set(results)
 
 
 def test_glue_mrpc_reads_the_bom_file(small_bert, tmp_path):
-  config = glue.get_config("task=mrpc,runlocal=True")
+  config = glue.get_config("dataset=mrpc,runlocal=True")
   config.data.sources.dev = config.data.sources.train  # MRPC dev is withheld
   config.data.eval_split = "train"
   results = _run(config, tmp_path, small_bert)
@@ -114,7 +114,7 @@ def test_swag_multiple_choice(small_bert, tmp_path):
 
 
 def test_init_from_requires_architecture(tmp_path):
-  config = glue.get_config("task=sst2,runlocal=True")
+  config = glue.get_config("dataset=sst2,runlocal=True")
   config.init_from = ""
   with pytest.raises(ValueError, match="config.init_from is empty"):
     trainer.train_and_evaluate(config, str(tmp_path))
@@ -123,7 +123,7 @@ def test_init_from_requires_architecture(tmp_path):
 def test_frozen_encoder_trains_only_the_head(small_bert, tmp_path):
   from bert_jax.convert.mapping import flatten
   from bert_jax.weights import load_params
-  config = glue.get_config("task=sst2,runlocal=True")
+  config = glue.get_config("dataset=sst2,runlocal=True")
   config.freeze_encoder = True
   config.feature_layers = "-2,-1"
   _run(config, tmp_path, small_bert)
@@ -139,7 +139,7 @@ def test_frozen_encoder_trains_only_the_head(small_bert, tmp_path):
 def test_random_init_takes_the_architecture_but_not_the_weights(small_bert, tmp_path):
   from bert_jax.convert.mapping import flatten
   from bert_jax.weights import load_params
-  config = glue.get_config("task=sst2,runlocal=True")
+  config = glue.get_config("dataset=sst2,runlocal=True")
   config.random_init = True
   config.num_train_epochs = 0.01  # one step: the weights stay near their initialisation
   _run(config, tmp_path, small_bert)
@@ -153,22 +153,22 @@ def test_random_init_takes_the_architecture_but_not_the_weights(small_bert, tmp_
 def test_zero_steps_evaluates_a_fine_tuned_model_as_it_is(small_bert, tmp_path):
   """num_train_steps=0 with num_train_epochs=0 from a fine-tuned model: its own eval, no
   step taken; from a model without the task's head: refused before anything is written."""
-  config = glue.get_config("task=sst2,runlocal=True")
+  config = glue.get_config("dataset=sst2,runlocal=True")
   tuned = _run(config, tmp_path / "tuned", small_bert)
-  again = glue.get_config("task=sst2,runlocal=True")
+  again = glue.get_config("dataset=sst2,runlocal=True")
   again.num_train_epochs = 0
   results = _run(again, tmp_path / "eval_only", str(tmp_path / "tuned"))
   assert results == {"step": 0, "eval_accuracy": tuned["eval_accuracy"]}
   # GLUE's submission file for an unlabeled test file: predictions, no metrics.
   test = tmp_path / "test.tsv"
   test.write_text("index\tsentence\n0\ta gripping film .\n1\ta dull mess .\n")
-  submit = glue.get_config("task=sst2,runlocal=True")
+  submit = glue.get_config("dataset=sst2,runlocal=True")
   submit.num_train_epochs, submit.predict = 0, True
   submit.data.sources.test, submit.data.eval_split = str(test), "test"
   assert _run(submit, tmp_path / "test_run", str(tmp_path / "tuned")) == {"step": 0}
   rows = (tmp_path / "test_run" / "predictions_sst2.tsv").read_text().splitlines()
   assert rows[0] == "index\tprediction" and len(rows) == 3
-  fresh = glue.get_config("task=sst2,runlocal=True")
+  fresh = glue.get_config("dataset=sst2,runlocal=True")
   fresh.num_train_epochs = 0
   with pytest.raises(ValueError, match=r"evaluates init_from .* as it is, but the model would "
                      r"have newly initialised \[.*'classifier'\]"):
@@ -177,7 +177,7 @@ def test_zero_steps_evaluates_a_fine_tuned_model_as_it_is(small_bert, tmp_path):
 
 
 @pytest.mark.parametrize("name,arg,prompt", [
-    ("glue", "task=sst2", False), ("glue", "task=stsb", False), ("glue", "task=sst2", True),
+    ("glue", "dataset=sst2", False), ("glue", "dataset=stsb", False), ("glue", "dataset=sst2", True),
     ("conll", "", False), ("squad", "", False), ("swag", "", False)])
 def test_compile_only_reports_every_fine_tuning_task(small_bert, name, arg, prompt):
   """--compile_only compiles the train step of each task's batch, labels included."""

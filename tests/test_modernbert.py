@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from bert_jax import checkpoint, optim, sharding, weights  # noqa: E402
-from bert_jax.convert import families, hf, mapping  # noqa: E402
+from bert_jax.convert import hf_families, hf, mapping  # noqa: E402
 from bert_jax.models import layout, modernbert  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
@@ -187,8 +187,8 @@ def test_config_round_trips_through_model_config_and_hf_config_json(name, tmp_pa
   config = CONFIGS[name] if name in CONFIGS else config_for_size(name)
   checkpoint.write_model_config(str(tmp_path), config)
   assert checkpoint.read_model_config(str(tmp_path)) == config
-  raw = families.config_to_hf(config)
-  assert families.config_from_hf(json.loads(json.dumps(raw))) == config
+  raw = hf_families.config_to_hf(config)
+  assert hf_families.config_from_hf(json.loads(json.dumps(raw))) == config
   hf_config = transformers.AutoConfig.for_model(raw.pop("model_type"), **raw)
   assert type(hf_config).__name__ == "ModernBertConfig"
   assert (hf_config.sliding_window, hf_config.intermediate_size, hf_config.norm_bias,
@@ -200,17 +200,17 @@ def test_base_size_is_hf_default_config_and_older_config_json_reads():
   """modernbert-base = HF's ModernBertConfig(); a config.json in the pre-5 form
   (global_attn_every_n_layers, global/local_rope_theta) reads to the same config."""
   base = config_for_size("modernbert-base")
-  assert families.config_from_hf(transformers.ModernBertConfig().to_dict()) == base
+  assert hf_families.config_from_hf(transformers.ModernBertConfig().to_dict()) == base
   older = {"model_type": "modernbert", "vocab_size": 50368, "hidden_size": 768,
            "intermediate_size": 1152, "num_hidden_layers": 22, "num_attention_heads": 12,
            "global_attn_every_n_layers": 3, "global_rope_theta": 160000.0,
            "local_rope_theta": 10000.0, "local_attention": 128, "pad_token_id": 50283,
            "embedding_dropout": 0.0, "mlp_dropout": 0.0, "attention_dropout": 0.0}
-  assert families.config_from_hf(older) == base
+  assert hf_families.config_from_hf(older) == base
 
 
 def test_bad_configs_are_one_line_errors():
-  raw = families.config_to_hf(CONFIGS["modernbert_h48_l3"])
+  raw = hf_families.config_to_hf(CONFIGS["modernbert_h48_l3"])
   bad = {
       "layer_types=": {**raw, "layer_types": ["full_attention", "full_attention",
                                               "sliding_attention"]},
@@ -221,7 +221,7 @@ def test_bad_configs_are_one_line_errors():
   }
   for message, config in bad.items():
     with pytest.raises(ValueError, match=message) as error:
-      families.config_from_hf(config, "c.json")
+      hf_families.config_from_hf(config, "c.json")
     assert "\n" not in str(error.value) and str(error.value).startswith("c.json: ")
 
 

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bert_jax.finetune import packing
+from bert_jax.finetune import example_packing
 from bert_jax.losses import xent_sums
 from bert_jax.models.config import BertConfig
 from bert_jax.models.task_models import BertForSequenceClassification
@@ -31,7 +31,7 @@ def _examples(n=13, seq=12, seed=0, longest=None):
 
 def test_pack_keeps_every_example_whole():
   features = _examples()
-  packed = packing.pack(features, max_per_row=4)
+  packed = example_packing.pack(features, max_per_row=4)
   lengths = features["attention_mask"].sum(-1)
   assert sorted(packed["example_index"][packed["example_index"] >= 0]) == list(range(13))
   assert (packed["example_mask"] > 0).sum(-1).max() <= 4
@@ -46,7 +46,7 @@ def test_pack_keeps_every_example_whole():
     np.testing.assert_array_equal(packed["positions"][row, span], np.arange(lengths[example]))
     assert (packed["segment_ids"][row, span] == slot + 1).all()
     assert packed["label"][row, slot] == features["label"][example]
-  assert packing.fill_rate(packed) > packing.fill_rate(features)
+  assert example_packing.fill_rate(packed) > example_packing.fill_rate(features)
   # Best fit in decreasing length: no two rows could have been merged.
   used = packed["attention_mask"].sum(-1)
   slots = (packed["example_mask"] > 0).sum(-1)
@@ -58,12 +58,12 @@ def test_pack_as_many_as_fit():
   """packing=-1: no cap, so no two rows could have been merged at all; the slots K are
   the most examples a row got."""
   features = _examples(n=40, seq=12, longest=5)
-  packed = packing.pack(features, max_per_row=-1)
+  packed = example_packing.pack(features, max_per_row=-1)
   used = packed["attention_mask"].sum(-1)
   assert not any(used[a] + used[b] <= 12 for a in range(len(used))
                  for b in range(a + 1, len(used)))
   assert packed["example_mask"].shape[1] == (packed["example_mask"] > 0).sum(-1).max()
-  assert packing.fill_rate(packed) > packing.fill_rate(packing.pack(features, max_per_row=2))
+  assert example_packing.fill_rate(packed) > example_packing.fill_rate(example_packing.pack(features, max_per_row=2))
   assert sorted(packed["example_index"][packed["example_index"] >= 0]) == list(range(40))
 
 
@@ -124,11 +124,11 @@ def test_lay_out_equals_the_example_by_example_rule(seed, max_per_row):
 def test_pack_refuses_bad_features_caps_and_long_examples():
   features = _examples()
   with pytest.raises(ValueError, match=r"neither per example \[N\] nor per token"):
-    packing.pack({**features, "span": np.zeros((13, 2), np.int32)})
+    example_packing.pack({**features, "span": np.zeros((13, 2), np.int32)})
   with pytest.raises(ValueError, match="more than the row length 4"):
-    packing.assign_rows(np.array([3, 5]), 4, 2)
+    example_packing.assign_rows(np.array([3, 5]), 4, 2)
   with pytest.raises(ValueError, match="config.data.packing=-2"):
-    packing.assign_rows(np.array([3, 5]), 8, -2)
+    example_packing.assign_rows(np.array([3, 5]), 8, -2)
 
 
 # A classifier's sentence-vector options: pooling, or feature-based heads (task_models).
@@ -155,12 +155,12 @@ def test_packed_logits_loss_and_accuracy_equal_unpacked(family, head):
   features = _examples()
   if family != "bert":  # padding id 1 (RoBERTa counts its positions past it)
     features["input_ids"] = np.where(features["attention_mask"] > 0, features["input_ids"], 1)
-  packed = packing.pack(features, max_per_row=4, pad_id=config.pad_token_id)
+  packed = example_packing.pack(features, max_per_row=4, pad_id=config.pad_token_id)
   model = BertForSequenceClassification(config, num_labels=3, **_SENTENCE_HEADS[head])
   variables = model.init(jax.random.key(0), jnp.asarray(features["input_ids"]))
-  unpacked = model.apply(variables, *(jnp.asarray(features[k]) for k in packing.TOKEN_KEYS))
-  out = model.apply(variables, *(jnp.asarray(packed[k]) for k in packing.TOKEN_KEYS),
-                    packing={k: jnp.asarray(packed[k]) for k in packing.PACKING_KEYS})
+  unpacked = model.apply(variables, *(jnp.asarray(features[k]) for k in example_packing.TOKEN_KEYS))
+  out = model.apply(variables, *(jnp.asarray(packed[k]) for k in example_packing.TOKEN_KEYS),
+                    packing={k: jnp.asarray(packed[k]) for k in example_packing.PACKING_KEYS})
   logits = np.asarray(out.logits)  # [R, K, C]
   real = packed["example_mask"] > 0
   np.testing.assert_allclose(logits[real], np.asarray(unpacked.logits)[packed["example_index"][real]],
@@ -177,7 +177,7 @@ def test_glue_task_loss_on_packed_rows_equals_unpacked(task_name):
   """The trainer's path: GlueTask.forward / loss_sums / denominators / loss."""
   from bert_jax.finetune.glue import GlueTask
   from configs import glue
-  config = glue.get_config(f"task={task_name},runlocal=True")
+  config = glue.get_config(f"dataset={task_name},runlocal=True")
   model_config = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1,
                             num_attention_heads=2, intermediate_size=32,
                             max_position_embeddings=20)
@@ -186,7 +186,7 @@ def test_glue_task_loss_on_packed_rows_equals_unpacked(task_name):
   features = _examples()
   if task.dataset.is_regression:
     features["label"] = np.linspace(0, 5, 13).astype(np.float32)
-  packed = packing.pack(features, max_per_row=3)
+  packed = example_packing.pack(features, max_per_row=3)
   params = model.init(jax.random.key(0), jnp.asarray(features["input_ids"]))["params"]
 
   def loss(batch):
@@ -258,9 +258,9 @@ def test_conll_packed_loss_and_entity_f1_equal_unpacked(head):
   task = ConllTask(config, model_config)
   model = task.build_model()
   features, metadata = _sentences()
-  packed = packing.pack(features, config.data.packing)
+  packed = example_packing.pack(features, config.data.packing)
   assert len(packed["input_ids"]) < len(features["input_ids"])
-  np.testing.assert_array_equal(packing.unpack_tokens(packed, packed["labels"], 11),
+  np.testing.assert_array_equal(example_packing.unpack_tokens(packed, packed["labels"], 11),
                                 features["labels"])
   params = model.init(jax.random.key(0), jnp.asarray(features["input_ids"]))["params"]
 
@@ -273,7 +273,7 @@ def test_conll_packed_loss_and_entity_f1_equal_unpacked(head):
 
   logits, loss, metrics = run(packed)
   ref_logits, ref_loss, ref_metrics = run(features)
-  logits = packing.unpack_tokens(packed, logits, 11)
+  logits = example_packing.unpack_tokens(packed, logits, 11)
   real = features["attention_mask"] > 0
   np.testing.assert_allclose(logits[real], ref_logits[real], atol=TOL)
   np.testing.assert_allclose(loss, ref_loss, rtol=TOL)
@@ -308,7 +308,7 @@ def test_pack_each_batch_holds_exactly_the_unpacked_batches(process_count):
   from bert_jax.finetune.array_input import ArrayInput
   features = _examples(n=40, seq=12, longest=9)
   plain = ArrayInput(features, 8, seed=3)  # the global batches unpacked training sees
-  packed = [packing.PackedBatches(features, 8, seed=3, rows_multiple=2, pad_id=0,
+  packed = [example_packing.PackedBatches(features, 8, seed=3, rows_multiple=2, pad_id=0,
                                   process_index=p, process_count=process_count)
             for p in range(process_count)]
   assert packed[0].steps_per_epoch == plain.steps_per_epoch == 5
@@ -326,32 +326,32 @@ def test_pack_each_batch_holds_exactly_the_unpacked_batches(process_count):
                   int(batch["label"][p * local + i])) for i in range(local)}
       assert _packed_examples(share) == want
       assert share["attention_mask"].sum() == mask.sum()  # no token lost or added
-    fewest = max(len(packing.assign_rows(batch["attention_mask"][p * local:(p + 1) * local]
+    fewest = max(len(example_packing.assign_rows(batch["attention_mask"][p * local:(p + 1) * local]
                                          .sum(-1), 12, local)) for p in range(process_count))
     assert r == min(-(-fewest // 2) * 2, local)
 
 
 def test_pack_each_batch_resumes_and_lists_its_shapes():
   features = _examples(n=40, seq=12, longest=9)
-  a = packing.PackedBatches(features, 8, seed=1, rows_multiple=3)
+  a = example_packing.PackedBatches(features, 8, seed=1, rows_multiple=3)
   for _ in range(6):
     next(a)
-  b = packing.PackedBatches(features, 8, seed=1, rows_multiple=3)
+  b = example_packing.PackedBatches(features, 8, seed=1, rows_multiple=3)
   b.restore(a.state())
   for _ in range(3):
     x, y = next(a), next(b)
     assert x.keys() == y.keys() and all(np.array_equal(x[k], y[k]) for k in x)
   # widths(): the row counts of the first epoch's batches, each a multiple of 3 (or all 8).
-  fresh = packing.PackedBatches(features, 8, seed=1, rows_multiple=3)
+  fresh = example_packing.PackedBatches(features, 8, seed=1, rows_multiple=3)
   seen = sorted({next(fresh)["input_ids"].shape[0] for _ in range(fresh.steps_per_epoch)})
   assert a.widths() == seen and set(seen) <= {3, 6, 8}
   shapes = [e["input_ids"].shape for e in a.width_examples()]
   assert shapes == [(r, 12) for r in seen]
   assert all(e["cls_positions"].shape == (r, 8) for e, (r, _) in zip(a.width_examples(), shapes))
   with pytest.raises(ValueError, match="packed_rows_multiple=0"):
-    packing.PackedBatches(features, 8, rows_multiple=0)
+    example_packing.PackedBatches(features, 8, rows_multiple=0)
   with pytest.raises(ValueError, match="config.data.packing=-3"):
-    packing.PackedBatches(features, 8, max_per_row=-3)
+    example_packing.PackedBatches(features, 8, max_per_row=-3)
 
 
 @pytest.mark.parametrize("family", ["bert", "modernbert"])
@@ -376,7 +376,7 @@ def test_pack_each_batch_trains_exactly_as_dynamic_padding(tmp_path, vocab_path,
   checkpoint.save_model(model_dir, config, jax.device_get(params), vocab_path=vocab_path)
   runs, fills = {}, {}
   for name, packed in (("padded", False), ("packed", True)):
-    run = glue.get_config("task=sst2,runlocal=True")
+    run = glue.get_config("dataset=sst2,runlocal=True")
     run.init_from = model_dir
     run.model.hidden_dropout_prob = run.model.attention_probs_dropout_prob = 0.0
     run.log_every_steps = 1
@@ -416,7 +416,7 @@ params = nn.unbox(BertModel(config).init(jax.random.key(0), np.zeros((1, 4), np.
 checkpoint.save_model(f"{out}/model", config, jax.device_get(params), vocab_path=vocab)
 losses = {}
 for name, packed in (("padded", False), ("packed", True)):
-  run = glue.get_config("task=sst2,runlocal=True")
+  run = glue.get_config("dataset=sst2,runlocal=True")
   run.init_from, run.grad_accum_steps, run.log_every_steps = f"{out}/model", 2, 1
   run.data.packed_rows_multiple = 1  # runlocal fixes the row count; here it varies
   run.model.hidden_dropout_prob = run.model.attention_probs_dropout_prob = 0.0

@@ -54,7 +54,7 @@ def test_a_run_from_init_from_detects_its_format_and_reads_its_config_once(
   detected = _counting(monkeypatch, weights, "detect_format")
   config_reads = _counting(monkeypatch, hf, "read_json")
   weight_reads = _counting(monkeypatch, hf, "read_state")
-  run = glue.get_config("task=sst2,runlocal=True")
+  run = glue.get_config("dataset=sst2,runlocal=True")
   run.init_from = hf_folder
   run.num_train_steps = 1
   run.eval_every_steps = 0

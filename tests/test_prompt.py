@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from flax import linen as nn
 
-from bert_jax.finetune import glue_reader, packing
+from bert_jax.finetune import glue_reader, example_packing
 from bert_jax.models.config import BertConfig
 from bert_jax.models.task_models import BertForPreTraining, BertForPromptClassification
 
@@ -67,7 +67,7 @@ def test_prompt_logits_are_the_mlm_heads_at_the_mask_packed_or_not(family):
   np.testing.assert_allclose(np.asarray(prompt.apply({"params": shared}, *inputs, positions,
                                                      method="masked_lm")),
                              np.asarray(reference), atol=1e-5)
-  packed = packing.pack(features, max_per_row=3, pad_id=config.pad_token_id)
+  packed = example_packing.pack(features, max_per_row=3, pad_id=config.pad_token_id)
   out = prompt.apply({"params": shared}, *(jnp.asarray(packed[k]) for k in packing.TOKEN_KEYS),
                      packing={k: jnp.asarray(packed[k]) for k in packing.PACKING_KEYS})
   real = packed["example_mask"] > 0
@@ -126,7 +126,7 @@ def test_bad_verbalizers_and_options_fail_in_one_line(vocab_path, verbalizer, da
   from bert_jax.finetune.glue import GlueTask
   from configs import glue
   dataset, *option = dataset.split()
-  config = glue.get_config(f"task={dataset},runlocal=True")
+  config = glue.get_config(f"dataset={dataset},runlocal=True")
   config.init_from, config.data.vocab_path = "", vocab_path
   for field, value in (o.split("=") for o in option):
     config[field] = {"True": True}.get(value, value)
@@ -160,7 +160,7 @@ def test_prompt_fine_tuning_starts_from_the_checkpoints_mlm_head(tmp_path, vocab
                                                     np.zeros((1, 4), np.int32))["params"])
   folder = str(tmp_path / "tiny_bert")
   hf.save(folder, config, jax.device_get(params), vocab_path=vocab_path)
-  run = glue.get_config("task=sst2,runlocal=True")
+  run = glue.get_config("dataset=sst2,runlocal=True")
   run.init_from, run.num_train_steps, run.optim.learning_rate = folder, 2, 0.0
   run.data.prompt_template, run.data.prompt_verbalizer = "it was {mask} .", "terrible,great"
   workdir = str(tmp_path / "sst2")
@@ -190,7 +190,7 @@ def test_prompt_model_exports_as_the_familys_masked_lm(name, tmp_path):
   with nothing missing and gives our class logits at the mask (1e-5)."""
   torch = pytest.importorskip("torch")
   transformers = pytest.importorskip("transformers")
-  from bert_jax.convert import families, hf
+  from bert_jax.convert import hf_families, hf
   from tests.test_task_heads_hf import CONFIGS
   config = CONFIGS[name]
   mask = 5
@@ -205,7 +205,7 @@ def test_prompt_model_exports_as_the_familys_masked_lm(name, tmp_path):
   hf.save(folder, config, jax.device_get(params), spec=spec)
   with open(f"{folder}/config.json") as f:
     architecture = json.load(f)["architectures"][0]
-  assert architecture == families.FAMILIES[config.family].mlm_class
+  assert architecture == hf_families.FAMILIES[config.family].mlm_class
   theirs, info = getattr(transformers, architecture).from_pretrained(
       folder, output_loading_info=True)
   assert not info["missing_keys"] and not info["unexpected_keys"], info

@@ -23,7 +23,7 @@ from flax import linen as nn
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from bert_jax.convert import families, hf  # noqa: E402
+from bert_jax.convert import hf_families, hf  # noqa: E402
 from bert_jax.models import reformer  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig  # noqa: E402
@@ -283,8 +283,8 @@ def test_reversible_backward_holds_a_fraction_of_the_plain_stacks_memory():
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_config_round_trips_through_hf_config_json(name):
   config = CONFIGS[name]
-  raw = families.config_to_hf(config)
-  assert families.config_from_hf(json.loads(json.dumps(raw))) == config
+  raw = hf_families.config_to_hf(config)
+  assert hf_families.config_from_hf(json.loads(json.dumps(raw))) == config
   hf_config = transformers.AutoConfig.for_model(raw.pop("model_type"), **raw)
   assert type(hf_config).__name__ == "ReformerConfig"
   assert hf_config.num_hidden_layers == config.num_hidden_layers
@@ -296,7 +296,7 @@ def test_default_size_is_hf_default_config_and_parameter_counts_equal_hf():
   from bert_jax.models.config import config_for_size
   from tests.test_family_sizes import _hf_count, _our_count
   default, hf_config = config_for_size("reformer-default"), transformers.ReformerConfig()
-  assert families.config_from_hf(hf_config.to_dict()) == default
+  assert hf_families.config_from_hf(hf_config.to_dict()) == default
   assert _our_count(BertModel(default)) == _hf_count(transformers.ReformerModel, hf_config)
   assert (_our_count(BertForPreTraining(default)) + default.vocab_size
           == _hf_count(transformers.ReformerForMaskedLM, hf_config))
@@ -321,7 +321,7 @@ def test_bad_configs_and_lengths_are_one_line_errors():
   with pytest.raises(ValueError, match="exceeds the axial positions"):
     BertModel(config).init(jax.random.key(0), np.zeros((1, 20), np.int32))
   with pytest.raises(ValueError, match="is_decoder"):
-    families.config_from_hf({**families.config_to_hf(config), "is_decoder": True})
+    hf_families.config_from_hf({**hf_families.config_to_hf(config), "is_decoder": True})
 
 
 # --- pretraining through the CLI ---------------------------------------------------------

@@ -33,7 +33,7 @@ def test_keep_best_keeps_a_better_score_only():
 
 
 def test_the_held_back_examples_leave_the_training_rows(small_bert):  # noqa: F811
-  config = glue.get_config("task=sst2,train_examples=40")
+  config = glue.get_config("dataset=sst2,train_examples=40")
   config.init_from = small_bert
   config.data.select_fraction = 0.25
   config.data.pack_each_batch, config.data.batch_size = False, 10
@@ -69,7 +69,7 @@ def test_the_held_back_examples_leave_the_training_rows(small_bert):  # noqa: F8
 
 def test_a_run_ends_on_the_epoch_that_scored_best_on_the_held_back_examples(
     small_bert, tmp_path):  # noqa: F811
-  config = glue.get_config("task=sst2,runlocal=True")
+  config = glue.get_config("dataset=sst2,runlocal=True")
   config.data.train_examples, config.data.select_fraction = 200, 0.25  # 50 held back
   config.num_train_epochs = 4.0
   config.optim.learning_rate = 1e-3

@@ -1,6 +1,6 @@
 """Fine-tuned task models in and out of HF: BertForSequenceClassification and its kin.
 
-For every family and task whose HF head is ours (convert/families.py `task_classes`), a
+For every family and task whose HF head is ours (convert/hf_families.py `task_classes`), a
 random HF model of odd shapes loads as our task model with the HF logits (1e-5, fp32, a
 padded batch), and our export of it is the HF state again, tensor for tensor, loaded by
 the HF class with nothing missing or unexpected. HF classes whose heads differ are
@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from bert_jax.convert import families, hf  # noqa: E402
+from bert_jax.convert import hf_families, hf  # noqa: E402
 from bert_jax.convert.__main__ import convert  # noqa: E402
 from bert_jax.models.config import BertConfig  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402
@@ -55,7 +55,7 @@ CONFIGS = {
                                     global_attn_every_n_layers=2),
 }
 CASES = [(name, task, cls) for name, config in CONFIGS.items()
-         for task, cls in families.FAMILIES[config.family].task_classes]
+         for task, cls in hf_families.FAMILIES[config.family].task_classes]
 HF_NAMES = {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "electra": "Electra",
             "distilbert": "DistilBert", "modernbert": "ModernBert"}
 

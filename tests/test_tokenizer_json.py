@@ -105,7 +105,7 @@ def test_a_modernbert_folder_as_released_fine_tunes(json_bpe_folder, tmp_path):
   hf.save(str(folder), config, jax.device_get(params))
   for name in os.listdir(json_bpe_folder):
     (folder / name).write_bytes((pathlib.Path(json_bpe_folder) / name).read_bytes())
-  run = glue.get_config("task=sst2,runlocal=True")
+  run = glue.get_config("dataset=sst2,runlocal=True")
   run.init_from, run.num_train_steps = str(folder), 2
   workdir = tmp_path / "sst2"
   trainer.train_and_evaluate(run, str(workdir))

@@ -1,12 +1,12 @@
 """The tokenizer kind comes from the config or the family; a folder's files are only
-checked against it (text/tokenizers.py KINDS, models/families.py Family.tokenizers)."""
+checked against it (text/tokenizers.py KINDS, models/hf_families.py Family.tokenizers)."""
 import dataclasses
 import shutil
 
 import ml_collections
 import pytest
 
-from bert_jax.convert import families
+from bert_jax.convert import hf_families
 from bert_jax.models import families as model_families
 from bert_jax.text import tokenizers
 
@@ -57,4 +57,4 @@ def test_a_family_naming_an_unknown_kind_is_a_one_line_error(monkeypatch):
   monkeypatch.setitem(model_families.FAMILIES, "bert", bad)
   with pytest.raises(ValueError, match=r"FAMILIES\['bert'\].tokenizers: tokenizer kind\(s\) "
                      r"\['wordpeice'\] not in"):
-    families.check_tables()
+    hf_families.check_tables()

@@ -84,7 +84,7 @@ def test_init_from_pretrained_workdir(corpus, pretrained, tmp_path):
 
 def test_pretraining_workdir_fine_tunes(pretrained, tmp_path):
   """The main job's second half: SST-2 from a pretraining workdir (its vocab.txt included)."""
-  config = glue.get_config("task=sst2,runlocal=True")
+  config = glue.get_config("dataset=sst2,runlocal=True")
   config.init_from = pretrained
   config.data.max_seq_length = 32
   trainer.train_and_evaluate(config, str(tmp_path / "sst2"))

@@ -7,7 +7,7 @@ Input may be an HF folder (config.json + model.safetensors), a Google TF checkpo
 (bert_config.json + bert_model.ckpt.*), a bert_jax saved model or a training workdir
 (latest checkpoint). A fine-tuned model keeps its task: a workdir's classifier becomes
 HF's ...ForSequenceClassification, its class names config.json's id2label, where HF's head
-is ours (convert/families.py, `task_classes`), and back. The tokenizer files beside the input
+is ours (convert/hf_families.py, `task_classes`), and back. The tokenizer files beside the input
 (vocab.txt, vocab.json + merges.txt or spiece.model, and its tokenizer_config.json and
 tokenizer.json) are copied to the output. An HF output also gets a tokenizer.json where the
 input has none (WordPiece and BPE: transformers 5 reads ModernBERT's tokenizer only from

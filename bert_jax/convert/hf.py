@@ -1,13 +1,13 @@
 """HuggingFace folders (config.json + model.safetensors) of every family, in and out.
 
 config.json's `model_type` picks the family (bert, roberta, distilbert, albert, electra,
-modernbert, ernie: the table in convert/families.py); its tensor names are
+modernbert, ernie: the table in convert/hf_families.py); its tensor names are
 `mapping.NAMES[family]`. Accepted: each family's bare encoder (BertModel, RobertaModel,
 DistilBertModel, AlbertModel, ElectraModel, ModernBertModel, ErnieModel) and its HF classes
 with heads (BertForPreTraining, RobertaForMaskedLM, DistilBertForMaskedLM,
 AlbertForPreTraining, ElectraForMaskedLM (the generator), ElectraForPreTraining (the
 discriminator), ModernBertForMaskedLM, ErnieForPreTraining), the fine-tuning classes whose heads are ours (`task_classes` in
-families.py: BertForSequenceClassification, RobertaForTokenClassification,
+hf_families.py: BertForSequenceClassification, RobertaForTokenClassification,
 ModernBertForQuestionAnswering, ...; the class in config.json's `architectures` names the
 task, ModernBERT's `classifier_pooling` the sentence vector), with or without the family prefix
 (`bert.`, `roberta.`, `model.`, ...), old-style LayerNorm `gamma`/`beta` names, sharded
@@ -21,7 +21,7 @@ import numpy as np
 from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
-from bert_jax.convert import families, mapping
+from bert_jax.convert import hf_families, mapping
 from bert_jax.models.config import BertConfig
 from bert_jax.text.wordpiece import WordPieceTokenizer
 
@@ -47,7 +47,7 @@ def read_config(folder: str) -> BertConfig:
 
 def config_from_json(raw: dict, path: str) -> BertConfig:
   """Our config of an HF config.json read from `path`."""
-  return families.config_from_hf(raw, path)
+  return hf_families.config_from_hf(raw, path)
 
 
 _LABELLED = ("sequence_classification", "token_classification")  # specs with num_labels
@@ -68,7 +68,7 @@ def task_spec(folder: str) -> dict | None:
 
 def task_spec_of(raw: dict, path: str) -> dict | None:
   """`task_spec` of a config.json already read from `path`."""
-  family = families.hf_family(raw.get("model_type", "bert"), path)
+  family = hf_families.hf_family(raw.get("model_type", "bert"), path)
   classes = raw.get("architectures") or ()
   tasks = [family.task_of_class(name) for name in classes]
   task = next((t for t in tasks if t), None)
@@ -89,7 +89,7 @@ def task_spec_of(raw: dict, path: str) -> dict | None:
   return spec
 
 
-def _pooling_of(raw: dict, family: families.HFFamily, task: str, path: str) -> str:
+def _pooling_of(raw: dict, family: hf_families.HFFamily, task: str, path: str) -> str:
   """Our pooling for an HF config.json's `classifier_pooling` (families that have one)."""
   ours = {theirs: pooling for pooling, theirs in family.classifier_pooling}
   if not ours or task not in ("sequence_classification", "multiple_choice"):
@@ -103,7 +103,7 @@ def _pooling_of(raw: dict, family: families.HFFamily, task: str, path: str) -> s
 
 def _export_spec(spec: dict, config: BertConfig) -> str:
   """The HF class of a fine-tuned model's spec, or a one-line error saying why none."""
-  family = families.hf_family(config.family)
+  family = hf_families.hf_family(config.family)
   task = spec["task_model"]
   if task not in dict(family.task_classes):
     raise ValueError(f"HF {config.family} has no class with our {task} head (HF classes "
@@ -246,7 +246,7 @@ def head_model(config: BertConfig, heads: set[str], source: str = "params") -> s
   is the discriminator): the first such class. Fine-tuned heads are named by a spec
   (`task_spec`, a workdir's model_config.json), not guessed: a classifier alone fits a
   classifier, a regressor and a multiple-choice model alike."""
-  family = families.hf_family(config.family)
+  family = hf_families.hf_family(config.family)
   for task_model in family.head_classes:
     if task_model in dict(family.task_classes):
       continue
@@ -272,7 +272,7 @@ def expected_shapes(config: BertConfig, with_heads: bool, with_pooler: bool = Tr
 
   config = config.replace(scan_layers=False)
   if with_heads:
-    task_model = task_model or next(iter(families.hf_family(config.family).head_classes))
+    task_model = task_model or next(iter(hf_families.hf_family(config.family).head_classes))
     model = task_models.build(config, task_model if isinstance(task_model, dict)
                               else {"task_model": task_model})
   else:
@@ -405,9 +405,9 @@ def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None =
   if spec is not None and spec["task_model"] not in _FINE_TUNING + (_PROMPT,):
     spec = None  # a pretraining model or an encoder: named by its params
   os.makedirs(folder, exist_ok=True)
-  hf_config = families.config_to_hf(config)
+  hf_config = hf_families.config_to_hf(config)
   state = params_to_state(params, config, spec)
-  family = families.hf_family(config.family)
+  family = hf_families.hf_family(config.family)
   with_heads = "bert" in params
   if spec is not None and spec["task_model"] == _PROMPT:
     hf_config["architectures"] = [family.mlm_class]

@@ -1,2 +1,2 @@
 """Fine-tuning: one reader (jax-free: read, featurize, score) and one task (model, loss,
-predictions) per task family, and what they share (base.py, array_input.py, metrics.py)."""
+predictions) per fine-tuning task (glue, conll, squad, swag), and what they share (base.py, array_input.py, metrics.py)."""

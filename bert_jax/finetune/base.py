@@ -1,7 +1,8 @@
-"""What every fine-tuning family shares (bert_jax/task.py's contract).
+"""What every fine-tuning task shares (bert_jax/task.py's contract).
 
-Each family is one reader module (`<family>_reader.py`: jax-free reading, featurizing and
-official scoring) and one task module (`<family>.py`: the model spec, which of its
+Each fine-tuning task (config.task: glue, conll, squad, swag) is one reader module
+(`<task>_reader.py`: jax-free reading, featurizing and official scoring) and one task
+module (`<task>.py`: the model spec, which of its
 features the model reads, its loss as additive sums so gradient accumulation stays exact,
 scoring and predictions), a small class over `FinetuningTask`, which owns the rest:
 reading the splits through the reader's `load_split`, batching them (ArrayInput),
@@ -12,12 +13,12 @@ eval_split, train_examples (0 = all; else a fixed random subset), max_seq_length
 pad_to_multiple_of (training batches padded only to their longest row, rounded up to
 this; 0 = always max_seq_length), packing (training rows hold up to this many examples,
 -1 = as many as fit, 0 = off; tasks with `packable`: GLUE, CoNLL; batch_size then counts
-packed rows; bert_jax/finetune/packing.py), pack_each_batch (instead: each batch keeps
+packed rows; bert_jax/finetune/example_packing.py), pack_each_batch (instead: each batch keeps
 batch_size examples, in unpacked training's order, packed into as few full-length rows
-as fit, rounded up to a multiple of packed_rows_multiple: packing.PackedBatches),
+as fit, rounded up to a multiple of packed_rows_multiple: example_packing.PackedBatches),
 select_fraction (training examples held back to pick the epoch, whole `row_groups` at a
 time: TaskInputs.select; tasks with a `select_metric`: GLUE, SWAG), batch_size,
-eval_batch_size, seed, plus each family's own (GLUE: dataset, heldout_fraction,
+eval_batch_size, seed, plus each task's own (GLUE: dataset, heldout_fraction,
 heldout_seed; SQuAD: doc_stride, max_query_length, version_2_with_negative,
 heldout_fraction, heldout_seed). The tokenizer is the run's one (bert_jax/text/tokenizers.py).
 """
@@ -28,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bert_jax import flops, optim
-from bert_jax.finetune import array_input, packing, sources
+from bert_jax.finetune import array_input, example_packing, sources
 from bert_jax.models import features, task_models
 from bert_jax.models.config import BertConfig
 from bert_jax.task import Evaluation, TaskInputs
@@ -77,11 +78,11 @@ def feature_spec(config) -> dict:
 
 
 class FinetuningTask:
-  """What every fine-tuning family shares. Subclasses set the class attributes below and
+  """What every fine-tuning task shares. Subclasses set the class attributes below and
   define model_spec, loss_sums and score (+ write_predictions)."""
 
   name = ""
-  reader = None  # the family's reader module (bert_jax.finetune.<family>_reader)
+  reader = None  # the task's reader module (bert_jax.finetune.<task>_reader)
   label_keys: tuple[str, ...] = ()  # batch features the loss reads besides MODEL_INPUTS
   metric_names = ("loss", "accuracy")
   packable = False  # labels per example or per token: training rows can pack several
@@ -157,12 +158,12 @@ class FinetuningTask:
           name=f"{self.name} {data.train_split} (held back to pick the epoch)")
     train_features = {k: train_features[k][rows] for k in keep}
     if data.get("packing"):
-      train_features = packing.pack(train_features, data.packing, pad_id=tokenizer.pad_id)
+      train_features = example_packing.pack(train_features, data.packing, pad_id=tokenizer.pad_id)
     if data.get("pack_each_batch"):
       # Rows split evenly into grad_accum_steps micro-batches, each over the local devices.
       rows_multiple = math.lcm(int(data.packed_rows_multiple),
                                int(self.config.grad_accum_steps) * jax.local_device_count())
-      train = packing.PackedBatches(train_features, data.batch_size, data.seed,
+      train = example_packing.PackedBatches(train_features, data.batch_size, data.seed,
                                     process_index=process_index, process_count=process_count,
                                     rows_multiple=rows_multiple,
                                     pad_id=tokenizer.pad_id,
@@ -211,7 +212,7 @@ class FinetuningTask:
     if self.config.get("freeze_encoder"):  # no backward pass through the frozen params
       params = optim.stop_frozen_gradients(params, trainable_layers(self.config))
     rngs = None if deterministic else {"dropout": rng}
-    packed = ({"packing": {k: batch[k] for k in packing.PACKING_KEYS}}
+    packed = ({"packing": {k: batch[k] for k in example_packing.PACKING_KEYS}}
               if "segment_ids" in batch else {})  # packed training rows: [B, K] outputs
     return model.apply({"params": params}, *(batch[k] for k in MODEL_INPUTS),
                        deterministic=deterministic, rngs=rngs, **packed)

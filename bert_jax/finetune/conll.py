@@ -18,7 +18,7 @@ class ConllTask(FinetuningTask):
   name = "conll"
   reader = conll_reader
   label_keys = ("labels", "label_weights")
-  packable = True  # per-token labels ride along in packed rows (finetune/packing.py)
+  packable = True  # per-token labels ride along in packed rows (finetune/example_packing.py)
   head_options = ("feature_layers", "freeze_encoder", "feature_mix", "feature_head",
                   "trainable_layers")
 

@@ -49,9 +49,9 @@ METRICS = {"eval_results.json": _PRETRAINING_KEYS,
 
 _FINETUNE = {"optim.learning_rate": "5e-4", "data.max_seq_length": 64, **sweeps.PADDED}
 STAGES = {
-    "sst2": {"config": "configs/glue.py:task=sst2,train_examples=4000",
+    "sst2": {"config": "configs/glue.py:dataset=sst2,train_examples=4000",
              "overrides": _FINETUNE, "metrics": ("eval_accuracy",)},
-    "mrpc": {"config": "configs/glue.py:task=mrpc,heldout=0.1",
+    "mrpc": {"config": "configs/glue.py:dataset=mrpc,heldout=0.1",
              "overrides": {**_FINETUNE, "data.max_seq_length": 128},
              "metrics": ("eval_f1", "eval_accuracy")},
     "conll": {"config": "configs/conll.py:train_examples=2000",

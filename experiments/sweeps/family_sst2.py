@@ -20,7 +20,7 @@ MAJORITY = 444 / 872
 
 
 def get_sweep():
-  return {family: {"config": "configs/glue.py:task=sst2,train_examples=8000",
+  return {family: {"config": "configs/glue.py:dataset=sst2,train_examples=8000",
                    "overrides": {"init_from": f"runs/family_random/{family}",
                                  "data.max_seq_length": 64, "optim.learning_rate": "5e-4",
                                  **sweeps.PADDED}}

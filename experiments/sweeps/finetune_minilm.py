@@ -1,4 +1,4 @@
-r"""Fine-tunes all-MiniLM-L6-v2 on every task family of ../shared/data, on this CPU.
+r"""Fine-tunes all-MiniLM-L6-v2 on every fine-tuning task of the data root.
 
 One run per task: SST-2 (32,000 train sentences), STS-B, CoNLL-2003, SQuAD v1.1 (seq 256,
 1 epoch) and v2.0, CoLA/MRPC/RTE with BERT's recipe (3 epochs, lr 5e-5), and end-to-end
@@ -41,28 +41,28 @@ _NOTES = {
 def get_sweep():
   lr = {"optim.learning_rate": "1e-4"}  # strings print as written: 1e-4, not 0.0001
   runs = {
-      "sst2": {"config": "configs/glue.py:task=sst2,train_examples=32000",
+      "sst2": {"config": "configs/glue.py:dataset=sst2,train_examples=32000",
                "overrides": {"data.max_seq_length": 64, "num_train_epochs": 1, **lr}},
-      "stsb": {"config": "configs/glue.py:task=stsb", "overrides": lr},
+      "stsb": {"config": "configs/glue.py:dataset=stsb", "overrides": lr},
       "conll": {"config": "configs/conll.py", "overrides": {"num_train_epochs": 2, **lr}},
       "squad11": {"config": "configs/squad.py:version=1.1",
                   "overrides": {"data.max_seq_length": 256, "num_train_epochs": 1, **lr}},
-      "cola": {"config": "configs/glue.py:task=cola",
+      "cola": {"config": "configs/glue.py:dataset=cola",
                "overrides": {"data.max_seq_length": 64, "optim.learning_rate": "5e-5"}},
-      "mrpc": {"config": "configs/glue.py:task=mrpc,heldout=0.1",
+      "mrpc": {"config": "configs/glue.py:dataset=mrpc,heldout=0.1",
                "overrides": {"data.batch_size": 16, "optim.learning_rate": "5e-5"}},
-      "rte": {"config": "configs/glue.py:task=rte,heldout=0.1",
+      "rte": {"config": "configs/glue.py:dataset=rte,heldout=0.1",
               "overrides": {"data.batch_size": 16, "optim.learning_rate": "5e-5"}},
-      "mnli": {"config": "configs/glue.py:task=mnli",
+      "mnli": {"config": "configs/glue.py:dataset=mnli",
                "overrides": {"data.sources.train": "glue/MNLI/k-shot/16-13/train.tsv",
                              "data.sources.dev_matched": "glue/MNLI/first_rows/dev_matched.tsv",
                              "data.batch_size": 8, "num_train_epochs": 5}},
-      "qqp": {"config": "configs/glue.py:task=qqp",
+      "qqp": {"config": "configs/glue.py:dataset=qqp",
               "overrides": {"data.sources.train": "glue/QQP/k-shot/16-13/train.tsv",
                             "data.sources.dev": "glue/QQP/k-shot/16-13/dev.tsv",
                             "data.batch_size": 8, "num_train_epochs": 5}},
       "swag": {"config": "configs/swag.py", "overrides": lr},
-      "wnli": {"config": "configs/glue.py:task=wnli,heldout=0.3",
+      "wnli": {"config": "configs/glue.py:dataset=wnli,heldout=0.3",
                "overrides": {"data.sources.train": "glue/WNLI/dev.tsv", "data.batch_size": 8}},
       "squad20": {"config": "configs/squad.py:version=2.0",
                   "overrides": {"data.max_seq_length": 256, **lr}},

@@ -83,7 +83,7 @@ INITS = ("pretrained", "random")
 
 def get_sweep():
   return {f"{model}{recipe}_{init}_s{seed}": {
-      "config": "configs/glue.py:task=sst2,train_examples=8000",
+      "config": "configs/glue.py:dataset=sst2,train_examples=8000",
       "overrides": {"init_from": MODELS[model][0], "random_init": init == "random",
                     "data.max_seq_length": 64, "optim.learning_rate": "5e-4",
                     "seed": seed, "data.seed": seed, **RECIPES[recipe], **sweeps.PADDED}}

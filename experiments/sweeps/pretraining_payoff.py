@@ -111,9 +111,9 @@ SEEDS = (0, 1, 2)
 INITS = ("pretrained", "random")
 # Task -> (config, the training-set sizes (0 = all), the metric scored).
 TASKS = {
-    "sst2": ("configs/glue.py:task=sst2,train_examples={size}", SST2_SIZES, "eval_accuracy"),
-    "cola": ("configs/glue.py:task=cola", (0,), "eval_matthews_corrcoef"),
-    "mrpc": ("configs/glue.py:task=mrpc,heldout=0.1", (0,), "eval_f1"),
+    "sst2": ("configs/glue.py:dataset=sst2,train_examples={size}", SST2_SIZES, "eval_accuracy"),
+    "cola": ("configs/glue.py:dataset=cola", (0,), "eval_matthews_corrcoef"),
+    "mrpc": ("configs/glue.py:dataset=mrpc,heldout=0.1", (0,), "eval_f1"),
 }
 # Variants: the curve's recipe changed in one way at one point, both inits alike; run
 # MODEL_TASK_nSIZE-RECIPE_INIT_sSEED. ep10 and mean are diagnoses read on dev: they explain

@@ -17,7 +17,7 @@ import os
 import numpy as np
 import sentencepiece as spm
 
-from bert_jax.convert import families, mapping
+from bert_jax.convert import hf_families, mapping
 from bert_jax.models import families as model_families
 from bert_jax.models.config import BertConfig
 from bert_jax.text import tokenizers
@@ -79,10 +79,10 @@ def _from_hf(raw: dict, source: str) -> BertConfig:
 
 
 def _to_hf(config: BertConfig) -> dict:
-  return {**families.FAMILIES["roberta"].config_to_hf(config), "model_type": NAME}
+  return {**hf_families.FAMILIES["roberta"].config_to_hf(config), "model_type": NAME}
 
 
-_ROBERTA_HF = families.FAMILIES["roberta"]
+_ROBERTA_HF = hf_families.FAMILIES["roberta"]
 FAMILY = dataclasses.replace(
     model_families.FAMILIES["roberta"], tokenizers=(KIND,),
     description="XLM-RoBERTa (Conneau et al. 2020): RoBERTa's encoder, a multilingual "
@@ -100,11 +100,11 @@ TOKENIZER_KIND = tokenizers.Kind(
 def register() -> None:
   """Adds the member and its tokenizer kind to the package's tables."""
   tokenizers.register_kind(KIND, TOKENIZER_KIND)
-  families.register(NAME, FAMILY, HF_FAMILY, mapping.NAMES["roberta"])
+  hf_families.register(NAME, FAMILY, HF_FAMILY, mapping.NAMES["roberta"])
 
 
 def unregister() -> None:
-  families.unregister(NAME)
+  hf_families.unregister(NAME)
   tokenizers.unregister_kind(KIND)
 
 

@@ -408,7 +408,7 @@ def config_to_hf(config: BertConfig) -> dict[str, Any]:
 def _tables() -> dict[str, dict]:
   """The three tables a family member is keyed in, by their dotted names."""
   return {"bert_jax.models.families.FAMILIES": model_families.FAMILIES,
-          "bert_jax.convert.families.FAMILIES": FAMILIES,
+          "bert_jax.convert.hf_families.FAMILIES": FAMILIES,
           "bert_jax.convert.mapping.NAMES": mapping.NAMES}
 
 
@@ -424,7 +424,7 @@ def check_tables() -> None:
     if set(entries) != members:
       raise ValueError(f"{table} lacks the family member(s) {sorted(members - set(entries))} "
                        "that the other family tables have; declare a member in all three "
-                       "(bert_jax.convert.families.register)")
+                       "(bert_jax.convert.hf_families.register)")
 
 
 def register(name: str, family: "model_families.Family", hf: HFFamily,
