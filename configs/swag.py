@@ -5,7 +5,9 @@ r"""SWAG multiple-choice fine-tuning (4 endings), from all-MiniLM-L6-v2.
 
 The full SWAG csvs are not in ../shared/data; by default this trains and evaluates on
 the small samples that are (see shared/data/README.md), which only shows the pipeline
-runs end to end.
+runs end to end (2026-11-22 to 2026-11-24, a7ca5d3: with --config.optim.learning_rate=1e-4,
+6 steps in 0.5 min on a 2-core AMD EPYC, accuracy 90.91 on the 11-row sample it trained on;
+docs/results/finetuning.md).
 """
 from configs.common import finetuning_config, parse_arg
 
