@@ -84,8 +84,9 @@ def shrink_pretraining_for_runlocal(config: ml_collections.ConfigDict) -> None:
   config.checkpoint_every_steps = 10
 
 
-# Config-file arguments that were renamed: old spelling -> the one to use (refused, named).
-RENAMED_ARGS = {"task": "dataset"}
+# Config-file arguments that were renamed: (old spelling, the one to use); the old one is
+# refused with the new one named.
+RENAMED_ARGS = dict((("task", "dataset"),))
 
 
 def parse_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
