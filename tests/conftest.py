@@ -35,7 +35,7 @@ if os.environ.get("BERT_JAX_TARGETS_SITE"):
 
 from bert_jax.text.paths import default_data_dir  # noqa: E402
 
-# The costliest test files, costliest first (CI's per-file times, session 17; scale_out's
+# The costliest test files, costliest first (CI's per-file times; scale_out's
 # own subprocesses come on top of its time). `--dist loadfile` hands whole files to the
 # two workers in collection order as each frees up, so the long files start first and the
 # many short ones fill in at the end; xdist's default order (most tests first) put the

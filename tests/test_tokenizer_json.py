@@ -140,9 +140,9 @@ def test_saved_tokenizer_json_is_our_tokenizer(kind, vocab_path, training_text, 
 
 def test_a_converted_modernbert_classifier_loads_in_transformers_auto_classes(
     vocab_path, tmp_path):
-  """convert --to=hf of a fine-tuned ModernBERT saved without tokenizer.json (workdirs before
-  session 27): the output gets one, config.json the tokenizer's [CLS]/[SEP] ids (not
-  ModernBertConfig's 50281/50282), and AutoTokenizer + AutoModelForSequenceClassification
+  """convert --to=hf of a fine-tuned ModernBERT saved without tokenizer.json (workdirs
+  written before the trainer saved one): the output gets one, config.json the tokenizer's
+  [CLS]/[SEP] ids (not ModernBertConfig's 50281/50282), and AutoTokenizer + AutoModelForSequenceClassification
   give our inputs and logits."""
   import jax
   import torch
