@@ -142,8 +142,8 @@ def test_a_converted_modernbert_classifier_loads_in_transformers_auto_classes(
     vocab_path, tmp_path):
   """convert --to=hf of a fine-tuned ModernBERT saved without tokenizer.json (workdirs
   written before the trainer saved one): the output gets one, config.json the tokenizer's
-  [CLS]/[SEP] ids (not ModernBertConfig's 50281/50282), and AutoTokenizer + AutoModelForSequenceClassification
-  give our inputs and logits."""
+  [CLS]/[SEP] ids (not ModernBertConfig's 50281/50282), and AutoTokenizer +
+  AutoModelForSequenceClassification give our inputs and logits."""
   import jax
   import torch
   from flax import linen as nn
