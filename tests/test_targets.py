@@ -11,7 +11,8 @@ from configs import base
 from tests.conftest import set_fields
 
 _NO_LIBTPU = importlib.util.find_spec("libtpu") is None
-_NO_CUDA_PLUGIN = importlib.util.find_spec("jax_plugins.xla_cuda12") is None
+_NO_CUDA_PLUGIN = (importlib.util.find_spec("jax_plugins") is None  # no plugin at all
+                   or importlib.util.find_spec("jax_plugins.xla_cuda12") is None)
 needs_libtpu = pytest.mark.skipif(_NO_LIBTPU, reason="libtpu is not installed (pip install "
                                   "'libtpu==0.0.42.*', jax's [tpu] extra): no TPU compiler")
 needs_cuda_plugin = pytest.mark.skipif(
