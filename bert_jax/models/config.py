@@ -195,7 +195,7 @@ class BertConfig:
     if self.type_vocab_size < 0:
       raise ValueError(f"BertConfig: type_vocab_size={self.type_vocab_size} is negative")
     if self.task_type_vocab_size < 0 or (
-        self.task_type_vocab_size and FAMILIES[self.family].architecture != "bert"):
+        self.task_type_vocab_size and not FAMILIES[self.family].task_types):
       raise ValueError(f"BertConfig: task_type_vocab_size={self.task_type_vocab_size} (only "
                        "the BERT architecture's embeddings have a task-type table, >= 0)")
     if self.attention_head_size is None and self.hidden_size % self.num_attention_heads:

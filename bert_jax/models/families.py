@@ -78,6 +78,8 @@ class Family:
     mlm_head: the MLM head, a key of `bert_jax.models.heads.MLM_HEADS`: "tied" (dense +
       act + LayerNorm, decoder tied to the word embeddings: BERT's kind) or "linear" (one
       untied linear layer without bias: Reformer's, on its 2H-wide output).
+    task_types: its embeddings can hold a task-type table (config.task_type_vocab_size >
+      0: ERNIE 3.0's use_task_id; the "bert" architecture's embeddings have one).
     tokenizers: the tokenizer kinds (names in `bert_jax.text.tokenizers.KINDS`) a model of
       the member is read with, its released vocabulary's first: a vocabulary folder must
       hold exactly one of them, and is read with that kind's layout and options (a
@@ -98,6 +100,7 @@ class Family:
   task_head: str = ""
   task_head_from: str = ""
   mlm_head: str = "tied"
+  task_types: bool = True
   tokenizers: tuple[str, ...] = ()
 
 
@@ -145,7 +148,7 @@ FAMILIES = {
         description="ModernBERT (Warner et al. 2024): RoPE, pre-norm GeGLU layers without "
                     "biases, alternating global/local attention, no segments, MLM only",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
-        sentence_heads=(), pretraining_pooler=False, architecture="modernbert",
+        sentence_heads=(), pretraining_pooler=False, architecture="modernbert", task_types=False,
         unrolled_layers=1, task_head="prediction", task_head_from="mlm_head",
         tokenizers=released_first("tokenizer_json")),
     # Its task-type table is plain data (config.task_type_vocab_size, as type_vocab_size).
@@ -159,7 +162,7 @@ FAMILIES = {
         description="Reformer (Kitaev et al. 2020): axial positions, local and LSH attention, "
                     "reversible layers, chunked feed-forward, 2H-wide output, MLM only",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
-        sentence_heads=(), pretraining_pooler=False, architecture="reformer",
+        sentence_heads=(), pretraining_pooler=False, architecture="reformer", task_types=False,
         mlm_head="linear",
         tokenizers=released_first("sentencepiece")),
 }
