@@ -329,15 +329,22 @@ def test_bad_configs_and_lengths_are_one_line_errors():
 def test_reformer_config_pretrains_and_its_workdir_exports_to_hf(corpus, tmp_path,
                                                                   tmp_path_factory, monkeypatch):
   """configs/reformer.py (SentencePiece vocabulary learned from the corpus) pretrains with
-  MLM for 8 steps through the CLI, its loss falling; the workdir converts to an HF folder
-  that ReformerForMaskedLM loads, with our MLM logits under the same rotations."""
-  from tests.test_family_configs import _cli, _learn_vocab
+  MLM for 8 steps through the trainer (in this process: the command line is the same
+  config file's, tests/test_family_configs.py runs it for the other families), its loss
+  falling; the workdir converts to an HF folder that ReformerForMaskedLM loads, with our
+  MLM logits under the same rotations."""
+  from bert_jax.convert.__main__ import convert
+  from bert_jax.run import trainer
+  from configs import reformer
+  from tests.conftest import set_fields
+  from tests.test_family_configs import _learn_vocab
   vocab = _learn_vocab("sentencepiece", corpus, tmp_path_factory)
   workdir = str(tmp_path / "reformer")
-  _cli("-m", "bert_jax.train",
-       f"--config=configs/reformer.py:corpus={corpus},vocab={vocab},vocab_size=1000,"
-       "runlocal=True", f"--workdir={workdir}", "--config.num_train_steps=8",
-       "--config.log_every_steps=1", "--config.eval_every_steps=0", "--config.data.cache_dir=")
+  config = set_fields(reformer.get_config(
+      f"corpus={corpus},vocab={vocab},vocab_size=1000,runlocal=True"),
+      {"num_train_steps": 8, "log_every_steps": 1, "eval_every_steps": 0,
+       "data.cache_dir": ""})
+  trainer.train_and_evaluate(config, workdir)
   with open(tmp_path / "reformer" / "metrics.jsonl") as f:
     losses = [row["mlm_loss"] for row in map(json.loads, f) if "mlm_loss" in row]
   assert len(losses) == 8 and np.mean(losses[-2:]) < np.mean(losses[:2]), losses
@@ -346,7 +353,7 @@ def test_reformer_config_pretrains_and_its_workdir_exports_to_hf(corpus, tmp_pat
   assert (model["family"], model["attn_layers"], model["reversible"]) == (
       "reformer", ["local", "lsh"], True)
   folder = str(tmp_path / "reformer_hf")
-  _cli("-m", "bert_jax.convert", f"--input={workdir}", f"--output={folder}", "--to=hf")
+  convert(workdir, folder, to="hf")
   hf_model = transformers.ReformerForMaskedLM.from_pretrained(folder).eval()
   model_ours, variables = load_pretrained(workdir)
   ids = np.random.default_rng(0).integers(4, 1000, size=(2, 64)).astype(np.int32)
