@@ -270,6 +270,8 @@ def test_tune_or_not_pairs_frozen_and_fine_tuned_runs_on_the_tasks_with_data():
   assert sorted({run.split("_")[0] for run in configs}) == ["conll", "mrpc", "sst2", "stsb"]
   assert len(configs) == 4 * 2 * 2
   assert configs["mrpc_frozen_s0"].data.eval_split == "heldout"
+  assert (configs["mrpc_finetune_s0"].num_train_epochs, configs["mrpc_finetune_s0"].data.batch_size,
+          configs["mrpc_frozen_s0"].data.batch_size) == (3, 16, 32)
   # The CoNLL pair is feature_based_ner's: the runner takes those rows (same_as).
   ner = sweeps.load("feature_based_ner").get_sweep()
   ours = sweeps.load("tune_or_not").get_sweep()

@@ -1,4 +1,4 @@
-r"""BERT Table 7 at CPU scale: six feature choices of a frozen encoder against fine-tuning, CoNLL-2003 NER.
+r"""BERT Table 7 at CPU scale: a frozen encoder's six feature choices against fine-tuning.
 
 Devlin et al. (2019), Table 7 (BERT-base, CoNLL-2003 NER dev F1; the features of a frozen
 BERT into a two-layer 768-dimensional BiLSTM): embeddings only 91.0, second-to-last hidden
