@@ -13,6 +13,8 @@ epochs than the fine-tuned ones: each side's recipe at about the same wall time,
 same number of passes. Every run pads its batches (cached layers are read one example per
 row), seeds 0 and 1 (init, dropout, shuffling and the training subset).
 """
+import os
+
 from experiments.sweeps import _ablation as ablation
 
 SEEDS = (0, 1)
@@ -52,6 +54,35 @@ def direction(rows, worse: str, better: str, path: tuple[str, ...]) -> str:
   """The results page's verdict (experiments/report.py): held, not decided or reversed."""
   from experiments import report  # the page's rule; report imports the sweeps, not back
   return report.direction(rows, worse, better, path)
+
+
+def bars(plots_dir: str, name: str, rows, groups: dict, paper: dict) -> str:
+  """A bar plot (PNG in plots_dir) per group {title: {label: (variant, metric path)}}: each
+  variant's mean over the seeds with their range, the paper's number (paper {title: {label:
+  value}}) as a dot; its markdown line ("" without runs)."""
+  import matplotlib.pyplot as plt  # experiments.report, which renders the page, sets Agg
+  stats = {(title, label): ablation.summary(rows, path, lambda v: 100 * v).get(variant)
+           for title, bars_ in groups.items() for label, (variant, path) in bars_.items()}
+  if not any(stats.values()):
+    return ""
+  fig, axes = plt.subplots(1, len(groups), figsize=(3.6 * len(groups), 3.8), squeeze=False)
+  for ax, (title, bars_) in zip(axes[0], groups.items()):
+    labels = list(bars_)
+    shown = [stats[title, label] or (0.0, 0.0, 0.0, 0) for label in labels]
+    ax.bar(range(len(labels)), [s[0] for s in shown], color="tab:blue", capsize=3,
+           yerr=[[s[0] - s[1] for s in shown], [s[2] - s[0] for s in shown]])
+    if paper.get(title):
+      ax.plot(range(len(labels)), [paper[title].get(label, float("nan")) for label in labels],
+              "o", color="tab:orange", label="paper")
+      ax.legend(fontsize=7)
+    ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=7)
+    ax.set_title(title, fontsize=9)
+  fig.suptitle(name, fontsize=10)
+  fig.tight_layout()
+  os.makedirs(plots_dir, exist_ok=True)
+  fig.savefig(os.path.join(plots_dir, f"{name}.png"), dpi=90)
+  plt.close(fig)
+  return f"![{name}](results/plots/{name}.png)"
 
 
 COLUMNS = (("run", lambda row: row["run"]),

@@ -87,8 +87,7 @@ COLUMNS = frozen.COLUMNS
 
 def render(rows: list[dict], plots_dir: str) -> str:
   """The page's section: per encoder, each choice's dev F1 beside the paper's, then the
-  verdicts."""
-  del plots_dir
+  verdicts and the plot."""
   lines = []
   for encoder, (_, title, _) in ENCODERS.items():
     choices = _choices(encoder)
@@ -105,4 +104,8 @@ def render(rows: list[dict], plots_dir: str) -> str:
   lines.append("Paper: Devlin et al. 2019, Table 7 (BERT-base, CoNLL-2003 NER dev F1). Runs: "
                "`python -m experiments.run feature_based_ner`; per run: "
                "`python -m experiments.tables feature_based_ner`.")
-  return "\n".join(lines)
+  plot = frozen.bars(plots_dir, "feature_based_ner", rows, {
+      title: {c: (f"{encoder}_{c}", PATH) for c in _choices(encoder)}
+      for encoder, (_, title, _) in ENCODERS.items()},
+      {title: {c: CHOICES[c][2] for c in CHOICES} for _, title, _ in ENCODERS.values()})
+  return "\n".join(lines + (["", plot] if plot else []))

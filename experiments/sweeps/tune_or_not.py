@@ -74,8 +74,8 @@ def _gap(rows, task: str) -> str:
 
 
 def render(rows: list[dict], plots_dir: str) -> str:
-  """The page's section: per task, ❄️ and 🔥 here, the gap, the paper's gap, the verdict."""
-  del plots_dir
+  """The page's section: per task, ❄️ and 🔥 here, the gap, the paper's gap, the verdict,
+  and the plot."""
 
   def said(task):
     if TASKS[task][0] is None:
@@ -92,10 +92,13 @@ def render(rows: list[dict], plots_dir: str) -> str:
       ("🔥 - ❄️ here", lambda t: _gap(rows, t) if TASKS[t][0] else ""),
       ("🔥 - ❄️ paper (BERT-base)", lambda t: f"{TASKS[t][4]:+.1f}"),
       ("direction (fine-tuning above)", said)), list(TASKS))
+  plot = frozen.bars(plots_dir, "tune_or_not", rows, {
+      TASKS[t][3]: {arm: (f"{t}_{arm}", (TASKS[t][2],)) for arm in ARMS}
+      for t in TASKS if TASKS[t][0]}, {})
   return "\n".join([
       table, "",
       "Paper: Peters, Ruder & Smith 2019 (\"To Tune or Not to Tune?\"), BERT-base, fine-tuned "
       "minus feature extraction. The direction: fine-tuning above the frozen features on "
       "every task, most on the pair-similarity tasks (MRPC, STS-B, SICK-R).",
       "Runs: `python -m experiments.run tune_or_not`; per run: "
-      "`python -m experiments.tables tune_or_not`."])
+      "`python -m experiments.tables tune_or_not`."] + (["", plot] if plot else []))
