@@ -185,6 +185,10 @@ def finetuning_config(task: str, sources: dict, **data_fields) -> ml_collections
   # "-2,-1" also trains the top two layers; optim.frozen_labels).
   config.freeze_encoder = False
   config.trainable_layers = ""
+  # True (a wholly frozen encoder with feature_layers): those layers are computed once per
+  # example before training and the head trains on them (finetune/feature_cache.py; the
+  # encoder's dropout is then off).
+  config.cache_features = False
   # GLUE's sentence vector: "pooler" (BERT's tanh(W h_[CLS]); ModernBERT's [CLS] row, read
   # through its task head) or "mean" (the last layer averaged over the real tokens;
   # models/task_models.py POOLINGS).

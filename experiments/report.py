@@ -65,14 +65,20 @@ def verdict(module, rows) -> str:
     worse, better = paper["order"]
   else:
     return "no direction to check"
-  stats = ablation.summary(rows, paper["ours"])
+  return direction(rows, worse, better, paper["ours"])
+
+
+def direction(rows, worse: str, better: str, path: tuple[str, ...]) -> str:
+  """Whether every seed of `better` beats every seed of `worse` on the metric at `path`
+  (held), the reverse (reversed), or neither (not decided); "not run" without both."""
+  stats = ablation.summary(rows, path)
   if worse not in stats or better not in stats:
     return "not run"
   if min(stats[worse][3], stats[better][3]) < 2:
     return f"not decided (fewer than two seeds of {worse} or {better})"
   _, better_low, better_high, _ = stats[better]
   _, worse_low, worse_high, _ = stats[worse]
-  claim = f"{better} above {worse} on {' '.join(paper['ours'])}"
+  claim = f"{better} above {worse} on {' '.join(path)}"
   if better_low > worse_high:
     return f"held ({claim}, every seed)"
   if worse_low > better_high:
@@ -208,7 +214,8 @@ def ablation_sweeps() -> list[str]:
 
 
 # Sweeps with their own render(rows, plots_dir) (not ablations), in the page's order.
-OWN_SECTIONS = ("pretraining_payoff", "payoff_causes", "family_pretraining", "sop_learnability")
+OWN_SECTIONS = ("pretraining_payoff", "payoff_causes", "family_pretraining", "sop_learnability",
+                "feature_based_ner", "tune_or_not")
 
 
 def _own_section(name: str, results_dir: str, plots_dir: str) -> str:
@@ -216,12 +223,11 @@ def _own_section(name: str, results_dir: str, plots_dir: str) -> str:
   module = sweeps.load(name)
   rows = sweeps.read_results(os.path.join(results_dir, f"{name}.jsonl"))
   lines = [f"## {name}: " + module.__doc__.strip().splitlines()[0], ""]
+  lines.append(module.render(rows, plots_dir))  # without rows: the paper's side, if any
   if not rows:
-    lines.append(f"Not run yet: `python -m experiments.run {name}`.")
-  else:
-    lines.append(module.render(rows, plots_dir))
-    if (total := tables.sweep_total(rows)) is not None:
-      lines += ["", total]
+    lines += ["", f"Not run yet: `python -m experiments.run {name}`."]
+  elif (total := tables.sweep_total(rows)) is not None:
+    lines += ["", total]
   return "\n".join(lines + [""])
 
 

@@ -140,7 +140,7 @@ def test_committed_results_print_one_row_per_run(sweep, capsys):
 
 
 @pytest.mark.parametrize("sweep", ["plateau", "finetune_minilm", "family_sst2",
-                                   "family_pretraining"])
+                                   "family_pretraining", "feature_based_ner"])
 def test_results_pages_tables_are_the_printed_ones(sweep):
   """The results pages' tables (docs/results/) are what `python -m experiments.tables
   SWEEP` prints."""

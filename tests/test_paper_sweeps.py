@@ -228,3 +228,70 @@ def test_results_page_shows_the_papers_numbers_before_a_sweep_runs(tmp_path):
   # Sizes not the paper's: no table, the direction in words.
   text = report.render("bert_model_size", sweeps.load("bert_model_size"), [], str(tmp_path))
   assert "| variant |" not in text and "24/1024/16 3.23 93.7" in text
+
+
+def _frozen_sweep_configs(sweep: str) -> dict:
+  """{run: config} of a frozen-against-fine-tuned sweep, each refused or accepted by its
+  task as the trainer's would be (the MiniLM runs' model config from the real weights)."""
+  from configs.common import default_init_from
+  out = {}
+  for run, spec in sweeps.load(sweep).get_sweep().items():
+    config, workdir = parse(runner.command(sweep, run, spec))
+    assert workdir == f"runs/{sweep}/{run}"
+    if config.init_from == default_init_from() and config.init_from:
+      tasks.make_task(config, trainer.resolve_model_config(config))
+    out[run] = config
+  return out
+
+
+def test_feature_based_ner_runs_are_table_7s_choices_on_two_encoders():
+  configs = _frozen_sweep_configs("feature_based_ner")
+  assert len(configs) == 2 * (7 + 6)  # two seeds; the L4 encoder's "all" is its last four
+  layers = {run: (c.feature_layers, c.feature_mix) for run, c in configs.items()
+            if run.endswith("_s0")}
+  assert layers["minilm_embeddings_s0"] == ("0", "concat")
+  assert layers["minilm_second_to_last_s0"] == ("-2", "concat")
+  assert layers["minilm_wsum_last4_s0"] == ("-4,-3,-2,-1", "scalar_mix")
+  assert layers["minilm_concat_last4_s0"] == ("-4,-3,-2,-1", "concat")
+  assert layers["minilm_wsum_all_s0"] == ("1,2,3,4,5,6", "scalar_mix")
+  assert layers["minilm_finetune_s0"] == ("", "concat") and "mini_wsum_all_s0" not in layers
+  for run, config in configs.items():
+    frozen = "finetune" not in run
+    assert (config.freeze_encoder, config.cache_features) == (frozen, frozen), run
+    assert config.feature_head == ("bilstm" if frozen else "linear"), run
+    assert config.data.train_examples == 2000 and config.data.max_seq_length == 64
+    assert config.init_from.endswith("model") != run.startswith("mini_"), run
+  assert configs["mini_last_s1"].init_from == "runs/feature_based_ner_mini"
+  assert (configs["mini_last_s1"].seed, configs["mini_last_s1"].data.seed) == (1, 1)
+
+
+def test_tune_or_not_pairs_frozen_and_fine_tuned_runs_on_the_tasks_with_data():
+  configs = _frozen_sweep_configs("tune_or_not")
+  assert sorted({run.split("_")[0] for run in configs}) == ["conll", "mrpc", "sst2", "stsb"]
+  assert len(configs) == 4 * 2 * 2
+  assert configs["mrpc_frozen_s0"].data.eval_split == "heldout"
+  assert (configs["mrpc_finetune_s0"].num_train_epochs, configs["mrpc_finetune_s0"].data.batch_size,
+          configs["mrpc_frozen_s0"].data.batch_size) == (3, 16, 32)
+  # The CoNLL pair is feature_based_ner's: the runner takes those rows (same_as).
+  ner = sweeps.load("feature_based_ner").get_sweep()
+  ours = sweeps.load("tune_or_not").get_sweep()
+  assert ours["conll_frozen_s0"] == ner["minilm_wsum_all_s0"]
+  assert ours["conll_finetune_s1"] == ner["minilm_finetune_s1"]
+
+
+@pytest.mark.parametrize("sweep", ["feature_based_ner", "tune_or_not"])
+def test_frozen_sweeps_show_the_papers_numbers_and_their_verdicts(sweep, tmp_path):
+  module = sweeps.load(sweep)
+  empty = module.render([], str(tmp_path))
+  assert "96.4" in empty or "+6.7" in empty
+  assert "not run" in empty
+  run = "minilm_{}_s{}" if sweep == "feature_based_ner" else "conll_{}_s{}"
+  better, worse = ("finetune", "embeddings") if sweep == "feature_based_ner" else (
+      "finetune", "frozen")
+  rows = [{"run": run.format(arm, seed), "metrics": {"eval_f1": f1}}
+          for arm, f1s in ((better, (0.8, 0.7)), (worse, (0.4, 0.5)))
+          for seed, f1 in enumerate(f1s)]
+  text = module.render(rows, str(tmp_path))
+  assert f"held ({run.format(better, '')[:-2]} above {run.format(worse, '')[:-2]} on eval_f1, " \
+         "every seed)" in text
+  assert "75.00 [70.00, 80.00]" in text

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bert_jax import flops, optim
-from bert_jax.finetune import array_input, example_packing, sources
+from bert_jax.finetune import array_input, example_packing, feature_cache, sources
 from bert_jax.models import features, task_models
 from bert_jax.models.config import BertConfig
 from bert_jax.task import Evaluation, TaskInputs
@@ -116,6 +116,7 @@ class FinetuningTask:
       raise ValueError(f"config.data.select_fraction={fraction}: the {self.name} task cannot "
                        "hold back training examples to pick the epoch (GLUE and SWAG can); set it "
                        "to 0")
+    feature_cache.check(config)
     if config.data.get("pack_each_batch") and config.data.get("packing"):
       raise ValueError(f"config.data.pack_each_batch (GLUE's and CoNLL's default) with "
                        f"config.data.packing={config.data.packing}: choose one (packing packs "
@@ -135,6 +136,11 @@ class FinetuningTask:
     train_features, train_metadata = self.load_split(data.train_split, tokenizer)
     eval_features, eval_metadata = self.load_split(data.eval_split, tokenizer)
     keep = MODEL_INPUTS + self.label_keys
+    caching = bool(self.config.get("cache_features"))
+    if caching:  # each example's number in its split: where its cached layers are
+      for split_features in (train_features, eval_features):
+        split_features["example_id"] = np.arange(len(split_features["input_ids"]))
+      keep += ("example_id",)
     rows = np.arange(len(train_features["input_ids"]))
     if data.train_examples:  # a fixed random subset, for quick runs and curves
       rows = np.sort(np.random.default_rng(data.seed).permutation(rows)[:data.train_examples])
@@ -152,8 +158,9 @@ class FinetuningTask:
                          f"all {len(rows)} training examples (whole groups: row_groups)")
       select_rows, rows = rows[held], rows[~held]
       select_metadata = [train_metadata[i] for i in select_rows]
+      select_features = {k: v[select_rows] for k, v in train_features.items()}
       select = array_input.ArrayInput(
-          {k: v[select_rows] for k, v in train_features.items()}, data.eval_batch_size,
+          select_features, data.eval_batch_size,
           shuffle=False, process_index=process_index, process_count=process_count,
           name=f"{self.name} {data.train_split} (held back to pick the epoch)")
     train_features = {k: train_features[k][rows] for k in keep}
@@ -177,6 +184,13 @@ class FinetuningTask:
                                         shuffle=False, process_index=process_index,
                                         process_count=process_count,
                                         name=f"{self.name} {data.eval_split}")
+    if caching:  # the frozen encoder run once per example, here, not in every step
+      encoder = feature_cache.FrozenEncoder(self)
+      train = feature_cache.CachedLayers(train, encoder.encode(train_features, data.train_split))
+      evaluation = feature_cache.CachedLayers(
+          evaluation, encoder.encode(eval_features, data.eval_split))
+      if select is not None:
+        select = feature_cache.CachedLayers(select, encoder.encode(select_features, "held-back"))
     return TaskInputs(train=train, eval=evaluation, steps_per_epoch=train.steps_per_epoch,
                       eval_metadata=eval_metadata,
                       width_examples=tuple(train.width_examples()), select=select,
@@ -214,8 +228,10 @@ class FinetuningTask:
     rngs = None if deterministic else {"dropout": rng}
     packed = ({"packing": {k: batch[k] for k in example_packing.PACKING_KEYS}}
               if "segment_ids" in batch else {})  # packed training rows: [B, K] outputs
+    cached = ({"cached_layers": batch["cached_layers"]} if "cached_layers" in batch
+              else {})  # the frozen encoder's layers, computed before (feature_cache.py)
     return model.apply({"params": params}, *(batch[k] for k in MODEL_INPUTS),
-                       deterministic=deterministic, rngs=rngs, **packed)
+                       deterministic=deterministic, rngs=rngs, **packed, **cached)
 
   def eval_outputs(self, outputs, batch):
     """What the host collects per eval batch: the logits, and which rows are real."""
@@ -255,7 +271,10 @@ class FinetuningTask:
     """Training FLOPs of the encoder on this (global) batch; heads are negligible. A trained
     encoder costs forward and backward (3x); a frozen one (config.freeze_encoder: the
     feature-based runs) its forward pass, plus the backward (2x) of the layers from the
-    lowest of its trainable_layers up (all of them when the embeddings train)."""
+    lowest of its trainable_layers up (all of them when the embeddings train); none with
+    cached layers (config.cache_features: the encoder ran once, before training)."""
+    if "cached_layers" in batch:
+      return 0.0
     rows, seq_len = int(np.prod(batch["input_ids"].shape[:-1])), batch["input_ids"].shape[-1]
     passes = 3.0
     if self.config.get("freeze_encoder"):

@@ -30,17 +30,29 @@ def check_choice(table: dict, field: str, name: str) -> None:
     raise ValueError(f"config.{field}={name!r}: expected one of {sorted(table)}")
 
 
-def layer_features(enc, feature_layers: tuple[int, ...], frozen: bool, mix: str = "concat"):
+def layer_features(enc, feature_layers: tuple[int, ...], frozen: bool, mix: str = "concat",
+                   cached=None):
   """[B, T, F]: the chosen hidden_states combined by FEATURE_MIXES[mix] (feature-based
   use, as ELMo).
 
   frozen: no gradient flows into the encoder (train the head only; pair it with an
   optimizer that leaves the `bert` params alone, see optim.freeze).
+  cached: [B, T, K, H], those K layers computed before training by the frozen encoder
+  (finetune/feature_cache.py), read instead of `enc` (None then).
   """
   check_choice(FEATURE_MIXES, "feature_mix", mix)
+  if cached is not None:
+    return FEATURE_MIXES[mix]([cached[:, :, k] for k in range(cached.shape[2])])
   layers = [enc.hidden_states[i] for i in feature_layers]
   layers = [jax.lax.stop_gradient(h) for h in layers] if frozen else layers
   return FEATURE_MIXES[mix](layers)
+
+
+def check_cached(cached_layers, feature_layers: tuple[int, ...]) -> None:
+  """Cached layers ([B, T, K, H]) stand for the feature_layers, one for one."""
+  if cached_layers is not None and cached_layers.shape[2] != len(feature_layers):
+    raise ValueError(f"cached_layers hold {cached_layers.shape[2]} layers; the model's "
+                     f"feature_layers are {len(feature_layers)}: {feature_layers}")
 
 
 def bilstm(config: BertConfig, tokens, attention_mask, packing):

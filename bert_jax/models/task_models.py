@@ -32,8 +32,9 @@ from bert_jax.models.config import BertConfig, generator_config
 from bert_jax.models.bert import BertModel
 from bert_jax.models.families import family_of
 from bert_jax.models.features import (POOLINGS, SENTENCE_FEATURE_HEADS,
-                                      TOKEN_FEATURE_HEADS, check_choice, classifier_pooler,
-                                      example_members, layer_features, task_head)
+                                      TOKEN_FEATURE_HEADS, check_cached, check_choice,
+                                      classifier_pooler, example_members, layer_features,
+                                      task_head)
 from bert_jax.models.heads import (MLM_HEADS, LinearHead, NextSentenceHead, ReplacedTokenHead,
                                    SpanBoundaryHead)
 
@@ -142,18 +143,23 @@ class BertForSequenceClassification(nn.Module):
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
                deterministic: bool = True, output_hidden_states: bool = False, packing=None,
-               task_type_ids=None):
+               task_type_ids=None, cached_layers=None):
     """packing: a packed batch's arrays (see BertModel); logits are then [B, K, C], one
-    row per packed example."""
+    row per packed example. cached_layers: [B, T, K, H], the feature_layers as a frozen
+    encoder gave them before training (finetune/feature_cache.py): the encoder is not run
+    (hidden_states None)."""
     check_choice(POOLINGS, "classifier_pooling", self.pooling)
-    enc = BertModel(self.config, add_pooling_layer=classifier_pooler(self.config, self.pooling),
-                    name="bert")(
+    check_cached(cached_layers, self.feature_layers)
+    enc = None if cached_layers is not None else BertModel(
+        self.config, add_pooling_layer=classifier_pooler(self.config, self.pooling),
+        name="bert")(
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
         output_hidden_states=output_hidden_states or bool(self.feature_layers),
         packing=packing, task_type_ids=task_type_ids)
     if self.feature_layers:
       check_choice(SENTENCE_FEATURE_HEADS, "feature_head", self.feature_head)
-      tokens = layer_features(enc, self.feature_layers, self.frozen_encoder, self.feature_mix)
+      tokens = layer_features(enc, self.feature_layers, self.frozen_encoder, self.feature_mix,
+                              cached_layers)
       features = SENTENCE_FEATURE_HEADS[self.feature_head](self.config, tokens, attention_mask,
                                                            packing)
     else:
@@ -162,7 +168,7 @@ class BertForSequenceClassification(nn.Module):
     features = task_head(self.config)(features)
     logits = LinearHead(self.config, self.num_labels, self.dropout_rate, name="classifier")(
         features, deterministic)
-    return ClassifierOutput(logits=logits, hidden_states=enc.hidden_states)
+    return ClassifierOutput(logits=logits, hidden_states=None if enc is None else enc.hidden_states)
 
 
 def prompt_vectors(enc, input_ids, mask_token_id: int, packing=None) -> jax.Array:
@@ -227,16 +233,19 @@ class BertForTokenClassification(nn.Module):
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
                deterministic: bool = True, output_hidden_states: bool = False, packing=None,
-               task_type_ids=None):
+               task_type_ids=None, cached_layers=None):
     """packing: a packed batch's arrays (see BertModel); logits stay [B, T, C], each
-    token's equal to its unpacked one."""
-    enc = BertModel(self.config, add_pooling_layer=False, name="bert")(
+    token's equal to its unpacked one. cached_layers: as BertForSequenceClassification's."""
+    check_cached(cached_layers, self.feature_layers)
+    enc = None if cached_layers is not None else BertModel(
+        self.config, add_pooling_layer=False, name="bert")(
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
         output_hidden_states=output_hidden_states or bool(self.feature_layers),
         packing=packing, task_type_ids=task_type_ids)
     if self.feature_layers:
       check_choice(TOKEN_FEATURE_HEADS, "feature_head", self.feature_head)
-      tokens = layer_features(enc, self.feature_layers, self.frozen_encoder, self.feature_mix)
+      tokens = layer_features(enc, self.feature_layers, self.frozen_encoder, self.feature_mix,
+                              cached_layers)
       features = TOKEN_FEATURE_HEADS[self.feature_head](self.config, tokens, attention_mask,
                                                         packing)
     else:
@@ -245,7 +254,7 @@ class BertForTokenClassification(nn.Module):
     features = task_head(self.config)(features)
     logits = LinearHead(self.config, self.num_labels, self.dropout_rate, name="classifier")(
         features, deterministic)
-    return ClassifierOutput(logits=logits, hidden_states=enc.hidden_states)
+    return ClassifierOutput(logits=logits, hidden_states=None if enc is None else enc.hidden_states)
 
 
 class BertForQuestionAnswering(nn.Module):
