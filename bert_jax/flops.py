@@ -123,11 +123,16 @@ def measured_matmul_peak(n: int = 1024, repeats: int = 20) -> float:
   return 2 * n ** 3 / best
 
 
-def device_peak_flops(dtype: str = "bfloat16") -> float:
-  """Known peak of this device kind for the dtype, else a measured matmul peak."""
-  kind = jax.devices()[0].device_kind
+def peak_flops(device_kind: str, dtype: str = "bfloat16") -> float | None:
+  """The published dense peak FLOP/s of a device kind ("TPU v5 lite", "NVIDIA H100 80GB
+  HBM3", ...) for the dtype; None where it is not known."""
   table = _PEAKS_BF16 if dtype == "bfloat16" else _PEAKS_FP32
   for name, peak in table.items():
-    if name.lower() in kind.lower():
+    if name.lower() in device_kind.lower():
       return peak
-  return measured_matmul_peak()
+  return None
+
+
+def device_peak_flops(dtype: str = "bfloat16") -> float:
+  """Known peak of this device kind for the dtype, else a measured matmul peak."""
+  return peak_flops(jax.devices()[0].device_kind, dtype) or measured_matmul_peak()

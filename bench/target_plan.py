@@ -1,0 +1,245 @@
+"""The plan to read before renting accelerators: per-chip memory from the target's own
+compiler, the largest batch that fits, and a roofline bound on the step time.
+
+  pip install -r requirements-targets.txt --target ~/targets   # libtpu, jax-cuda12-plugin
+  PYTHONPATH=~/targets JAX_PLATFORMS=cpu python bench/target_plan.py            # every row
+  PYTHONPATH=~/targets JAX_PLATFORMS=cpu python bench/target_plan.py \
+      --rows=bert-base --targets=tpu:v5e-16 --max_batch     # with the largest batch
+  python bench/target_plan.py --dry        # tiny model, this machine's CPU devices
+
+Each row compiles the exact pretraining train step (bf16 compute, fp32 params and Adam
+state; splash attention on TPUs, XLA's on GPUs) for a TPU slice or GPU node described
+without the hardware (bert_jax/targets.py) and prints one markdown table:
+
+  compiler facts   per-chip peak bytes (arguments + outputs - donated + temporaries) from
+                   the target compiler's memory analysis; its FLOPs and bytes accessed per
+                   chip (TPU only: XLA's GPU compiler has no cost analysis); with
+                   --max_batch, the largest global batch whose compile fits the chip's HBM
+                   (doubling, then bisection over multiples of the batch-sharding size);
+  published        the chip's HBM, bf16 peak FLOP/s and HBM bandwidth (CHIPS below);
+  estimates        the roofline bound = max(FLOPs / peak, bytes / bandwidth) per step (on
+                   GPUs the model's FLOPs / peak alone: a lower bound), the MFU ceiling it
+                   allows (model FLOPs / chips / peak / bound) and tokens/s per chip at it.
+
+The bound ignores communication between chips and kernel launch overheads; it says how
+fast a step can be, not how fast it is (bench/device_check.sh measures that). The JSON of
+every row is the last line.
+"""
+import argparse
+import dataclasses
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # configs/
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from bert_jax import flops  # noqa: E402
+from bert_jax.models.config import config_for_size  # noqa: E402
+from bert_jax.run import compile_report  # noqa: E402
+from configs import base  # noqa: E402
+
+GIB = 2 ** 30
+
+
+@dataclasses.dataclass(frozen=True)
+class Chip:
+  hbm_bytes: int
+  hbm_bytes_per_s: float
+  source: str
+
+
+# Published per-chip HBM capacity and bandwidth, by device kind (a substring of it).
+CHIPS = {
+    "TPU v4": Chip(32 * GIB, 1200e9, "cloud.google.com/tpu/docs/v4"),
+    "TPU v5 lite": Chip(16 * GIB, 819e9, "cloud.google.com/tpu/docs/v5e"),
+    "TPU v5p": Chip(95 * GIB, 2765e9, "cloud.google.com/tpu/docs/v5p"),
+    "TPU v5": Chip(95 * GIB, 2765e9, "cloud.google.com/tpu/docs/v5p"),
+    "TPU v6 lite": Chip(32 * GIB, 1640e9, "cloud.google.com/tpu/docs/v6e"),
+    "H100": Chip(80 * 10 ** 9, 3.35e12, "NVIDIA H100 SXM5 datasheet"),
+    "A100": Chip(80 * 10 ** 9, 2.039e12, "NVIDIA A100 80GB SXM datasheet"),
+    "H200": Chip(141 * 10 ** 9, 4.8e12, "NVIDIA H200 SXM datasheet"),
+}
+
+# Model sizes beyond bert_jax.models.config.SIZES: the papers' largest members.
+EXTRA_SIZES = {
+    "albert-xxlarge": dict(config_for_size("albert-base-v2").to_json_dict(), hidden_size=4096,
+                           num_attention_heads=64, intermediate_size=16384,
+                           embedding_size=128),
+    "electra-large": dict(config_for_size("large").to_json_dict(), family="electra"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+  model: str   # a SIZES or EXTRA_SIZES name
+  seq: int
+  batch: int   # global
+  target: str  # bert_jax.targets name
+  mesh: str    # "fsdp=16", "data=2,fsdp=4"
+
+
+def _rows():
+  rows = []
+  tpus = (("tpu:v4-8", "fsdp=4"), ("tpu:v5e-16", "fsdp=16"), ("tpu:v5p-8", "fsdp=4"),
+          ("tpu:v6e-8", "fsdp=8"))
+  for model in ("base", "large"):
+    for seq in (128, 512):
+      for target, mesh in (*tpus, ("gpu:h100x8", "fsdp=8")):
+        rows.append(Row(model, seq, 256, target, mesh))
+  for seq in (512, 8192):
+    for target, mesh in (("tpu:v5p-8", "fsdp=4"), ("gpu:h100x8", "fsdp=8")):
+      rows.append(Row("modernbert-base", seq, 256 if seq == 512 else 16, target, mesh))
+  rows.append(Row("albert-xxlarge", 512, 256, "tpu:v6e-8", "fsdp=8"))
+  rows.append(Row("electra-large", 512, 256, "tpu:v5p-8", "fsdp=4"))
+  return tuple(rows)
+
+
+ROWS = _rows()
+
+
+def row_config(row: Row, batch: int | None = None):
+  """configs/base.py with the row's model, shapes and mesh; bf16 compute."""
+  config = base.get_config()
+  fields = EXTRA_SIZES.get(row.model) or config_for_size(row.model).to_json_dict()
+  platform = row.target.split(":")[0]
+  config.model = dict(fields, dtype="bfloat16", max_position_embeddings=max(
+      fields.get("max_position_embeddings", 512), row.seq),
+      attention_impl="splash" if platform == "tpu" else "xla",
+      attention_probs_dropout_prob=0.0)
+  config.data.max_seq_length = row.seq
+  config.data.max_predictions_per_seq = max(1, round(0.15 * row.seq))
+  config.data.batch_size = batch or row.batch
+  for axis in ("data", "fsdp", "tensor"):
+    config.mesh[axis] = 1
+  for part in row.mesh.split(","):
+    axis, size = part.split("=")
+    config.mesh[axis] = int(size)
+  if config.model.get("family", "bert") not in ("bert", "albert", "ernie"):
+    config.objectives = "mlm"  # a member without NSP / SOP
+  return config
+
+
+def chip_of(device_kind: str) -> Chip | None:
+  return next((chip for name, chip in CHIPS.items() if name.lower() in device_kind.lower()),
+              None)
+
+
+def plan(row: Row, batch: int | None = None) -> dict:
+  """The compile report of the row's step and its roofline estimates."""
+  report = compile_report.compile_report(row_config(row, batch), row.target)
+  chip, peak = chip_of(report["device_kind"]), flops.peak_flops(report["device_kind"])
+  out = {"row": dataclasses.asdict(row), **report}
+  if chip is None or peak is None:
+    return out
+  devices = report["devices"]
+  flop_s = (report["xla_flops_per_device"] or report["model_flops_per_step"] / devices) / peak
+  byte_s = (report["xla_bytes_accessed_per_device"] or 0.0) / chip.hbm_bytes_per_s
+  bound = max(flop_s, byte_s)
+  out.update(hbm_bytes=chip.hbm_bytes, hbm_source=chip.source, peak_flops=peak,
+             fits=report["peak_bytes_per_device"] <= chip.hbm_bytes, bound_seconds=bound,
+             bound_from="flops" if flop_s >= byte_s else "bytes",
+             bound_is_lower="xla_flops_per_device" not in report or
+             report["xla_flops_per_device"] is None,
+             mfu_ceiling=report["model_flops_per_step"] / devices / peak / bound,
+             tokens_per_s_per_chip=report["global_batch"] * report["seq_len"] / devices / bound)
+  return out
+
+
+def largest_batch(row: Row, first: dict, multiple: int, cap: int = 1 << 16) -> int | None:
+  """The largest global batch (a multiple of `multiple`) whose compile fits the chip:
+  doubling from the row's batch, then bisection between the last fit and the first miss."""
+  def fits(batch):
+    return plan(row, batch)["fits"]
+  low = row.batch if first["fits"] else None
+  high = None if first["fits"] else row.batch
+  if low is None:  # shrink until one fits
+    batch = row.batch
+    while batch > multiple and low is None:
+      batch = max(multiple, (batch // 2) // multiple * multiple)
+      if fits(batch):
+        low = batch
+      else:
+        high = batch
+    if low is None:
+      return None
+  while high is None and low * 2 <= cap:
+    if fits(low * 2):
+      low *= 2
+    else:
+      high = low * 2
+  while high is not None and high - low > multiple:
+    middle = (low + high) // 2 // multiple * multiple
+    if middle in (low, high):
+      break
+    if fits(middle):
+      low = middle
+    else:
+      high = middle
+  return low
+
+
+def table(results: list[dict], with_max_batch: bool) -> str:
+  head = ["model", "seq", "target", "mesh", "global batch", "peak GiB/chip (compiler)",
+          "HBM GiB", "fits", *(["largest batch"] if with_max_batch else []),
+          "compiler TFLOP/chip", "compiler GB/chip", "bound ms/step", "MFU ceiling",
+          "tokens/s/chip at the bound"]
+  lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+  for r in results:
+    row = r["row"]
+    if "error" in r:
+      lines.append(f"| {row['model']} | {row['seq']} | {row['target']} | {row['mesh']} | "
+                   f"{row['batch']} | error: {r['error'][:80]} |")
+      continue
+    tflops = r["xla_flops_per_device"]
+    gbytes = r["xla_bytes_accessed_per_device"]
+    lower = "≥ " if r.get("bound_is_lower") else ""
+    cells = [row["model"], row["seq"], row["target"], row["mesh"], r["global_batch"],
+             f"{r['peak_bytes_per_device'] / GIB:.2f}",
+             f"{r['hbm_bytes'] / GIB:.0f}" if "hbm_bytes" in r else "n/a",
+             {True: "yes", False: "no"}.get(r.get("fits"), "n/a"),
+             *([r.get("largest_batch", "n/a")] if with_max_batch else []),
+             "n/a" if tflops is None else f"{tflops / 1e12:.1f}",
+             "n/a" if gbytes is None else f"{gbytes / 1e9:.1f}",
+             f"{lower}{r['bound_seconds'] * 1e3:.0f}" if "bound_seconds" in r else "n/a",
+             f"{r['mfu_ceiling']:.0%}" if "mfu_ceiling" in r else "n/a",
+             f"{r['tokens_per_s_per_chip']:,.0f}" if "tokens_per_s_per_chip" in r else "n/a"]
+    lines.append("| " + " | ".join(map(str, cells)) + " |")
+  return "\n".join(lines)
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--rows", default="", help="only models whose name contains this")
+  parser.add_argument("--targets", default="", help="comma-separated targets to keep")
+  parser.add_argument("--max_batch", action="store_true",
+                      help="also find the largest batch that fits (several compiles a row)")
+  parser.add_argument("--dry", action="store_true",
+                      help="one tiny row on this machine's devices (the code path, fast)")
+  args = parser.parse_args(argv)
+  rows = ROWS
+  if args.dry:
+    rows = (Row("tiny", 128, 8, "host", "data=1"),)
+  rows = [r for r in rows if args.rows in r.model and (
+      not args.targets or r.target in args.targets.split(","))]
+  results = []
+  for row in rows:
+    try:
+      result = plan(row)
+      if args.max_batch and "fits" in result:
+        multiple = result["mesh"].get("data", 1) * result["mesh"].get("fsdp", 1)
+        result["largest_batch"] = largest_batch(row, result, multiple)
+    except Exception as error:  # a row that does not compile is a row of the table
+      result = {"row": dataclasses.asdict(row), "error": f"{type(error).__name__}: {error}"}
+    results.append(result)
+    print(f"{row}: " + ("error" if "error" in result else
+                        f"peak {result['peak_bytes_per_device'] / GIB:.2f} GiB/chip"),
+          file=sys.stderr, flush=True)
+  print(table(results, args.max_batch))
+  print(json.dumps(results))
+  return results
+
+
+if __name__ == "__main__":
+  main()
