@@ -57,7 +57,7 @@ def test_prompt_logits_are_the_mlm_heads_at_the_mask_packed_or_not(family):
   shared = {"bert": {k: v for k, v in params["bert"].items() if k != "pooler"},
             "mlm_head": params["mlm_head"]}
   assert jax.tree.map(np.shape, own) == jax.tree.map(np.shape, shared)
-  inputs = [jnp.asarray(features[k]) for k in packing.TOKEN_KEYS]
+  inputs = [jnp.asarray(features[k]) for k in example_packing.TOKEN_KEYS]
   positions = np.argmax(features["input_ids"] == MASK, axis=1)[:, None].astype(np.int32)
   reference = pretraining.apply({"params": params}, *inputs, jnp.asarray(positions)).mlm_logits
   logits = prompt.apply({"params": shared}, *inputs).logits  # [N, 2]
@@ -68,8 +68,8 @@ def test_prompt_logits_are_the_mlm_heads_at_the_mask_packed_or_not(family):
                                                      method="masked_lm")),
                              np.asarray(reference), atol=1e-5)
   packed = example_packing.pack(features, max_per_row=3, pad_id=config.pad_token_id)
-  out = prompt.apply({"params": shared}, *(jnp.asarray(packed[k]) for k in packing.TOKEN_KEYS),
-                     packing={k: jnp.asarray(packed[k]) for k in packing.PACKING_KEYS})
+  out = prompt.apply({"params": shared}, *(jnp.asarray(packed[k]) for k in example_packing.TOKEN_KEYS),
+                     packing={k: jnp.asarray(packed[k]) for k in example_packing.PACKING_KEYS})
   real = packed["example_mask"] > 0
   np.testing.assert_allclose(np.asarray(out.logits)[real],
                              np.asarray(logits)[packed["example_index"][real]], atol=1e-5)
