@@ -90,6 +90,10 @@ def devices(target: str = "host") -> list:
   try:
     if platform == "tpu":
       spec = TPU_SLICES[name]
+      if jax.default_backend() != "tpu":
+        # Compiling only: no chip to guard, so two compiling programs may both load libtpu
+        # (else the second stops on libtpu's multi-process lockfile).
+        os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
       topology = topologies.get_topology_desc(
           platform="tpu", topology_name=spec.topology_name,
           chip_config_name=spec.chip_config_name,

@@ -91,3 +91,22 @@ def test_train_step_compiles_for_gpus():
   assert report["device_kind"] == "NVIDIA H100 80GB HBM3"
   assert report["temp_bytes_per_device"] > 0 and report["xla_flops_per_device"] is None
   assert "n/a" in compile_report.format_report(report)
+
+
+@pytest.mark.slow
+@needs_libtpu
+def test_two_programs_compiling_for_a_tpu_at_once_both_get_its_devices():
+  """libtpu guards a machine's chips with a lockfile; compiling for a TPU from a machine
+  without one, a second program (a test worker, a planning script beside a run) must still
+  load it."""
+  import os
+  import subprocess
+  import sys
+  assert len(targets.devices("tpu:v5e-4")) == 4  # this process holds libtpu
+  env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+  env.pop("ALLOW_MULTIPLE_LIBTPU_LOAD", None)
+  proc = subprocess.run(
+      [sys.executable, "-c", "from bert_jax import targets; "
+       "print(len(targets.devices('tpu:v5e-4')))"],
+      env=env, capture_output=True, text=True, timeout=300)
+  assert proc.returncode == 0 and proc.stdout.split()[-1] == "4", proc.stderr[-600:]
