@@ -1,4 +1,4 @@
-"""The family tables agree: every member is in models/hf_families.py's FAMILIES, convert/
+"""The family tables agree: every member is in models/families.py's FAMILIES, convert/
 hf_families.py's FAMILIES and convert/mapping.py's NAMES, and its HF names cover every param
 of a tiny model of each of its HF classes (bare encoder, heads, fine-tuned heads)."""
 import numpy as np

@@ -8,7 +8,8 @@ import transformers
 
 from bert_jax.text import learn_vocab
 from bert_jax.text import tokenizers
-from bert_jax.text.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
+from bert_jax.text.subword import SPECIAL_TOKENS
+from bert_jax.text.wordpiece import WordPieceTokenizer
 
 
 @pytest.fixture(scope="module")

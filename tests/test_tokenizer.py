@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 from bert_jax.text import paths
+from bert_jax.text import subword
 from bert_jax.text import wordpiece as tokenizer
 from tests.tokenizer_samples import parity_bench, write_lines
 
@@ -121,7 +122,7 @@ def test_every_bmp_code_point_matches_hf(ours, hf):
 
 def test_cased_vocab_matches_hf(tmp_path):
   transformers = pytest.importorskip("transformers")
-  vocab = list(tokenizer.SPECIAL_TOKENS) + [
+  vocab = list(subword.SPECIAL_TOKENS) + [
       "Hello", "hello", "##lo", "Hel", "Café", "cafe", "Ca", "##fé", "##fe", "naïve",
       "Ω", "ΟΔΟΣ", "straße", ",", "!", "中", "##s", "s", "World", "world"]
   vocab_path = write_lines(tmp_path / "vocab.txt", vocab)
@@ -142,7 +143,7 @@ def test_cased_vocab_matches_hf(tmp_path):
     (10, 10, 5, (2, 3)), (10, 9, 5, (3, 2)), (9, 10, 5, (2, 3)), (0, 10, 4, (0, 4)),
 ])
 def test_truncated_pair_lengths(len_a, len_b, budget, expected):
-  assert tokenizer.truncated_pair_lengths(len_a, len_b, budget) == expected
+  assert subword.truncated_pair_lengths(len_a, len_b, budget) == expected
 
 
 def test_encode_for_model_matches_hf(ours, hf):
@@ -193,7 +194,7 @@ def test_decode(ours):
 
 
 def test_from_pretrained_dir(tmp_path):
-  write_lines(tmp_path / "vocab.txt", list(tokenizer.SPECIAL_TOKENS) + ["Ab", "ab"])
+  write_lines(tmp_path / "vocab.txt", list(subword.SPECIAL_TOKENS) + ["Ab", "ab"])
   assert tokenizer.WordPieceTokenizer.from_pretrained_dir(str(tmp_path)).lower_case
   (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))
   cased = tokenizer.WordPieceTokenizer.from_pretrained_dir(str(tmp_path))

@@ -1,5 +1,5 @@
 """The tokenizer kind comes from the config or the family; a folder's files are only
-checked against it (text/tokenizers.py KINDS, models/hf_families.py Family.tokenizers)."""
+checked against it (text/tokenizers.py KINDS, models/families.py Family.tokenizers)."""
 import dataclasses
 import shutil
 

@@ -22,7 +22,7 @@ then the learned pieces, and `<mask>` last. `encode_for_model` builds RoBERTa's
 `<s> a </s></s> b </s>` with token_type_ids all 0.
 
 `tokenize` is not a TensorFlow graph: it is a `tf.numpy_function` around the Rust
-`encode_batch_fast` (`wordpiece.python_tokenize`), so it works in `tf.data.Dataset.map`
+`encode_batch_fast` (`subword.python_tokenize`), so it works in `tf.data.Dataset.map`
 and anywhere eager or traced code runs, but it runs in front of the graph, in Python:
 it cannot be serialised into a SavedModel, and tf.data's parallel calls share the GIL
 around it (the Rust encoder itself runs on all cores).
@@ -36,7 +36,7 @@ import tensorflow as tf
 import tokenizers
 from tokenizers import decoders, models, pre_tokenizers, processors, trainers
 
-from bert_jax.text import wordpiece
+from bert_jax.text import subword
 
 BOS, PAD, EOS, UNK, MASK = "<s>", "<pad>", "</s>", "<unk>", "<mask>"
 LEADING_TOKENS = (BOS, PAD, EOS, UNK)  # ids 0-3; MASK is the last id.
@@ -96,7 +96,7 @@ def read_merges(path: str) -> list[tuple[str, str]]:
   return merges
 
 
-class BPETokenizer(wordpiece.SubwordTokenizer):
+class BPETokenizer(subword.SubwordTokenizer):
   """RoBERTa's byte-level BPE behind the `WordPieceTokenizer` interface.
 
   Attributes:
@@ -170,9 +170,9 @@ class BPETokenizer(wordpiece.SubwordTokenizer):
   def tokenize(self, texts: tf.Tensor) -> tf.RaggedTensor | tf.Tensor:
     """Strings [N] -> int32 ids [N, (pieces)]; a scalar string gives ids [pieces].
 
-    Runs in front of the graph (`wordpiece.python_tokenize`): usable in tf.data.
+    Runs in front of the graph (`subword.python_tokenize`): usable in tf.data.
     """
-    return wordpiece.python_tokenize(self._encode_batch, texts)
+    return subword.python_tokenize(self._encode_batch, texts)
 
   def encode_words(self, words: Sequence[str]) -> list[list[int]]:
     """Each text with the space before it (`Ġword`), as HF RoBERTa encodes split words.

@@ -30,6 +30,7 @@ from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_li
 
 from bert_jax.text import bpe
 from bert_jax.text import sentencepiece_vocab
+from bert_jax.text import subword
 from bert_jax.text import wordpiece as tokenizer_lib
 
 _LINES_PER_BATCH = 4096
@@ -53,7 +54,7 @@ def count_words(input_files: Sequence[str], lower_case: bool = True) -> collecti
   # The splitter turns special tokens written in the text into sentinel words; they
   # are not words to learn pieces from.
   sentinels = {chr(tokenizer_lib.SENTINEL_BASE + i)
-               for i in range(len(tokenizer_lib.SPECIAL_TOKENS))}
+               for i in range(len(subword.SPECIAL_TOKENS))}
   return collections.Counter({w.decode("utf-8"): c for w, c in counts.items()
                               if w.decode("utf-8") not in sentinels})
 
@@ -69,7 +70,7 @@ def learn_vocab(input_files: Sequence[str], vocab_size: int, lower_case: bool = 
     lower_case: fold case (and strip accents) as an uncased tokenizer does.
     min_count: words seen fewer times only contribute their characters.
   """
-  reserved = list(tokenizer_lib.SPECIAL_TOKENS)
+  reserved = list(subword.SPECIAL_TOKENS)
   if vocab_size <= len(reserved):
     raise ValueError(f"vocab_size {vocab_size} leaves no room beside {reserved}")
   counts = count_words(input_files, lower_case)

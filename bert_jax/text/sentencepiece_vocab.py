@@ -24,7 +24,7 @@ the same folder (spiece.model + tokenizer_config.json): ALBERT's own preprocessi
    normaliser (its precompiled charsmap, e.g. nmt_nfkc or nmt_nfkc_cf), splitting at
    spaces, a '▁' prefix on each word, and the unigram Viterbi.
 `tokenize` runs these in front of the graph, in a `tf.numpy_function`
-(`wordpiece.python_tokenize`): it works inside `tf.data.Dataset.map` but cannot be
+(`subword.python_tokenize`): it works inside `tf.data.Dataset.map` but cannot be
 serialised into a SavedModel. tensorflow_text's in-graph `SentencepieceTokenizer` is not
 used: it bundles an older sentencepiece whose Viterbi breaks exact score ties differently
 (the pieces of '$7,000,000,000' after '7' are ', 000 , 00 0,000' by the library and HF, but
@@ -56,10 +56,10 @@ import sentencepiece as spm
 import tensorflow as tf
 from tokenizers import normalizers
 
-from bert_jax.text import wordpiece as tokenizer
+from bert_jax.text import subword
 
 PAD_PIECE, UNK_PIECE = "<pad>", "<unk>"
-CONTROL_SYMBOLS = (tokenizer.CLS, tokenizer.SEP, tokenizer.MASK)
+CONTROL_SYMBOLS = (subword.CLS, subword.SEP, subword.MASK)
 SPECIAL_PIECES = (PAD_PIECE, UNK_PIECE) + CONTROL_SYMBOLS
 MODEL_FILE = "spiece.model"
 
@@ -127,7 +127,7 @@ def find_model_file(folder: str) -> str:
   return os.path.join(folder, models[0])
 
 
-class SentencePieceTokenizer(tokenizer.SubwordTokenizer):
+class SentencePieceTokenizer(subword.SubwordTokenizer):
   """ALBERT's SentencePiece tokenizer behind the `WordPieceTokenizer` interface.
 
   Attributes:
@@ -197,10 +197,10 @@ class SentencePieceTokenizer(tokenizer.SubwordTokenizer):
     config = {"tokenizer_class": "AlbertTokenizer",
               "do_lower_case": self.do_lower_case,
               "keep_accents": self.keep_accents, "remove_space": True,
-              "bos_token": tokenizer.CLS, "eos_token": tokenizer.SEP,
-              "cls_token": tokenizer.CLS, "sep_token": tokenizer.SEP,
+              "bos_token": subword.CLS, "eos_token": subword.SEP,
+              "cls_token": subword.CLS, "sep_token": subword.SEP,
               "unk_token": UNK_PIECE, "pad_token": PAD_PIECE,
-              "mask_token": tokenizer.MASK}
+              "mask_token": subword.MASK}
     with open(os.path.join(folder, "tokenizer_config.json"), "w", encoding="utf-8") as f:
       json.dump(config, f, indent=2)
 
@@ -220,9 +220,9 @@ class SentencePieceTokenizer(tokenizer.SubwordTokenizer):
   def tokenize(self, texts: tf.Tensor) -> tf.RaggedTensor | tf.Tensor:
     """Strings [N] -> int32 ids [N, (pieces)]; a scalar string gives ids [pieces].
 
-    Runs in front of the graph (`wordpiece.python_tokenize`): usable in tf.data.
+    Runs in front of the graph (`subword.python_tokenize`): usable in tf.data.
     """
-    return tokenizer.python_tokenize(self._encode_batch, texts)
+    return subword.python_tokenize(self._encode_batch, texts)
 
   def decode(self, ids: Sequence[int]) -> str:
     """Detokenised text of the ids, [PAD] dropped."""

@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 import tokenizers
 
-from bert_jax.text import wordpiece
+from bert_jax.text import subword
 
 FILE = "tokenizer.json"
 SETTINGS = ("tokenizer_config.json", "special_tokens_map.json")
@@ -69,7 +69,7 @@ def _pair_layout(processor: dict | None, cls: str, sep: str, path: str) -> tuple
                    "layout; the model inputs cannot be built")
 
 
-class TokenizerJson(wordpiece.SubwordTokenizer):
+class TokenizerJson(subword.SubwordTokenizer):
   """An HF `tokenizer.json` behind the `WordPieceTokenizer` interface.
 
   Attributes: vocab (tokens by id; an id the file does not use is ""), vocab_size,
@@ -120,7 +120,7 @@ class TokenizerJson(wordpiece.SubwordTokenizer):
 
   def tokenize(self, texts: tf.Tensor) -> tf.RaggedTensor | tf.Tensor:
     """Strings [N] -> int32 ids [N, (pieces)]; runs in front of the graph."""
-    return wordpiece.python_tokenize(self._encode_batch, texts)
+    return subword.python_tokenize(self._encode_batch, texts)
 
   def encode_words(self, words: Sequence[str]) -> list[list[int]]:
     """Each word after a space, as inside running text (a byte-level `Ġword`)."""

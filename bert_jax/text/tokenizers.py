@@ -31,7 +31,7 @@ from bert_jax.text import paths
 from bert_jax.text.bpe import BPETokenizer
 from bert_jax.text.sentencepiece_vocab import SentencePieceTokenizer
 from bert_jax.text.tokenizer_json import TokenizerJson
-from bert_jax.text.wordpiece import SubwordTokenizer
+from bert_jax.text.subword import SubwordTokenizer
 from bert_jax.text.wordpiece import WordPieceTokenizer
 
 

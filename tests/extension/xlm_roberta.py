@@ -22,7 +22,7 @@ from bert_jax.models import families as model_families
 from bert_jax.models.config import BertConfig
 from bert_jax.text import tokenizers
 from bert_jax.text.sentencepiece_vocab import find_model_file
-from bert_jax.text.wordpiece import SubwordTokenizer, python_tokenize
+from bert_jax.text.subword import SubwordTokenizer, python_tokenize
 
 NAME = "xlm-roberta"  # the family, and HF's model_type
 KIND = "xlm_roberta"  # the tokenizer kind
