@@ -203,8 +203,11 @@ def table(results: list[dict], with_max_batch: bool) -> str:
              "n/a" if tflops is None else f"{tflops / 1e12:.1f}",
              "n/a" if gbytes is None else f"{gbytes / 1e9:.1f}",
              f"{lower}{r['bound_seconds'] * 1e3:.0f}" if "bound_seconds" in r else "n/a",
-             f"{r['mfu_ceiling']:.0%}" if "mfu_ceiling" in r else "n/a",
-             f"{r['tokens_per_s_per_chip']:,.0f}" if "tokens_per_s_per_chip" in r else "n/a"]
+             # A bound from the model's FLOPs alone (GPUs) allows 100% by construction.
+             "n/a" if lower or "mfu_ceiling" not in r else f"{r['mfu_ceiling']:.0%}",
+             f"≤ {r['tokens_per_s_per_chip']:,.0f}" if lower and "tokens_per_s_per_chip" in r
+             else f"{r['tokens_per_s_per_chip']:,.0f}" if "tokens_per_s_per_chip" in r
+             else "n/a"]
     lines.append("| " + " | ".join(map(str, cells)) + " |")
   return "\n".join(lines)
 
