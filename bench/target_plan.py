@@ -195,6 +195,7 @@ def table(results: list[dict], with_max_batch: bool) -> str:
     tflops = r["xla_flops_per_device"]
     gbytes = r["xla_bytes_accessed_per_device"]
     lower = "≥ " if r.get("bound_is_lower") else ""
+    tokens = r.get("tokens_per_s_per_chip")
     cells = [row["model"], row["seq"], row["target"], row["mesh"], r["global_batch"],
              f"{r['peak_bytes_per_device'] / GIB:.2f}",
              f"{r['hbm_bytes'] / GIB:.0f}" if "hbm_bytes" in r else "n/a",
@@ -205,9 +206,7 @@ def table(results: list[dict], with_max_batch: bool) -> str:
              f"{lower}{r['bound_seconds'] * 1e3:.0f}" if "bound_seconds" in r else "n/a",
              # A bound from the model's FLOPs alone (GPUs) allows 100% by construction.
              "n/a" if lower or "mfu_ceiling" not in r else f"{r['mfu_ceiling']:.0%}",
-             f"≤ {r['tokens_per_s_per_chip']:,.0f}" if lower and "tokens_per_s_per_chip" in r
-             else f"{r['tokens_per_s_per_chip']:,.0f}" if "tokens_per_s_per_chip" in r
-             else "n/a"]
+             "n/a" if tokens is None else f"{'≤ ' if lower else ''}{tokens:,.0f}"]
     lines.append("| " + " | ".join(map(str, cells)) + " |")
   return "\n".join(lines)
 

@@ -27,8 +27,8 @@ frequent words, and the discriminator answers the prior), 0.7631 vs 0.7631 at 50
 0.7678 at 750 (precision 0.84), 0.7776 vs 0.7743 at 1,000, 0.7842 vs 0.7774 at 1,250; at
 1,500 on every held-out batch 0.7850 vs 0.7784 (recall 0.084, precision 0.608, rtd loss 0.472
 vs the prior's 0.53), generator MLM accuracy 0.142. Before step ~200 it also wins briefly
-(0.788 vs 0.760 at step 100, while the generator's samples are rare words): the 300-step
-runs of earlier sessions stopped in the gap between the two.
+(0.788 vs 0.760 at step 100, while the generator's samples are rare words): the earlier
+300-step runs stopped in the gap between the two.
 """
 from bert_jax.pretrain import electra
 from configs.common import (parse_arg, pretraining_config, shrink_pretraining_for_runlocal,

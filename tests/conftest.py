@@ -110,7 +110,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory, data_dir):
-  """wikitext-2 valid in the plain pretraining format (prepared once per session)."""
+  """wikitext-2 valid in the plain pretraining format (prepared once per test run)."""
   out = tmp_path_factory.mktemp("corpus") / "pretrain.txt"
   subprocess.run([sys.executable, "-m", "bert_jax.text.prepare",
                   "--source=wikitext-2/valid.txt", f"--output={out}"], check=True, cwd=REPO,

@@ -48,7 +48,7 @@ SMALL = {
 
 
 def token_cache(corpus: str) -> str:
-  """Tokenized corpora are cached beside the corpus, shared by every run of a session."""
+  """Tokenized corpora are cached beside the corpus, shared by every run of the test suite."""
   return os.path.join(os.path.dirname(os.path.abspath(corpus)), "token_cache")
 
 

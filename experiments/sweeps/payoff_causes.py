@@ -1,13 +1,13 @@
 r"""Why the main job's pretraining did not pay off: one candidate cause changed at a time.
 
 Each candidate is a pretrained BERT-Tiny (configs/tiny.py, the main job's 1,500 steps on the
-prepared corpus) that differs from the session-6 main job in one choice; each is
+prepared corpus) that differs from the earlier main job (BERT-Tiny, BERT's vocabulary) in one choice; each is
 fine-tuned on 8,000 SST-2 sentences with the main job's recipe (seq 64, lr 5e-4, 3 epochs;
 the subset's seed is the run's seed) from its pretrained weights and, as its baseline, from
 random weights of the same shape and vocabulary (config.random_init). Seeds 0, 1, 2 give
 the spread; scored on SST-2 dev. Candidates (MODELS):
 
-  wp30k   the session-6 main job: BERT's released 30,522-piece WordPiece vocabulary, most
+  wp30k   the earlier main job: BERT's released 30,522-piece WordPiece vocabulary, most
           of whose rows the tiny model never sees in pretraining (and whose 30,522-way
           MLM softmax is most of a tiny step's FLOPs);
   wp8k    the same run with a WordPiece vocabulary of 8,065 pieces learned from the

@@ -13,7 +13,7 @@ the 64 pairs of 40 held-out documents (one pair is 1.56 points; chance's spread 
 every STEPS // 4 steps, two seeds. No fine-tuning stage: the question is the head's own
 task.
 
-Measured (this session, a shared 2-core machine, ~3 min a run): with MLM + SOP the head
+Measured (2026-11-24, a shared 2-core machine, ~3 min a run): with MLM + SOP the head
 leaves chance by step 400 (75.00 / 78.12%) and ends at 68.75 / 65.62% (SOP loss 0.56 /
 0.51, below ln 2); SOP alone stays at the majority share (53.12 / 54.69%, loss ln 2) on
 both seeds. So the input, labels, head and loss learn order where it is visible (and only
