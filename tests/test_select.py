@@ -39,17 +39,20 @@ def test_the_held_back_examples_leave_the_training_rows(small_bert):  # noqa: F8
   config.data.pack_each_batch, config.data.batch_size = False, 10
   task = tasks.make_task(config, trainer.resolve_model_config(config))
   inputs = task.make_inputs(make_tokenizer(config.data, model_dir=small_bert), 0, 1)
-  held = {tuple(r) for b in inputs.select.epoch_batches(0)
-          for r, v in zip(b["input_ids"], b["valid"]) if v}
-  trained = {tuple(r) for b in inputs.train.epoch_batches(0)
-             for r in b["input_ids"][b["attention_mask"].sum(1) > 0]}
+  # Rows as their real tokens (batches are cut to their own widths).
+  held = {tuple(r[m > 0]) for b in inputs.select.epoch_batches(0)
+          for r, m, v in zip(b["input_ids"], b["attention_mask"], b["valid"]) if v}
+  trained = {tuple(r[m > 0]) for b in inputs.train.epoch_batches(0)
+             for r, m in zip(b["input_ids"], b["attention_mask"]) if m.sum() > 0}
   assert len(inputs.select_metadata) == 10 and inputs.select_metric == "accuracy"
   assert len(trained) + len(held) <= 40 and not held & trained
   # The held-back rows are the examples their metadata names (what scoring reads).
   tokenizer = make_tokenizer(config.data, model_dir=small_bert)
   first = tokenizer.encode_for_model([inputs.select_metadata[0].text_a], None,
                                      max_length=config.data.max_seq_length)["input_ids"][0]
-  assert tuple(next(inputs.select.epoch_batches(0))["input_ids"][0]) == tuple(first)
+  batch = next(inputs.select.epoch_batches(0))
+  width = batch["input_ids"].shape[1]
+  assert tuple(batch["input_ids"][0]) == tuple(first[:width]) and not first[width:].any()
 
   with pytest.raises(ValueError, match="select_fraction=1.5: must be in"):
     config.data.select_fraction = 1.5

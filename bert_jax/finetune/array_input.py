@@ -12,14 +12,17 @@ drops the last partial batch. `epoch_batches` of an unshuffled input (eval) visi
 row in order and pads the last batch by repeating row 0, with `valid` = 0 on padding rows
 so scorers can drop them. Process p of n takes rows [p*B, (p+1)*B) of each global batch.
 
-Dynamic padding (`pad_to_multiple_of` > 0): a training batch is cut along the sequence axis
-to its longest row (the last 1 of `attention_mask`, over the GLOBAL batch, so every
-process gets the same shape), rounded up to a multiple of `pad_to_multiple_of`. Sequence
+Dynamic padding (`pad_to_multiple_of` > 0): a batch, training or eval, is cut along the
+sequence axis to its longest row (the last 1 of `attention_mask`, over the GLOBAL batch's
+real rows, so every process gets the same shape), rounded up to a multiple of
+`pad_to_multiple_of`. Sequence
 features are those of two or more dims whose last axis is `attention_mask`'s. Padding
 never changes a BERT's outputs at real positions, so this only saves compute; the step
 compiles once per distinct length (at most max_seq_length / pad_to_multiple_of times);
 `width_examples()` gives one batch of each length, so a trainer compiles them all before
-its loop instead of stalling mid-run when a longer batch first comes.
+its loop instead of stalling mid-run when a longer batch first comes. Per-token outputs of
+cut eval batches differ in width: `pad_sequence_outputs` pads them back before they are
+joined.
 """
 from collections.abc import Iterator, Mapping
 
@@ -82,8 +85,12 @@ class ArrayInput:
     rows = order[self._step * self.global_batch_size:(self._step + 1) * self.global_batch_size]
     self._step += 1
     batch = self._local(rows)
+    return self._cut(batch, rows)
+
+  def _cut(self, batch: dict, real_rows: np.ndarray) -> dict:
+    """batch's sequence features cut to the width of real_rows (dynamic padding)."""
     if self.pad_to_multiple_of:
-      keep = self._width(int(self._row_lengths[rows].max()))
+      keep = self._width(int(self._row_lengths[real_rows].max()))
       for key in self._sequence_keys:
         batch[key] = batch[key][..., :keep]
     return batch
@@ -111,15 +118,16 @@ class ArrayInput:
             for w in self.widths()]
 
   def epoch_batches(self, epoch: int = 0) -> Iterator[dict[str, np.ndarray]]:
-    """Every row of the epoch once (padded last batch, `valid` marks real rows)."""
+    """Every row of the epoch once (padded last batch, `valid` marks real rows), each batch
+    cut to its real rows' width under dynamic padding."""
     order = self._order(epoch)
     for start in range(0, self.num_rows, self.global_batch_size):
-      rows = order[start:start + self.global_batch_size]
+      rows = real = order[start:start + self.global_batch_size]
       valid = np.ones(self.global_batch_size, np.int32)
       if len(rows) < self.global_batch_size:
         valid[len(rows):] = 0
         rows = np.concatenate([rows, np.zeros(self.global_batch_size - len(rows), rows.dtype)])
-      batch = self._local(rows)
+      batch = self._cut(self._local(rows), real)
       start_local = self.process_index * self.local_batch_size
       batch["valid"] = valid[start_local:start_local + self.local_batch_size]
       yield batch
@@ -134,3 +142,11 @@ class ArrayInput:
       if int(state[key]) != mine:
         raise ValueError(f"checkpointed input has {key}={state[key]}, this run has {mine}")
     self._epoch, self._step = int(state["epoch"]), int(state["step_in_epoch"])
+
+
+def pad_sequence_outputs(chunks: list[dict], keys, width: int, fill) -> list[dict]:
+  """Eval outputs of batches cut to different widths, each of `keys` ([B, W, ...]) padded
+  with `fill` along axis 1 to `width` (the features' max_seq_length), as uncut batches'."""
+  return [{k: (np.pad(v, [(0, 0), (0, width - v.shape[1])] + [(0, 0)] * (v.ndim - 2),
+                      constant_values=fill) if k in keys else v) for k, v in c.items()}
+          for c in chunks]

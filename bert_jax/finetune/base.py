@@ -35,6 +35,9 @@ from bert_jax.models.config import BertConfig
 from bert_jax.task import Evaluation, TaskInputs
 
 MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
+# A per-token eval output at a padding position: never the best score (SQuAD's spans), and
+# what cut eval batches' per-token outputs are padded back with (sequence_outputs).
+PADDING_OUTPUT = float(np.finfo(np.float32).min)
 
 
 # config fields that change a fine-tuning head -> their default (configs/common.py).
@@ -91,6 +94,7 @@ class FinetuningTask:
   select_metric = None  # the score that picks the epoch (config.data.select_fraction)
   label_names = None  # the logits' classes, in order (Task.label_names)
   counts_in_steps = False  # num_train_epochs of the task's data may set the run's length
+  sequence_outputs: tuple[str, ...] = ()  # eval outputs with a per-token axis 1 ([B, T, ...])
 
   def __init__(self, config, model_config: BertConfig):
     self.config, self.model_config = config, model_config
@@ -162,6 +166,7 @@ class FinetuningTask:
       select = array_input.ArrayInput(
           select_features, data.eval_batch_size,
           shuffle=False, process_index=process_index, process_count=process_count,
+          pad_to_multiple_of=data.pad_to_multiple_of,
           name=f"{self.name} {data.train_split} (held back to pick the epoch)")
     train_features = {k: train_features[k][rows] for k in keep}
     if data.get("packing"):
@@ -183,6 +188,7 @@ class FinetuningTask:
     evaluation = array_input.ArrayInput(eval_features, data.eval_batch_size,
                                         shuffle=False, process_index=process_index,
                                         process_count=process_count,
+                                        pad_to_multiple_of=data.pad_to_multiple_of,
                                         name=f"{self.name} {data.eval_split}")
     if caching:  # the frozen encoder run once per example, here, not in every step
       encoder = feature_cache.FrozenEncoder(self)
@@ -257,6 +263,8 @@ class FinetuningTask:
       out = jax.device_get(run_eval(local))
       valid = out.pop("valid").astype(bool)
       chunks.append({k: v[valid] for k, v in out.items()})
+    chunks = array_input.pad_sequence_outputs(chunks, self.sequence_outputs,
+                                              self.config.data.max_seq_length, PADDING_OUTPUT)
     outputs = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
     return Evaluation(metrics=self.score(outputs, inputs.eval_metadata), outputs=outputs)
 

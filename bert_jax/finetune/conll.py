@@ -18,6 +18,7 @@ class ConllTask(FinetuningTask):
   name = "conll"
   reader = conll_reader
   label_keys = ("labels", "label_weights")
+  sequence_outputs = ("logits",)
   packable = True  # per-token labels ride along in packed rows (finetune/example_packing.py)
   head_options = ("feature_layers", "freeze_encoder", "feature_mix", "feature_head",
                   "trainable_layers")

@@ -6,9 +6,11 @@ squad_postprocess.py.
 import json
 import os
 
+import jax.numpy as jnp
+
 from bert_jax.finetune import squad_postprocess
 from bert_jax.finetune import squad_reader
-from bert_jax.finetune.base import FinetuningTask
+from bert_jax.finetune.base import PADDING_OUTPUT, FinetuningTask
 from bert_jax.losses import xent_sums
 
 
@@ -18,6 +20,7 @@ class SquadTask(FinetuningTask):
   reader = squad_reader
   label_keys = ("start_positions", "end_positions")
   metric_names = ("loss",)
+  sequence_outputs = ("start_logits", "end_logits")
 
   def model_spec(self):
     return {"task_model": "question_answering"}
@@ -28,7 +31,11 @@ class SquadTask(FinetuningTask):
     return {"loss": (start + end) / 2}
 
   def eval_outputs(self, outputs, batch):
-    return {"start_logits": outputs.start_logits, "end_logits": outputs.end_logits,
+    """Start / end logits, PADDING_OUTPUT at padding positions: no span starts or ends
+    there, and a window's n-best list does not depend on how far its batch was padded."""
+    real = batch["attention_mask"] > 0
+    return {"start_logits": jnp.where(real, outputs.start_logits, PADDING_OUTPUT),
+            "end_logits": jnp.where(real, outputs.end_logits, PADDING_OUTPUT),
             "valid": batch["valid"]}
 
   def _postprocess_args(self):
