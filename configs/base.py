@@ -5,8 +5,14 @@ r"""BERT-Base (L12/H768/A12, 110M) pretraining, the recipe of Devlin et al. (201
   python -m bert_jax.train --config=configs/base.py:tfds=wikipedia/20230601.en --workdir=...
 
 Phase 1 of the paper: 900k steps at seq 128 (batch 256, lr 1e-4, warmup 10k), then
-100k at seq 512 (`seq=512`). On a TPU v3-8 that is roughly 4 days; on this 2-core CPU
-use configs/tiny.py. `runlocal=True` shrinks it to a smoke test (seconds per step on CPU).
+100k at seq 512 (`seq=512`); the paper's run took 4 days on 16 TPU chips. On a CPU use
+configs/tiny.py. `runlocal=True` shrinks it to a smoke test (seconds per step on CPU).
+
+Planned (not run) for a TPU v5e-16 by its own compiler on a CPU machine (`--compile_only
+--target=tpu:v5e-16 --config.mesh.fsdp=16`, splash attention, bf16 compute; 2026-11-28,
+f32b1c4, docs/results/scaling.md): 1.38 GiB per chip at seq 128 and 4.39 GiB at 512 of
+its 16, a memory-bound step of >= 25 ms / 81 ms (at most ~83k / ~101k tokens/s per chip):
+phase 1's 900k steps no faster than 6.3 hours there, a bound, not a measurement.
 """
 import os
 

@@ -7,7 +7,10 @@ Same schedule as base (batch 256, lr 1e-4, 10k warmup, 1M steps) with layers sca
 rematerialised: "dots" at seq 128 (6.5 GiB/device at fsdp=8, batch 256), "full" at seq 512
 ("dots" keeps the [B, N, T, T] attention scores: 34.9 GiB at batch 256; "full" needs 8.3
 GiB). Numbers from `python bench/memory_table.py` (XLA CPU compiler, 8 simulated devices).
-`runlocal=True` for a smoke test.
+The TPU's own compiler plans less (`--compile_only --target=tpu:v5e-16
+--config.mesh.fsdp=16`, splash, bf16 compute, no remat, layers unscanned; 2026-11-28,
+f32b1c4, docs/results/scaling.md): 3.61 GiB per v5e chip at seq 128 and 11.52 GiB at 512
+of its 16, steps of >= 72 ms / 211 ms. `runlocal=True` for a smoke test.
 """
 from configs.base import set_pretraining_data
 from configs.common import parse_arg, pretraining_config

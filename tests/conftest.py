@@ -12,9 +12,21 @@ import pytest
 # One persistent XLA compilation cache for the suite, its subprocesses and its notebook
 # kernels (they inherit the environment): most of a tiny end-to-end test is compiling the
 # same few train and eval steps, and each compiled executable is reused by key (the HLO,
-# the XLA flags, the jax version), so a hit is the same program. Set before jax is imported.
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".pytest_cache", "jax"))
+# the XLA flags, the jax version), so a hit is the same program. It lives in the user's
+# cache folder, as pip's does, so a fresh clone reuses what an earlier run compiled;
+# above 2 GiB it starts again. Set before jax is imported.
+def _compilation_cache_dir() -> str:
+  import importlib.metadata
+  import shutil
+  root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+  path = os.path.join(root, "bert_jax", f"xla-tests-jax{importlib.metadata.version('jax')}")
+  if os.path.isdir(path) and "PYTEST_XDIST_WORKER" not in os.environ:  # the controller
+    if sum(e.stat().st_size for e in os.scandir(path) if e.is_file()) > 2 * 2**30:
+      shutil.rmtree(path, ignore_errors=True)
+  return path
+
+
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", _compilation_cache_dir())
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 # LLVM optimisation off (XLA's own HLO passes still run): a tiny train step compiles in
 # 5.3 s instead of 12.7 s here, and the pinned losses of tests/test_behaviour_pin.py hold to
