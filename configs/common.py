@@ -142,7 +142,10 @@ def finetuning_config(task: str, sources: dict, **data_fields) -> ml_collections
       data_dir="", sources=dict(sources), train_split="train", eval_split="dev",
       max_seq_length=128, batch_size=32, eval_batch_size=64, vocab_path="",
       tokenizer="",  # "": the family's kinds (Family.tokenizers); or a name in tokenizers.KINDS
-      lower_case=True, seed=0, train_examples=0, pad_to_multiple_of=32,
+      lower_case=True, seed=0, train_examples=0,
+      # > 0: every batch (training and eval) padded only to its longest row, rounded up to
+      # a multiple of this (the step compiles once per width); 0: always max_seq_length.
+      pad_to_multiple_of=32,
       # Most examples per training row (GLUE, CoNLL; bert_jax/finetune/example_packing.py):
       # -1 = as many as fit, 0 = off.
       packing=0,
