@@ -8,7 +8,8 @@ compiler, the largest batch that fits, and a roofline bound on the step time.
   python bench/target_plan.py --dry        # tiny model, this machine's CPU devices
 
 Each row compiles the exact pretraining train step (bf16 compute, fp32 params and Adam
-state; splash attention on TPUs, XLA's on GPUs) for a TPU slice or GPU node described
+state; splash attention on TPUs, cuDNN's flash attention on GPUs where cuDNN is installed,
+else XLA's: the row's JSON says which) for a TPU slice or GPU node described
 without the hardware (bert_jax/targets.py) and prints one markdown table:
 
   compiler facts   per-chip peak bytes (arguments + outputs - donated + temporaries) from
@@ -27,6 +28,7 @@ every row is the last line.
 """
 import argparse
 import dataclasses
+import importlib.util
 import json
 import os
 import sys
@@ -61,6 +63,12 @@ CHIPS = {
     "A100": Chip(80 * 10 ** 9, 2.039e12, "NVIDIA A100 80GB SXM datasheet"),
     "H200": Chip(141 * 10 ** 9, 4.8e12, "NVIDIA H200 SXM datasheet"),
 }
+
+# The fused attention of each platform: splash on TPUs; on GPUs cuDNN's flash attention
+# where cuDNN is installed (requirements-targets.txt), else XLA's (which materialises the
+# [B, N, T, T] scores).
+ATTENTION = {"tpu": "splash", "host": "xla",
+             "gpu": "cudnn" if importlib.util.find_spec("nvidia.cudnn") else "xla"}
 
 # Model sizes beyond bert_jax.models.config.SIZES: the papers' largest members.
 EXTRA_SIZES = {
@@ -106,7 +114,7 @@ def row_config(row: Row, batch: int | None = None):
   platform = row.target.split(":")[0]
   config.model = dict(fields, dtype="bfloat16", max_position_embeddings=max(
       fields.get("max_position_embeddings", 512), row.seq),
-      attention_impl="splash" if platform == "tpu" else "xla",
+      attention_impl=ATTENTION[platform],
       attention_probs_dropout_prob=0.0)
   config.data.max_seq_length = row.seq
   config.data.max_predictions_per_seq = max(1, round(0.15 * row.seq))
@@ -130,7 +138,8 @@ def plan(row: Row, batch: int | None = None) -> dict:
   """The compile report of the row's step and its roofline estimates."""
   report = compile_report.compile_report(row_config(row, batch), row.target)
   chip, peak = chip_of(report["device_kind"]), flops.peak_flops(report["device_kind"])
-  out = {"row": dataclasses.asdict(row), **report}
+  out = {"row": dataclasses.asdict(row), "attention_impl": ATTENTION[row.target.split(":")[0]],
+         **report}
   if chip is None or peak is None:
     return out
   devices = report["devices"]

@@ -38,7 +38,8 @@ def test_every_row_builds_a_config_its_target_can_take():
     mesh = {axis: config.mesh[axis] for axis in ("data", "fsdp", "tensor")}
     assert config.data.batch_size % (mesh["data"] * mesh["fsdp"]) == 0, row
     assert config.model["attention_impl"] == ("splash" if row.target.startswith("tpu")
-                                              else "xla")
+                                              else target_plan.ATTENTION["gpu"])
+  assert target_plan.ATTENTION["gpu"] in ("cudnn", "xla")
 
 
 @pytest.mark.slow

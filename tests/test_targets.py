@@ -18,6 +18,10 @@ needs_libtpu = pytest.mark.skipif(_NO_LIBTPU, reason="libtpu is not installed (p
 needs_cuda_plugin = pytest.mark.skipif(
     _NO_CUDA_PLUGIN, reason="jax-cuda12-plugin / jax-cuda12-pjrt are not installed: no GPU "
     "compiler")
+_NO_CUDNN = _NO_CUDA_PLUGIN or importlib.util.find_spec("nvidia.cudnn") is None
+needs_cudnn = pytest.mark.skipif(
+    _NO_CUDNN, reason="nvidia-cudnn-cu12 (and cublas, cuda-runtime) are not installed "
+    "(requirements-targets.txt): no cuDNN to compile its flash attention with")
 
 
 def test_target_names():
@@ -91,6 +95,22 @@ def test_train_step_compiles_for_gpus():
   assert report["device_kind"] == "NVIDIA H100 80GB HBM3"
   assert report["temp_bytes_per_device"] > 0 and report["xla_flops_per_device"] is None
   assert "n/a" in compile_report.format_report(report)
+
+
+@pytest.mark.slow
+@needs_cudnn
+@pytest.mark.parametrize("mesh", [{"fsdp": 4}, {"data": 2, "tensor": 2}])
+def test_cudnn_attention_compiles_for_gpus_under_a_mesh(mesh):
+  """cuDNN's flash attention (bf16) in the train step for 4 H100s, with no GPU here: its
+  forward and backward kernels are in the compiled program under fsdp and data x tensor
+  meshes (the model's init is traced for the mesh's platform, not the host's)."""
+  from bert_jax.run import compile_report
+  config = set_fields(_tiny_config("cudnn", mesh), {"model.dtype": "bfloat16"})
+  setup, lowered, _ = compile_report.lower_train_step(config, "gpu:h100x4")
+  assert setup.mesh.devices.flat[0].platform == "gpu" and setup.mesh.size == 4
+  compiled = lowered.compile()
+  assert compiled.as_text().count("__cudnn$fmha") >= 2  # forward and backward
+  assert compiled.memory_analysis().temp_size_in_bytes > 0
 
 
 @pytest.mark.slow

@@ -110,11 +110,13 @@ def build(config: ml_collections.ConfigDict, task: Task | None = None,
                                best_step=jnp.zeros((), jnp.int32))
 
   init_rng, dropout_rng = jax.random.split(jax.random.key(config.seed))
-  abstract_boxed = jax.eval_shape(init_state, init_rng)
+  with jax.set_mesh(mesh):  # traced for the mesh's platform (a target's, not the host's)
+    abstract_boxed = jax.eval_shape(init_state, init_rng)
   state_sharding = sharding.state_shardings(abstract_boxed, mesh, rules)
   frozen, frozen_abstract, frozen_sharding = task.frozen_params(), None, None
   if frozen is not None and frozen.in_step:
-    frozen_boxed = jax.eval_shape(lambda r: init_params(frozen.model, r), init_rng)
+    with jax.set_mesh(mesh):
+      frozen_boxed = jax.eval_shape(lambda r: init_params(frozen.model, r), init_rng)
     frozen_abstract = nn.unbox(frozen_boxed)
     frozen_sharding = sharding.state_shardings(frozen_boxed, mesh, rules)
   return Setup(task=task, model_config=model_config, model=model, tx=tx, schedule=schedule,
