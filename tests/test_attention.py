@@ -72,6 +72,58 @@ def test_packed_rows_mask_equals_per_example_attention():
                                  err_msg=f"{impl} row {row} example {example}")
 
 
+def test_a_local_window_is_the_same_in_every_path():
+  """window=w (ModernBERT's local layers): each query attends the real keys within w
+  positions either side, in every path; packed rows keep their examples apart too."""
+  q, k, v, mask, real = _qkv_and_bias(2, 128, 2, 8, seed=4)
+  distance = np.abs(np.arange(128)[:, None] - np.arange(128)[None, :])
+  for window in (1, 5):
+    for impl in ("einsum", "xla", "splash"):
+      context, _ = layers.dot_product_attention(q, k, v, mask, impl=impl, window=window)
+      for row in range(2):
+        n = int(real[row].sum())  # queries at real positions
+        for query in sorted({0, min(3, n - 1), n // 2, n - 1}):
+          keys = np.flatnonzero((distance[query] <= window) & (real[row] > 0))
+          alone = _plain_attention(q[row:row + 1, query:query + 1], k[row:row + 1, keys],
+                                   v[row:row + 1, keys], np.ones((1, len(keys)), np.int32))
+          np.testing.assert_allclose(np.asarray(context)[row, query], alone[0, 0], atol=TOL,
+                                     err_msg=f"{impl} window {window} row {row} query {query}")
+
+
+@pytest.mark.parametrize("scan,impl", [(False, "splash"), (True, "xla")])
+def test_modernbert_outputs_and_gradients_equal_across_impls(scan, impl):
+  """ModernBERT (global and sliding-window layers, RoPE) through the fused paths, its layers
+  unrolled (splash's local mask) or scanned (a traced is-global flag, XLA's window): the
+  einsum path's outputs and gradients, padded rows."""
+  from bert_jax.models.config import config_for_size
+  config = config_for_size("modernbert-tiny", vocab_size=50, hidden_size=16,
+                           num_attention_heads=2, intermediate_size=24, num_hidden_layers=3,
+                           max_position_embeddings=128, local_attention=8,
+                           global_attn_every_n_layers=2, scan_layers=scan,
+                           attention_probs_dropout_prob=0.0)
+  rng = np.random.default_rng(5)
+  ids = jnp.asarray(rng.integers(4, 50, size=(2, 128)), jnp.int32)
+  mask = jnp.asarray((np.arange(128)[None] < np.array([[128], [70]])).astype(np.int32))
+  reference = BertModel(config)
+  variables = reference.init(jax.random.key(0), ids, None, mask)
+
+  def loss(model, params):
+    out = model.apply({"params": params}, ids, None, mask)
+    return jnp.sum(out.sequence_output * mask[..., None])
+
+  ref_out = reference.apply(variables, ids, None, mask).sequence_output
+  ref_grads = jax.grad(lambda p: loss(reference, p))(variables["params"])
+  real = np.asarray(mask)[..., None]
+  model = BertModel(config.replace(attention_impl=impl))
+  out = model.apply(variables, ids, None, mask).sequence_output
+  np.testing.assert_allclose(np.asarray(out) * real, np.asarray(ref_out) * real, atol=TOL)
+  grads = jax.grad(lambda p: loss(model, p))(variables["params"])
+  for (path, g), r in zip(jax.tree_util.tree_flatten_with_path(grads)[0],
+                          jax.tree.leaves(ref_grads)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(r), atol=TOL,
+                               err_msg=jax.tree_util.keystr(path))
+
+
 @pytest.mark.slow
 def test_splash_under_shard_map_equals_einsum_on_8_device_meshes():
   """tests/attention_mesh_worker.py: a tiny BERT with splash attention (interpreted) under

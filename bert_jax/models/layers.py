@@ -211,12 +211,23 @@ class Dropout(nn.Module):
     return dropout(x, self.rate, self.make_rng("dropout"))
 
 
-def _einsum_attention(query, key, value, mask, dropout_rate, dropout_rng):
+def window_bias(length: int, window: int, keys: int | None = None):
+  """[1, 1, F, T] additive bias: 0 where |i - j| <= window, else large negative."""
+  keys = length if keys is None else keys
+  distance = jnp.abs(jnp.arange(length)[:, None] - jnp.arange(keys)[None, :])
+  return jnp.where(distance <= window, 0.0, _MASK_BIAS)[None, None]
+
+
+def _einsum_attention(query, key, value, mask, dropout_rate, dropout_rng, window):
   """Two einsums and a float32 softmax; the only path with probability dropout and probs."""
   query = query / jnp.sqrt(query.shape[-1]).astype(query.dtype)
   logits = jnp.einsum("bfnd,btnd->bnft", query, key,
                       preferred_element_type=jnp.float32)  # [B, N, F, T]
-  probs = jax.nn.softmax(logits if mask is None else logits + mask.bias(), axis=-1)
+  bias = None if mask is None else mask.bias()
+  if window:
+    local = window_bias(query.shape[1], window, key.shape[1])
+    bias = local if bias is None else bias + local
+  probs = jax.nn.softmax(logits if bias is None else logits + bias, axis=-1)
   weights = dropout(probs, dropout_rate, dropout_rng)
   context = jnp.einsum("bnft,btnd->bfnd", weights.astype(value.dtype), value)
   return context, probs
@@ -239,14 +250,20 @@ def compile_platform() -> str:
   return jax.default_backend()
 
 
-def _xla_attention(query, key, value, mask, dropout_rate, dropout_rng):
+def _local_window(window: int):
+  """jax.nn.dot_product_attention's local_window_size for `window` (0: none)."""
+  return (window, window) if window else None
+
+
+def _xla_attention(query, key, value, mask, dropout_rate, dropout_rng, window):
   """jax.nn.dot_product_attention, XLA's implementation (any backend)."""
   _fused_only("xla", dropout_rate, dropout_rng)
   bias = None if mask is None else mask.bias()
-  return jax.nn.dot_product_attention(query, key, value, bias=bias, implementation="xla"), None
+  return jax.nn.dot_product_attention(query, key, value, bias=bias, implementation="xla",
+                                      local_window_size=_local_window(window)), None
 
 
-def _cudnn_attention(query, key, value, mask, dropout_rate, dropout_rng):
+def _cudnn_attention(query, key, value, mask, dropout_rate, dropout_rng, window):
   """jax.nn.dot_product_attention's cuDNN flash kernel (NVIDIA GPU, float16/bfloat16)."""
   _fused_only("cudnn", dropout_rate, dropout_rng)
   platform = compile_platform()
@@ -258,8 +275,8 @@ def _cudnn_attention(query, key, value, mask, dropout_rate, dropout_rng):
     bias = mask.bias()
     b, _, _, t = bias.shape
     bias = jnp.broadcast_to(bias, (b, 1, query.shape[1], t)).astype(query.dtype)
-  return jax.nn.dot_product_attention(query, key, value, bias=bias,
-                                      implementation="cudnn"), None
+  return jax.nn.dot_product_attention(query, key, value, bias=bias, implementation="cudnn",
+                                      local_window_size=_local_window(window)), None
 
 
 def divisible_axes(axes, size: int, mesh_shape) -> tuple[str, ...]:
@@ -282,7 +299,7 @@ def _mesh_spec(names, shape, mesh) -> jax.sharding.PartitionSpec:
   return jax.sharding.PartitionSpec(*out)
 
 
-def _splash_attention(query, key, value, mask, dropout_rate, dropout_rng):
+def _splash_attention(query, key, value, mask, dropout_rate, dropout_rng, window):
   """Pallas splash attention: TPU's Mosaic kernel where the program is compiled for TPU,
   its interpreter (slow; for tests) elsewhere.
 
@@ -304,19 +321,22 @@ def _splash_attention(query, key, value, mask, dropout_rate, dropout_rng):
   scaled = query / jnp.sqrt(d).astype(query.dtype)
   mesh = jax.sharding.get_abstract_mesh()
   if mesh.empty or mesh.size == 1:
-    return _splash_shard(scaled, key, value, query_segments, key_segments, interpret), None
+    return _splash_shard(scaled, key, value, query_segments, key_segments, interpret,
+                         window), None
   rows = _mesh_spec(ACT_BTND, query.shape, mesh)  # [B, T, N, D]
   rows = jax.sharding.PartitionSpec(rows[0], None, rows[2], None)
   ids = jax.sharding.PartitionSpec(rows[0], None)  # [B, T]
-  sharded = jax.shard_map(lambda *args: _splash_shard(*args, interpret), mesh=mesh,
+  sharded = jax.shard_map(lambda *args: _splash_shard(*args, interpret, window), mesh=mesh,
                           in_specs=(rows, rows, rows, ids, ids), out_specs=rows,
                           check_vma=False)
   return sharded(scaled, key, value, query_segments, key_segments), None
 
 
-def _splash_shard(query, key, value, query_segments, key_segments, interpret: bool):
+def _splash_shard(query, key, value, query_segments, key_segments, interpret: bool,
+                  window: int = 0):
   """The splash kernel over one shard: query (scaled) [B, F, N, D], key/value [B, T, N, D],
-  segment ids int32 [B, F] / [B, T] -> context [B, F, N, D]."""
+  segment ids int32 [B, F] / [B, T] -> context [B, F, N, D]; window > 0: splash's local
+  mask (keys within `window` positions either side)."""
   from jax.experimental.pallas.ops.tpu.splash_attention import (
       splash_attention_kernel as splash, splash_attention_mask as splash_mask)
   f, n, t = query.shape[1], query.shape[2], key.shape[1]
@@ -325,7 +345,9 @@ def _splash_shard(query, key, value, query_segments, key_segments, interpret: bo
                             block_q_dkv=block, block_kv_dkv=block, block_kv_dkv_compute=block,
                             block_q_dq=block, block_kv_dq=block)
   kernel = splash.make_splash_mha(
-      splash_mask.MultiHeadMask([splash_mask.FullMask((f, t))] * n), block_sizes=sizes,
+      splash_mask.MultiHeadMask([splash_mask.LocalMask((f, t), (window, window), offset=0)
+                                 if window else splash_mask.FullMask((f, t))] * n),
+      block_sizes=sizes,
       head_shards=1, q_seq_shards=1, interpret=interpret)
   heads_first = lambda x: jnp.swapaxes(x, 1, 2)  # noqa: E731  [B, T, N, D] -> [B, N, T, D]
   context = jax.vmap(lambda q, k, v, qs, ks: kernel(q, k, v, segment_ids=splash.SegmentIds(
@@ -334,20 +356,22 @@ def _splash_shard(query, key, value, query_segments, key_segments, interpret: bo
   return heads_first(context)
 
 
-# config.attention_impl -> fn(query, key, value, mask, dropout_rate, dropout_rng)
+# config.attention_impl -> fn(query, key, value, mask, dropout_rate, dropout_rng, window)
 #   -> (context [B, F, N, D], probs [B, N, F, T] or None where the path has none).
 ATTENTION_IMPLS = {"einsum": _einsum_attention, "xla": _xla_attention,
                    "cudnn": _cudnn_attention, "splash": _splash_attention}
 
 
 def dot_product_attention(query, key, value, mask=None, *, impl: str = "einsum",
-                          dropout_rate: float = 0.0, dropout_rng=None):
+                          dropout_rate: float = 0.0, dropout_rng=None, window: int = 0):
   """Multi-head attention of projected queries/keys/values; the core every encoder uses.
 
   query [B, F, N, D], key/value [B, T, N, D] (compute dtype); mask: an `AttentionMask`
   (which keys each query attends), or None for all. Logits are scaled by 1/sqrt(D) and the
   softmax runs in float32. dropout_rng (None: no dropout) drops attention weights at
-  dropout_rate. Returns (context [B, F, N, D], probs [B, N, F, T] before dropout, or None).
+  dropout_rate. window > 0: a query also attends only the keys within `window` positions
+  either side (|i - j| <= window; ModernBERT's local layers), in every impl (the fused
+  ones through their own sliding-window masks). Returns (context [B, F, N, D], probs [B, N, F, T] before dropout, or None).
 
   impl (a key of ATTENTION_IMPLS; all equal to 1e-5 in float32 where they run):
     "einsum": two einsums; the only one with probability dropout and `probs`.
@@ -361,13 +385,14 @@ def dot_product_attention(query, key, value, mask=None, *, impl: str = "einsum",
   """
   if impl not in ATTENTION_IMPLS:
     raise ValueError(f"attention impl {impl!r}: expected one of {sorted(ATTENTION_IMPLS)}")
-  return ATTENTION_IMPLS[impl](query, key, value, mask, dropout_rate, dropout_rng)
+  return ATTENTION_IMPLS[impl](query, key, value, mask, dropout_rate, dropout_rng, window)
 
 
-class _DropoutRng(nn.Module):
+class DropoutRng(nn.Module):
   """The rng an `nn.Dropout` module at this place in the tree would draw: named as that
   module was ("Dropout_0"), so attention dropout keeps the masks (and so the losses) it
-  had before the attention core moved into `dot_product_attention`."""
+  had before the attention core moved into `dot_product_attention`. Each call draws the
+  next, as each call of that module did."""
 
   @nn.compact
   def __call__(self):
@@ -395,7 +420,7 @@ class SelfAttention(nn.Module):
     query, key, value = project("query"), project("key"), project("value")
     rate = cfg.attention_probs_dropout_prob
     dropout_rng = (None if deterministic or rate == 0.0
-                   else _DropoutRng(name="Dropout_0")())
+                   else DropoutRng(name="Dropout_0")())
     context, probs = dot_product_attention(query, key, value, mask,
                                            impl=cfg.attention_impl, dropout_rate=rate,
                                            dropout_rng=dropout_rng)  # [B, F, N, D]

@@ -24,14 +24,15 @@ mlp/{wi [H, 2, I], wo [I, H]}}; encoder/final_layer_norm.
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
-from bert_jax.models.layers import (ACT_BTH, ACT_BTI, ACT_BTND, Dropout, HeadProjection, activation,
-                                    check_length, dense_init, layer_norm, remat_layer, zeros_init)
-
-# Added to the logits of keys outside a local layer's window (as layers' padding bias).
-_OUTSIDE_WINDOW = -1e9
+from bert_jax.models import layers
+from bert_jax.models.layers import (ACT_BTH, ACT_BTI, ACT_BTND, Dropout, DropoutRng,
+                                    HeadProjection, activation, check_length, dense_init,
+                                    dot_product_attention, dropout, layer_norm, remat_layer,
+                                    zeros_init)
 
 
 class Embeddings(nn.Module):
@@ -74,8 +75,7 @@ def rotary(x, theta: float, positions=None):
 
 def window_bias(length: int, local_attention: int):
   """[1, 1, T, T] additive bias: 0 where |i - j| <= local_attention // 2, else large negative."""
-  distance = jnp.abs(jnp.arange(length)[:, None] - jnp.arange(length)[None, :])
-  return jnp.where(distance <= local_attention // 2, 0.0, _OUTSIDE_WINDOW)[None, None]
+  return layers.window_bias(length, local_attention // 2)
 
 
 class Attention(nn.Module):
@@ -96,20 +96,28 @@ class Attention(nn.Module):
     query, key, value = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
     theta = jnp.where(is_global, cfg.global_rope_theta, cfg.local_rope_theta)
     query, key = rotary(query, theta, positions), rotary(key, theta, positions)
-    query = query / jnp.sqrt(d).astype(cfg.compute_dtype)
-    logits = jnp.einsum("bfnd,btnd->bnft", query, key,
-                        preferred_element_type=jnp.float32)  # [B, N, F, T]
-    window = window_bias(hidden.shape[1], cfg.local_attention)
-    bias = mask.bias() + jnp.where(is_global, jnp.zeros_like(window), window)
-    probs = jax.nn.softmax(logits + bias, axis=-1)
-    self.sow("intermediates", "attention_probs", probs)  # see layers.attention_probs
-    dropout = Dropout(cfg.attention_probs_dropout_prob)
-    probs = dropout(probs, deterministic=deterministic)
-    context = jnp.einsum("bnft,btnd->bfnd", probs.astype(cfg.compute_dtype), value)
+    rate = cfg.attention_probs_dropout_prob
+    # One rng stream for the probabilities' dropout and the output's, in that order.
+    rngs = None if deterministic or rate == 0.0 else DropoutRng(name="Dropout_0")
+
+    def attend(window):  # the core of config.attention_impl (layers.dot_product_attention)
+      return dot_product_attention(query, key, value, mask, impl=cfg.attention_impl,
+                                   dropout_rate=rate, dropout_rng=probs_rng, window=window)
+    probs_rng = None if rngs is None else rngs()
+    window = cfg.local_attention // 2
+    if isinstance(is_global, (bool, np.bool_)):
+      context, probs = attend(0 if is_global else window)
+    else:  # a scanned layer's traced flag
+      context, probs = jax.lax.cond(is_global, lambda: attend(0), lambda: attend(window))
+    if probs is not None:
+      self.sow("intermediates", "attention_probs", probs)  # see layers.attention_probs
+    elif self.is_mutable_collection("intermediates"):
+      raise ValueError(f"attention_impl={cfg.attention_impl!r} does not give attention "
+                       "probabilities (attention_probs): use 'einsum'")
     context = nn.with_logical_constraint(context, ACT_BTND)
     out = HeadProjection(cfg, (n, d, h), ("heads", "kv", "embed"), ("embed",),
                          "bfnd,ndh->bfh", use_bias=cfg.attention_bias, name="out")(context)
-    return dropout(out, deterministic=deterministic)  # [B, F, H]
+    return dropout(out, rate, None if rngs is None else rngs())  # [B, F, H]
 
 
 class GeGLU(nn.Module):
