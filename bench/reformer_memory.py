@@ -23,6 +23,10 @@ Measured on the CPU backend (jax 0.10.2, 2026-11-28, at commit b0b8264 + this sc
     | 16,384 | 405.4 MiB | 14,641.8 MiB |
   Reformer's grows linearly (x4 per x4 tokens), full attention's quadratically (x15 from
   4k to 16k): Reformer needs less from 1k tokens up at this width.
+  --what=length --lengths=256,512,1024,4096,16384,65536 (4 layers; 2026-11-28, 275d5b4,
+  2-core AMD EPYC with 24 GiB, shared): the table of docs/guides/family.md; at 16,384
+  tokens the Reformer step runs (481.6 MiB, 6.7 s) where full attention needs 27.3 GiB and
+  does not fit; Reformer is faster from 512 tokens up.
 """
 import os
 import sys
