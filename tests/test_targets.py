@@ -7,6 +7,7 @@ import importlib.util
 import pytest
 
 from bert_jax import targets
+from bert_jax.models.config import config_for_size
 from configs import base
 from tests.conftest import set_fields
 
@@ -102,10 +103,17 @@ def test_train_step_compiles_for_gpus():
 @pytest.mark.parametrize("mesh", [{"fsdp": 4}, {"data": 2, "tensor": 2}])
 def test_cudnn_attention_compiles_for_gpus_under_a_mesh(mesh):
   """cuDNN's flash attention (bf16) in the train step for 4 H100s, with no GPU here: its
-  forward and backward kernels are in the compiled program under fsdp and data x tensor
-  meshes (the model's init is traced for the mesh's platform, not the host's)."""
+  forward and backward kernels are in the compiled program under fsdp (BERT) and data x
+  tensor (ModernBERT, global and sliding-window layers) meshes (the model's init is traced
+  for the mesh's platform, not the host's)."""
   from bert_jax.run import compile_report
   config = set_fields(_tiny_config("cudnn", mesh), {"model.dtype": "bfloat16"})
+  if "tensor" in mesh:  # ModernBERT: a global and a sliding-window layer (a bias for cuDNN)
+    config.model = dict(config_for_size("modernbert-tiny").to_json_dict(), hidden_size=32,
+                        num_attention_heads=2, intermediate_size=48, num_hidden_layers=2,
+                        local_attention=16, max_position_embeddings=128, dtype="bfloat16",
+                        attention_impl="cudnn", attention_probs_dropout_prob=0.0)
+    config.objectives = "mlm"
   setup, lowered, _ = compile_report.lower_train_step(config, "gpu:h100x4")
   assert setup.mesh.devices.flat[0].platform == "gpu" and setup.mesh.size == 4
   compiled = lowered.compile()

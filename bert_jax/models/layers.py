@@ -264,19 +264,22 @@ def _xla_attention(query, key, value, mask, dropout_rate, dropout_rng, window):
 
 
 def _cudnn_attention(query, key, value, mask, dropout_rate, dropout_rng, window):
-  """jax.nn.dot_product_attention's cuDNN flash kernel (NVIDIA GPU, float16/bfloat16)."""
+  """jax.nn.dot_product_attention's cuDNN flash kernel (NVIDIA GPU, float16/bfloat16). cuDNN
+  has no two-sided sliding window (only a causal one), so a window goes in as bias."""
   _fused_only("cudnn", dropout_rate, dropout_rng)
   platform = compile_platform()
   if platform not in ("gpu", "cuda"):
     raise ValueError(f"attention_impl='cudnn' needs an NVIDIA GPU; the program is compiled "
                      f"for {platform}: use 'einsum' or 'xla'")
-  bias = None
-  if mask is not None:  # cuDNN takes a [B, 1, F, T] bias, not one broadcast over F
-    bias = mask.bias()
-    b, _, _, t = bias.shape
-    bias = jnp.broadcast_to(bias, (b, 1, query.shape[1], t)).astype(query.dtype)
-  return jax.nn.dot_product_attention(query, key, value, bias=bias, implementation="cudnn",
-                                      local_window_size=_local_window(window)), None
+  (b, f), t = query.shape[:2], key.shape[1]
+  bias = None if mask is None else mask.bias()
+  if window:
+    local = window_bias(f, window, t)
+    bias = local if bias is None else bias + local
+  if bias is not None:  # cuDNN takes a [B, 1, F, T] bias, not one broadcast over B or F
+    bias = jnp.broadcast_to(bias, (b, 1, f, t)).astype(query.dtype)
+  return jax.nn.dot_product_attention(query, key, value, bias=bias,
+                                      implementation="cudnn"), None
 
 
 def divisible_axes(axes, size: int, mesh_shape) -> tuple[str, ...]:
