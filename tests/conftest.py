@@ -79,24 +79,6 @@ def _earlier_objects_frozen():
   yield
 
 
-def pytest_xdist_auto_num_workers(config):
-  """`-n auto`: two workers per core, as memory allows (5 GiB each).
-
-  A worker is often waiting rather than computing: on its subprocesses (a program
-  importing, a killed run restarting, a peer process joining), on a checkpoint being
-  written, on a notebook kernel. With one worker per core the suite kept 2 cores 72% busy
-  (143% CPU over 2 cores); with two per core, 94% (188%), and the same four files ran in
-  461 s instead of 563 s.
-  """
-  del config
-  cores = os.cpu_count() or 1
-  try:
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-  except (ValueError, OSError):
-    return cores
-  return max(1, min(2 * cores, memory // (5 * 2**30)))
-
-
 def pytest_configure(config):
   if hasattr(config.option, "loadscopereorder"):  # pytest-xdist's reordering, off
     config.option.loadscopereorder = False
