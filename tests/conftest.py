@@ -72,7 +72,7 @@ def _earlier_objects_frozen():
   many objects triggers one after another: tests/test_pretraining_input.py's whole-word
   test took 130 s in its file's run and 4 s alone. Frozen, the walk covers only what the
   current test made. (Cycles among objects alive at a test's start and dropped later are
-  never collected: module and session fixtures, a bounded leak.)
+  never collected: module- and suite-scoped fixtures, a bounded leak.)
   """
   gc.collect()
   gc.freeze()

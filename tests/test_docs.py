@@ -3,7 +3,7 @@
 - `mkdocs build --strict` passes: a broken link, a broken anchor, a page missing from the
   nav or a docstring mkdocstrings cannot render fails it (mkdocs.yml's `validation`);
 - the generated configs reference (docs/gen_configs.py) is current;
-- no product file speaks of the project's development: work sessions, issue numbers,
+- no product file speaks of the project's development: numbered work logs, issue numbers,
   "this host" (history goes to CHANGELOG.md, by date and commit).
 """
 import glob
@@ -17,7 +17,7 @@ import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Development history in product text: "session 12", an issue reference "#18" (not a
+# Development history in product text: a numbered work log, an issue reference "#18" (not a
 # quoted column name such as MRPC's "#1 String"), "this host".
 HISTORY = re.compile(r"(?i)\bsessions? \d|(?<![\w\"'&/])#\d+\b|\bthis host\b")
 # The product's text: every file a reader of the software reads (CHANGELOG.md excluded).
