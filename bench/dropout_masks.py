@@ -24,7 +24,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bert_jax.run import run_report  # noqa: E402
-from bert_jax.models import layers  # noqa: E402
+from bert_jax.models import dropout as dropout_lib  # noqa: E402
 from bert_jax.models.config import config_for_size  # noqa: E402
 
 
@@ -83,7 +83,7 @@ def main():
   cfg = config_for_size(args.size, vocab_size=30522)
   shapes = step_shapes(cfg, args.batch, args.seq)
   count = sum(int(np.prod(s)) for s, _ in shapes)
-  masks = alternate({"ours": masks_runner(layers.dropout, shapes),
+  masks = alternate({"ours": masks_runner(dropout_lib.dropout, shapes),
                      "bernoulli": masks_runner(bernoulli_dropout, shapes)},
                     args.rounds, args.steps_per_round)
   print(f"{args.size} (L{cfg.num_hidden_layers}/H{cfg.hidden_size}) batch {args.batch} seq "
@@ -97,12 +97,12 @@ def main():
   import train_step
   batch = train_step.make_batch(np.random.default_rng(0), args.batch, args.seq, 30522, 20)
   runners = {"ours": train_step.ours(cfg, batch)[0]}
-  original = layers.dropout
-  layers.dropout = bernoulli_dropout  # what the model's Dropout and attention call
+  original = dropout_lib.dropout
+  dropout_lib.dropout = bernoulli_dropout  # what the model's Dropout and attention call
   try:
     runners["bernoulli"] = train_step.ours(cfg, batch)[0]
   finally:
-    layers.dropout = original
+    dropout_lib.dropout = original
   off = cfg.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
   runners["off"] = train_step.ours(off, batch)[0]
   for run in runners.values():

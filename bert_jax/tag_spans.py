@@ -1,17 +1,21 @@
-"""Entity spans of a plain-format corpus from a fine-tuned NER tagger, as its span file.
+"""Entity and phrase spans of a plain-format corpus from fine-tuned CoNLL-2003 taggers, as
+its span file: the units of ERNIE's knowledge masking.
 
-  python -m bert_jax.tag_spans --model=runs/conll --input=runs/corpus/pretrain.txt \
-      [--max_length=128 --batch_size=64]
+  python -m bert_jax.tag_spans --model=runs/conll --phrase_model=runs/conll_chunk \
+      --input=runs/corpus/pretrain.txt [--max_length=128 --batch_size=64]
 
 --model is a CoNLL-2003 NER model (`configs/conll.py`'s workdir, or an HF
-*ForTokenClassification folder with the 9 IOB2 tags of finetune/conll_reader.py) with its
-tokenizer beside it. Every non-blank line of --input is tagged word by word (its
-whitespace-separated words, each read at its first piece, as CoNLL fine-tuning reads
-them); the IOB2 tags become entity spans (`iob_spans`: a B- tag or an I- tag of another
-type than the word before starts one) and are written, one JSON line per text line, to
-the span file beside --input (text/spans.py). Words past --max_length pieces get no tag.
-The span file is what `prepare --with_spans` and config.data.spans read, so ERNIE's
-entity-level masking (pretrain/masking.py) masks the tagger's entities whole.
+*ForTokenClassification folder with the 9 IOB2 tags of finetune/conll_reader.py);
+--phrase_model a chunker (`configs/conll.py:column=chunk`, the 23 IOB2 chunk tags); either
+may be left out; each has its tokenizer beside it. Every non-blank line of --input is
+tagged word by word (its whitespace-separated words, each read at its first piece, as
+CoNLL fine-tuning reads them); the IOB2 tags become spans (`iob_spans`: a B- tag or an
+I- tag of another type than the word before starts one), the NER model's of kind
+"entity" and the chunker's of kind "phrase" (NP, VP, PP ... chunks, one word or more), and
+are written, one JSON line per text line, to the span file beside --input
+(text/spans.py). Words past --max_length pieces get no tag. The span file is what
+`prepare --with_spans` and config.data.spans read, so ERNIE's entity- and phrase-level
+masking (pretrain/masking.py) masks the taggers' units whole.
 """
 import functools
 
@@ -46,13 +50,21 @@ def _tag_ids(model, variables, input_ids, attention_mask):
   return model.apply(variables, input_ids, None, attention_mask).logits.argmax(-1)
 
 
+# The CoNLL-2003 column a tagger learned -> (the kind of span its chunks are, its flag).
+SPAN_COLUMNS = {"ner": ("entity", "--model"), "chunk": ("phrase", "--phrase_model")}
+
+
 def tag_lines(model, variables, tokenizer, lines: list[str], max_length: int = 128,
-              batch_size: int = 64) -> list[list[tuple[int, int, str]]]:
-  """Each line's entity spans (none for a blank line), in fixed-size batches."""
-  if getattr(model, "num_labels", None) != len(conll_reader.LABELS):
-    raise ValueError(f"--model: a token classifier with the {len(conll_reader.LABELS)} "
-                     "CoNLL-2003 tags is needed (configs/conll.py), got "
-                     f"{type(model).__name__}")
+              batch_size: int = 64, column: str = "ner") -> list[list[tuple[int, int, str]]]:
+  """Each line's spans of `column`'s tagger (none for a blank line), in fixed-size batches:
+  kind "entity" for an NER model ("ner"), "phrase" for a chunker ("chunk")."""
+  kind, flag = SPAN_COLUMNS[column]
+  labels = conll_reader.get_column(column).labels
+  if getattr(model, "num_labels", None) != len(labels):
+    raise ValueError(f"{flag}: a token classifier with the {len(labels)} CoNLL-2003 "
+                     f"{column} tags is needed (configs/conll.py"
+                     f"{'' if column == 'ner' else ':column=' + column}), got "
+                     f"{type(model).__name__} with {getattr(model, 'num_labels', None)} labels")
   sentences = [conll_reader.Sentence(tuple(line.split()), ("O",) * len(line.split()),
                                      f"line {i + 1}") for i, line in enumerate(lines)]
   result = []
@@ -62,13 +74,31 @@ def tag_lines(model, variables, tokenizer, lines: list[str], max_length: int = 1
     features = conll_reader.featurize(padded, tokenizer, max_length)
     ids = _tag_ids(model, variables, features["input_ids"], features["attention_mask"])
     tags, _ = conll_reader.word_tags(np.asarray(ids)[:len(part)],
-                                     features["word_index"][:len(part)], part)
-    result += [iob_spans(sentence_tags) for sentence_tags in tags]
+                                     features["word_index"][:len(part)], part, labels)
+    result += [iob_spans(sentence_tags, kind) for sentence_tags in tags]
   return result
 
 
+def tag_file_lines(lines: list[str], models: dict[str, str], max_length: int = 128,
+                   batch_size: int = 64) -> list[list[tuple[int, int, str]]]:
+  """Each line's spans from every tagger of `models` ({column: model path}), merged in
+  the order of their start word."""
+  merged = [[] for _ in lines]
+  for column, path in models.items():
+    model, variables = load_pretrained(path)
+    tokenizer = model_tokenizer(path, tokenizer_kinds(model.config.family))
+    found = tag_lines(model, variables, tokenizer, lines, max_length, batch_size, column)
+    for line_spans, new in zip(merged, found):
+      line_spans += new
+  return [sorted(line_spans) for line_spans in merged]
+
+
 if __name__ == "__main__":  # flags exist only when run as a program
-  _MODEL = flags.DEFINE_string("model", None, "A CoNLL-2003 NER model (workdir or HF folder).")
+  _MODEL = flags.DEFINE_string("model", None, "A CoNLL-2003 NER model (workdir or HF "
+                               "folder): its entities become spans of kind entity.")
+  _PHRASE_MODEL = flags.DEFINE_string("phrase_model", None, "A CoNLL-2003 chunker "
+                                      "(configs/conll.py:column=chunk): its chunks become "
+                                      "spans of kind phrase.")
   _INPUT = flags.DEFINE_string("input", None, "A plain-format corpus file to tag.")
   _MAX_LENGTH = flags.DEFINE_integer("max_length", 128, "Pieces per line (longer: cut).")
   _BATCH_SIZE = flags.DEFINE_integer("batch_size", 64, "Lines per forward pass.")
@@ -84,15 +114,21 @@ def main(argv):
     raise FileNotFoundError(f"--input: {_INPUT.value} not found") from None
   if lines and lines[-1] == "":
     lines.pop()  # the final newline ends the last line
-  model, variables = load_pretrained(_MODEL.value)
-  tokenizer = model_tokenizer(_MODEL.value, tokenizer_kinds(model.config.family))
-  found = tag_lines(model, variables, tokenizer, lines, _MAX_LENGTH.value, _BATCH_SIZE.value)
+  models = {column: path for column, path in (("ner", _MODEL.value),
+                                               ("chunk", _PHRASE_MODEL.value)) if path}
+  if not models:
+    raise ValueError("--model or --phrase_model: give a tagger (an NER model, a chunker "
+                     "or both)")
+  found = tag_file_lines(lines, models, _MAX_LENGTH.value, _BATCH_SIZE.value)
   output = spans_lib.span_path(_INPUT.value)
   with open(output, "w", encoding="utf-8") as f:
     f.writelines(spans_lib.format_line(line_spans) + "\n" for line_spans in found)
-  print(f"Wrote {sum(map(len, found))} entity spans on {len(lines)} lines to {output}")
+  counts = {kind: sum(k == kind for line in found for _, _, k in line)
+            for kind in ("entity", "phrase") if any(SPAN_COLUMNS[c][0] == kind for c in models)}
+  print(f"Wrote {' and '.join(f'{n} {kind} spans' for kind, n in counts.items())} on "
+        f"{len(lines)} lines to {output}")
 
 
 if __name__ == "__main__":
-  flags.mark_flags_as_required(["model", "input"])
+  flags.mark_flags_as_required(["input"])
   cli.run(main)

@@ -8,8 +8,8 @@ import pytest
 from bert_jax.models import task_models as tasks
 from bert_jax.models.config import BertConfig, config_for_size
 from bert_jax.models.bert import BertModel
-from bert_jax.models.layers import (attention_probs, dropout, dropout_keep_mask,
-                                    random_words)
+from bert_jax.models.dropout import dropout, dropout_keep_mask, random_words
+from bert_jax.models.layers import attention_probs
 from bert_jax.models.layout import stack_layers, unstack_layers
 
 SMALL = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,

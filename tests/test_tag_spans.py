@@ -28,17 +28,27 @@ def test_iob_spans_follow_conlleval_chunks():
   assert tag_spans.iob_spans(["O", "O"]) == [] and tag_spans.iob_spans([]) == []
 
 
-@pytest.fixture(scope="module")
-def ner_folder(tmp_path_factory, vocab_path):
-  """A tiny random BERT NER model (9 CoNLL tags) as an HF folder with BERT's vocab."""
+def _random_tagger(tmp_path_factory, vocab_path, column: str, seed: int) -> str:
+  """A tiny random BERT tagger of `column`'s CoNLL tags as an HF folder with BERT's vocab."""
   config = config_for_size("tiny", num_hidden_layers=1, max_position_embeddings=64)
-  spec = {"task_model": "token_classification", "num_labels": len(conll_reader.LABELS)}
+  spec = {"task_model": "token_classification",
+          "num_labels": len(conll_reader.COLUMNS[column].labels)}
   model = task_models.build(config, spec)
-  params = nn.unbox(model.init(jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
+  params = nn.unbox(model.init(jax.random.key(seed), np.zeros((1, 4), np.int32))["params"])
   params = jax.tree.map(lambda x: np.asarray(x) * 20.0, params)  # tags vary by word
-  folder = str(tmp_path_factory.mktemp("ner"))
+  folder = str(tmp_path_factory.mktemp(column))
   hf.save(folder, config, params, vocab_path=vocab_path, spec=spec)
   return folder
+
+
+@pytest.fixture(scope="module")
+def ner_folder(tmp_path_factory, vocab_path):
+  return _random_tagger(tmp_path_factory, vocab_path, "ner", 0)
+
+
+@pytest.fixture(scope="module")
+def chunk_folder(tmp_path_factory, vocab_path):
+  return _random_tagger(tmp_path_factory, vocab_path, "chunk", 1)
 
 
 def test_batched_tagging_equals_line_by_line(ner_folder):
@@ -55,18 +65,36 @@ def test_batched_tagging_equals_line_by_line(ner_folder):
   assert all(end <= len(line.split()) for line, found in zip(lines, batched)
              for _, end, _ in found)  # words past max_length pieces get none
   encoder, encoder_variables = load_pretrained(ner_folder, heads="none")
-  with pytest.raises(ValueError, match="a token classifier with the 9 CoNLL-2003 tags"):
+  with pytest.raises(ValueError, match="--model: a token classifier with the 9 CoNLL-2003 ner"):
     tag_spans.tag_lines(encoder, encoder_variables, tokenizer, lines)
+  with pytest.raises(ValueError, match="--phrase_model: .* 23 CoNLL-2003 chunk tags .* with 9"):
+    tag_spans.tag_lines(model, variables, tokenizer, lines, column="chunk")
 
 
-def test_cli_writes_a_span_file_beside_the_corpus(ner_folder, tmp_path):
+def test_a_chunker_gives_phrases_and_merges_with_the_entities(ner_folder, chunk_folder):
+  lines = ["the old man went to new york city .", "", "a b c d e f"]
+  found = tag_spans.tag_file_lines(lines, {"ner": ner_folder, "chunk": chunk_folder},
+                                   max_length=32)
+  model, variables = load_pretrained(chunk_folder)
+  phrases = tag_spans.tag_lines(model, variables, model_tokenizer(chunk_folder), lines,
+                                max_length=32, column="chunk")
+  assert sum(map(len, phrases)) > 0 and {k for line in phrases for *_, k in line} == {"phrase"}
+  for line, merged, phrase_spans in zip(lines, found, phrases):
+    assert merged == sorted(merged) and [s for s in merged if s[2] == "phrase"] == phrase_spans
+    spans.parse_line(spans.format_line(merged), len(line.split()), "merged")  # a valid line
+
+
+def test_cli_writes_a_span_file_beside_the_corpus(ner_folder, chunk_folder, tmp_path):
   corpus = tmp_path / "corpus.txt"
   corpus.write_text("harry potter went to new york .\nhe liked it .\n\nparis is big .\n")
   out = subprocess.run([sys.executable, "-m", "bert_jax.tag_spans", f"--model={ner_folder}",
-                        f"--input={corpus}", "--max_length=32", "--batch_size=2"],
+                        f"--phrase_model={chunk_folder}", f"--input={corpus}",
+                        "--max_length=32", "--batch_size=2"],
                        capture_output=True, text=True, cwd=REPO)
   assert out.returncode == 0, out.stderr[-2000:]
-  assert "entity spans on 4 lines" in out.stdout
   found = spans.read_span_file(str(corpus))  # one valid line per text line
-  assert len(found) == 4 and found[2] == []
-  assert all(kind == "entity" for line in found for _, _, kind in line)
+  counts = {kind: sum(k == kind for line in found for *_, k in line)
+            for kind in ("entity", "phrase")}
+  assert f"Wrote {counts['entity']} entity spans and {counts['phrase']} phrase spans on 4 " \
+      "lines" in out.stdout
+  assert len(found) == 4 and found[2] == [] and min(counts.values()) > 0

@@ -16,9 +16,10 @@ import jax.numpy as jnp
 from bert_jax.models import layers, modernbert, reformer
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
-from bert_jax.models.layers import (ACT_BT, ACT_BTH, ACT_BTI, AttentionMask, Dropout,
-                                    SelfAttention, activation, check_length, dense_init,
-                                    layer_norm, remat_layer, zeros_init)
+from bert_jax.models.dropout import Dropout
+from bert_jax.models.layers import (ACT_BT, ACT_BTH, ACT_BTI, AttentionMask, SelfAttention,
+                                    activation, check_length, dense_init, layer_norm,
+                                    remat_layer, zeros_init)
 
 @flax.struct.dataclass
 class EncoderOutput:

@@ -10,8 +10,8 @@ import jax.numpy as jnp
 
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
-from bert_jax.models.layers import (ACT_BTV, Dropout, activation, dense_init, layer_norm,
-                                    zeros_init)
+from bert_jax.models.dropout import Dropout
+from bert_jax.models.layers import ACT_BTV, activation, dense_init, layer_norm, zeros_init
 
 
 def gather_positions(sequence, positions):

@@ -29,10 +29,10 @@ import numpy as np
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
 from bert_jax.models import layers
-from bert_jax.models.layers import (ACT_BTH, ACT_BTI, ACT_BTND, Dropout, DropoutRng,
-                                    HeadProjection, activation, check_length, dense_init,
-                                    dot_product_attention, dropout, layer_norm, remat_layer,
-                                    zeros_init)
+from bert_jax.models.dropout import Dropout, DropoutRng, dropout
+from bert_jax.models.layers import (ACT_BTH, ACT_BTI, ACT_BTND, HeadProjection, activation,
+                                    check_length, dense_init, dot_product_attention,
+                                    layer_norm, remat_layer, zeros_init)
 
 
 class Embeddings(nn.Module):

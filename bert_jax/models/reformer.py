@@ -41,8 +41,9 @@ from bert_jax.models import layers
 from bert_jax.models.config import BertConfig
 from bert_jax.models.reformer_attention import (bucket_factors, hash_vectors,
                                                 local_attention, lsh_attention)
-from bert_jax.models.layers import (ACT_BTH, AttentionMask, Dropout, HeadProjection,
-                                    activation, dense_init, layer_norm)
+from bert_jax.models.dropout import Dropout
+from bert_jax.models.layers import (ACT_BTH, AttentionMask, HeadProjection, activation,
+                                    dense_init, layer_norm)
 
 ATTENTION_KINDS = ("local", "lsh")
 

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bert_jax.models.config import BertConfig
-from bert_jax.models.layers import dropout
+from bert_jax.models.dropout import dropout
 
 MASK_VALUE = -1e9  # padding keys (HF's mask_value_float32)
 SELF_MASK_VALUE = -1e5  # a token's own key in LSH attention (HF's self_mask_value_float32)
