@@ -142,7 +142,8 @@ def finetuning_config(task: str, sources: dict, **data_fields) -> ml_collections
       data_dir="", sources=dict(sources), train_split="train", eval_split="dev",
       max_seq_length=128, batch_size=32, eval_batch_size=64, vocab_path="",
       tokenizer="",  # "": the family's kinds (Family.tokenizers); or a name in tokenizers.KINDS
-      lower_case=True, seed=0, train_examples=0,
+      lower_case=True, train_examples=0,
+      seed=0,  # the data's seed: the training order, train_examples' subset, held-back rows
       # > 0: every batch (training and eval) padded only to its longest row, rounded up to
       # a multiple of this (the step compiles once per width); 0: always max_seq_length.
       pad_to_multiple_of=32,
@@ -154,7 +155,10 @@ def finetuning_config(task: str, sources: dict, **data_fields) -> ml_collections
       # multiple of packed_rows_multiple (and of grad_accum_steps x local devices, so the
       # rows split evenly; finetune/example_packing.py PackedBatches): the same losses as dynamic
       # padding with far fewer padding tokens.
-      pack_each_batch=False, packed_rows_multiple=1,
+      pack_each_batch=False,
+      # With pack_each_batch: the packed row count is rounded up to a multiple of this
+      # (each row count compiles the train step once; a larger multiple, fewer compiles).
+      packed_rows_multiple=1,
       # > 0: this seeded fraction of the training examples (after train_examples) is held
       # back to pick the epoch: scored after every epoch, and the run ends on the params
       # that scored best there (the eval split never chooses; GLUE, SWAG; bert_jax/run/trainer.py).

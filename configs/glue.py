@@ -49,5 +49,5 @@ def get_config(arg=None):
   # {b}" for a pair) and the classes are the MLM head's logits at the mask for the
   # verbalizer's words, one per label in order ("terrible,great" for SST-2). "" = off.
   config.data.prompt_template = ""
-  config.data.prompt_verbalizer = ""
+  config.data.prompt_verbalizer = ""  # the verbalizer's words, one per label ("" = off)
   return shrink_for_runlocal(config) if arg.runlocal else config

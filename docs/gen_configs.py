@@ -22,7 +22,7 @@ SOURCES = ("configs/common.py", "bert_jax/pretrain/pipeline.py", "bert_jax/optim
            "bert_jax/models/config.py", "bert_jax/run/run_report.py",
            "bert_jax/pretrain/attention_guidance.py", "bert_jax/pretrain/distillation.py",
            "bert_jax/pretrain/electra.py", "bert_jax/finetune/base.py", "bert_jax/run/trainer.py",
-           "bert_jax/run/run_checks.py", "bert_jax/sharding.py")
+           "bert_jax/run/run_checks.py", "bert_jax/sharding.py", "configs/glue.py")
 # A field's group (its first name) -> the file that documents it, read before SOURCES.
 GROUP_SOURCES = {"data": "bert_jax/pretrain/pipeline.py", "optim": "bert_jax/optim.py",
                  "model": "bert_jax/models/config.py", "report": "bert_jax/run/run_report.py",

@@ -85,7 +85,8 @@ Fields read from config.data (`default_data_config()` gives them with defaults):
                        static, as create_pretraining_data.py's dupe_factor: epoch e
                        repeats epoch e mod N (its pairs, order and masks)
   short_seq_prob, random_next_prob        NSP pair sampling (nsp_pairs.py)
-  seed, batch_size                        batch_size is global (all processes)
+  seed                 the stream's seed: shuffling, pairs, masks (per epoch)
+  batch_size           global (all processes)
   num_shards           K above; 0 = the process count
   cache_dir            "" -> no cache; else tokenized corpora are kept there as .npz
 """
