@@ -18,6 +18,12 @@ of 32 tokens (each seeing the chunk before), layer 1 LSH attention (2 hash round
 2H-wide output read by an untied linear MLM head; no NSP (objectives=mlm, full_sentences
 rows); no attention guidance (Reformer's attention has no probabilities to pull); its
 tokenizer kind, SentencePiece (as google/reformer-crime-and-punishment's).
+
+Measured (the three commands above, defaults: 1,500 steps of 32 x 128 tokens, 6,144,000
+tokens; 2-core AMD EPYC, 2026-11-29, 44fb3b9): 16 min 56 s wall (1,000 s of training,
+6,000-7,400 tokens/s); held-out MLM accuracy 0.0478 / 0.0563 / 0.0662 at steps 500 / 1,000 /
+1,500, held-out MLM loss 6.66 at the end (training 6.40). Slow to leave the frequent pieces
+at this size and budget: an accuracy, not yet a language model.
 """
 import os
 
