@@ -124,7 +124,7 @@ def main(argv):
   with open(output, "w", encoding="utf-8") as f:
     f.writelines(spans_lib.format_line(line_spans) + "\n" for line_spans in found)
   counts = {kind: sum(k == kind for line in found for _, _, k in line)
-            for kind in ("entity", "phrase") if any(SPAN_COLUMNS[c][0] == kind for c in models)}
+            for kind in (SPAN_COLUMNS[column][0] for column in models)}
   print(f"Wrote {' and '.join(f'{n} {kind} spans' for kind, n in counts.items())} on "
         f"{len(lines)} lines to {output}")
 

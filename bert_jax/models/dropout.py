@@ -72,7 +72,7 @@ def random_words(rng, shape) -> jax.Array:
 
 
 def dropout(x, rate: float, rng):
-  """x with each element zeroed with probability `rate` (see above) and the kept ones
+  """x with each element zeroed with probability `rate` (the module docstring) and the kept ones
   scaled up to keep the expectation; x itself when rate is 0 or there is no rng."""
   if rate == 0.0 or rng is None:
     return x
