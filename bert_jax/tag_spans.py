@@ -55,9 +55,11 @@ SPAN_COLUMNS = {"ner": ("entity", "--model"), "chunk": ("phrase", "--phrase_mode
 
 
 def tag_lines(model, variables, tokenizer, lines: list[str], max_length: int = 128,
-              batch_size: int = 64, column: str = "ner") -> list[list[tuple[int, int, str]]]:
-  """Each line's spans of `column`'s tagger (none for a blank line), in fixed-size batches:
-  kind "entity" for an NER model ("ner"), "phrase" for a chunker ("chunk")."""
+              batch_size: int = 64, column: str = "ner",
+              progress: bool = False) -> list[list[tuple[int, int, str]]]:
+  """Each line's spans of `column`'s tagger (none for a blank line), in batches of
+  `batch_size` lines of alike length: kind "entity" for an NER model ("ner"), "phrase" for
+  a chunker ("chunk"). progress: a line every 100 batches."""
   kind, flag = SPAN_COLUMNS[column]
   labels = conll_reader.get_column(column).labels
   if getattr(model, "num_labels", None) != len(labels):
@@ -67,27 +69,47 @@ def tag_lines(model, variables, tokenizer, lines: list[str], max_length: int = 1
                      f"{type(model).__name__} with {getattr(model, 'num_labels', None)} labels")
   sentences = [conll_reader.Sentence(tuple(line.split()), ("O",) * len(line.split()),
                                      f"line {i + 1}") for i, line in enumerate(lines)]
-  result = []
-  for start in range(0, len(sentences), batch_size):
-    part = sentences[start:start + batch_size]
+  # Lines in order of length, so a batch's lines are alike and it runs at the smallest
+  # width of WIDTHS that holds them (a few compiled shapes, little padding); results go
+  # back to the lines' own order.
+  order = sorted(range(len(sentences)), key=lambda i: len(sentences[i].words))
+  result = [None] * len(sentences)
+  for start in range(0, len(order), batch_size):
+    rows = order[start:start + batch_size]
+    part = [sentences[i] for i in rows]
     padded = part + [conll_reader.Sentence((), (), "padding")] * (batch_size - len(part))
     features = conll_reader.featurize(padded, tokenizer, max_length)
-    ids = _tag_ids(model, variables, features["input_ids"], features["attention_mask"])
+    width = batch_width(int(features["attention_mask"].sum(1).max()), max_length)
+    ids = _tag_ids(model, variables, features["input_ids"][:, :width],
+                   features["attention_mask"][:, :width])
     tags, _ = conll_reader.word_tags(np.asarray(ids)[:len(part)],
-                                     features["word_index"][:len(part)], part, labels)
-    result += [iob_spans(sentence_tags, kind) for sentence_tags in tags]
+                                     features["word_index"][:len(part), :width], part, labels)
+    for i, sentence_tags in zip(rows, tags):
+      result[i] = iob_spans(sentence_tags, kind)
+    done = start + len(rows)
+    if progress and (done == len(order) or done // batch_size % 100 == 0):
+      print(f"{column}: tagged {done:,} of {len(order):,} lines", flush=True)
   return result
 
 
+def batch_width(pieces: int, max_length: int) -> int:
+  """The smallest of 16, 32, 64, ... that holds `pieces`, at most max_length."""
+  width = 16
+  while width < pieces:
+    width *= 2
+  return min(width, max_length)
+
 def tag_file_lines(lines: list[str], models: dict[str, str], max_length: int = 128,
-                   batch_size: int = 64) -> list[list[tuple[int, int, str]]]:
+                   batch_size: int = 64,
+                   progress: bool = False) -> list[list[tuple[int, int, str]]]:
   """Each line's spans from every tagger of `models` ({column: model path}), merged in
   the order of their start word."""
   merged = [[] for _ in lines]
   for column, path in models.items():
     model, variables = load_pretrained(path)
     tokenizer = model_tokenizer(path, tokenizer_kinds(model.config.family))
-    found = tag_lines(model, variables, tokenizer, lines, max_length, batch_size, column)
+    found = tag_lines(model, variables, tokenizer, lines, max_length, batch_size, column,
+                      progress)
     for line_spans, new in zip(merged, found):
       line_spans += new
   return [sorted(line_spans) for line_spans in merged]
@@ -119,7 +141,7 @@ def main(argv):
   if not models:
     raise ValueError("--model or --phrase_model: give a tagger (an NER model, a chunker "
                      "or both)")
-  found = tag_file_lines(lines, models, _MAX_LENGTH.value, _BATCH_SIZE.value)
+  found = tag_file_lines(lines, models, _MAX_LENGTH.value, _BATCH_SIZE.value, progress=True)
   output = spans_lib.span_path(_INPUT.value)
   with open(output, "w", encoding="utf-8") as f:
     f.writelines(spans_lib.format_line(line_spans) + "\n" for line_spans in found)

@@ -2,12 +2,20 @@ r"""ERNIE-Tiny (L2/H128/A2) pretraining with knowledge masking on an annotated c
 CPU cores (Sun et al., 2019: basic, phrase-level and entity-level masking).
 
 The corpus is plain text with a span file beside it (bert_jax/text/spans.py: one JSON line
-per text line, the entities and phrases by word offsets), carried through prepare:
+per text line, the entities and phrases by word offsets). The codebase's own taggers write
+it: an NER model and a chunker fine-tuned from all-MiniLM-L6-v2 on CoNLL-2003
+(configs/conll.py; the commands are experiments/sweeps/ernie_masking.py's PREPARE):
 
-  python -m bert_jax.text.prepare --with_spans --source=tagged.txt \
-      --output=runs/corpus/knowledge.txt     # writes knowledge.txt + knowledge.spans.jsonl
+  python -m bert_jax.text.prepare --source=wikitext-2/valid.txt --source=wikitext-2/test.txt \
+      --source=nltk_corpora/state_union.zip --source=nltk_corpora/inaugural.zip \
+      --output=runs/corpus/knowledge.txt
+  python -m bert_jax.tag_spans --model=runs/conll_ner --phrase_model=runs/conll_chunk \
+      --input=runs/corpus/knowledge.txt --max_length=64   # writes knowledge.spans.jsonl
   python -m bert_jax.pretrain.inspect --config=configs/ernie.py --json   # whole-unit shares
   python -m bert_jax.train --config=configs/ernie.py --workdir=runs/ernie
+
+Any span file in that format serves as well (`python -m bert_jax.text.prepare --with_spans
+--source=tagged.txt --output=...` checks it and carries it through).
 
 Arg (`configs/ernie.py:corpus=PATH,masking=NAME,mixture=SPEC,runlocal=True`): the
 prepared file (its span file beside it); the masking scheme, "mixture" (default) of

@@ -184,16 +184,20 @@ def _mentions(text: str, path: str) -> bool:
 def _prepare(name: str, module, print_only: bool,
              commands: list[list[str]] | None = None) -> None:
   """Runs the sweep's PREPARE commands whose outputs are missing: without `commands`, the
-  files (corpus, vocabularies: get_sweep may read them); with them (the runs to do), the
-  prepared models (outputs `DIR/eval_results.json`) that one of them names, so that a
-  sweep over two models can run one model's runs without the other."""
-  text = " ".join(" ".join(cmd) for cmd in commands or [])
+  files (corpus, vocabularies: get_sweep may read them) and the prepared models (outputs
+  `DIR/eval_results.json`) that a missing file's command names (a tagger that
+  annotates the corpus); with them (the runs to do), the prepared models that one of them names, so
+  that a sweep over two models can run one model's runs without the other."""
+  prepare = getattr(module, "PREPARE", ())
+  text = (" ".join(" ".join(cmd) for cmd in commands) if commands is not None else
+          " ".join(cmd for out, cmd in prepare
+                   if not out.endswith("/eval_results.json") and not os.path.exists(out)))
 
   def needed(out):
     if not out.endswith("/eval_results.json"):
       return commands is None
-    return commands is not None and _mentions(text, os.path.dirname(out))
-  missing = [(out, cmd) for out, cmd in getattr(module, "PREPARE", ())
+    return _mentions(text, os.path.dirname(out))
+  missing = [(out, cmd) for out, cmd in prepare
              if not os.path.exists(out) and needed(out)]
   if missing and print_only:
     raise SystemExit(f"sweep {name} needs {', '.join(out for out, _ in missing)} first: "

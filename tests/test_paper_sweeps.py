@@ -80,6 +80,41 @@ def test_spanbert_masking_varies_the_masking_and_sbo_and_adds_squad(prepared):
   assert module.COLUMNS[-1][0] == "SQuAD v1.1 held-out F1"
 
 
+def test_ernie_masking_varies_only_the_knowledge_masking(prepared):
+  module = sweeps.load("ernie_masking")
+  runs = configs_of("ernie_masking")
+  assert sorted(runs) == sorted(_runs(module))
+  mixtures = {"token": "", "token_phrase": "token:1,phrase:1",
+              "token_phrase_entity": "token:1,phrase:1,entity:1"}
+  for run, (config, _, stages) in runs.items():
+    variant = ablation.variant_of(run)
+    assert config.data.masking == ("token" if variant == "token" else "mixture")
+    assert config.data.masking_mixture == mixtures[variant]
+    assert config.model.family == "ernie" and config.data.spans
+    assert config.data.train_files == (os.path.abspath(module.KNOWLEDGE),)  # all variants
+    assert config.model.vocab_size == 123 and config.num_train_steps == ablation.STEPS
+    assert list(stages) == ["sst2", "mrpc", "conll", "conll_features"]
+  # The corpus's span file comes from taggers the sweep fine-tunes first (in this order).
+  outputs = [output for output, _ in module.PREPARE]
+  assert outputs.index("runs/conll_ner/eval_results.json") < outputs.index(
+      "runs/corpus/knowledge.spans.jsonl")
+
+
+def test_a_tagger_a_missing_file_needs_is_prepared_before_the_runs(prepared, monkeypatch):
+  """The files phase runs the taggers the span file's command names, then the tagging;
+  with the span file there, neither is asked for."""
+  module = sweeps.load("ernie_masking")
+  with pytest.raises(SystemExit) as exit_info:
+    runner._prepare("ernie_masking", module, print_only=True)
+  message = str(exit_info.value)
+  assert "runs/conll_ner/eval_results.json" in message
+  assert "runs/conll_chunk/eval_results.json" in message
+  assert message.index("conll_ner/eval_results") < message.index("knowledge.spans.jsonl")
+  for output in (module.KNOWLEDGE, "runs/corpus/knowledge.spans.jsonl"):
+    open(output, "w").close()
+  runner._prepare("ernie_masking", module, print_only=True)  # nothing missing
+
+
 def test_albert_sweeps_vary_the_sentence_task_sharing_and_embedding_width(prepared):
   sop = configs_of("albert_sop")
   assert sorted(sop) == sorted(_runs(sweeps.load("albert_sop")))

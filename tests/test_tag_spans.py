@@ -60,7 +60,11 @@ def test_batched_tagging_equals_line_by_line(ner_folder):
                                 batch_size=3)
   alone = [tag_spans.tag_lines(model, variables, tokenizer, [line], max_length=32,
                                batch_size=1)[0] for line in lines]
-  assert batched == alone and batched[1] == []
+  one_batch = tag_spans.tag_lines(model, variables, tokenizer, lines, max_length=32,
+                                  batch_size=4)  # every line at the long line's width
+  assert batched == alone == one_batch and batched[1] == []
+  assert [tag_spans.batch_width(n, 128) for n in (1, 16, 17, 33, 100, 129)] == [
+      16, 16, 32, 64, 128, 128]
   assert sum(map(len, batched)) > 0  # the random tagger finds some entities
   assert all(end <= len(line.split()) for line, found in zip(lines, batched)
              for _, end, _ in found)  # words past max_length pieces get none
