@@ -72,6 +72,28 @@ def test_train_step_compiles_for_a_tpu_slice(impl, mesh):
   assert compiled.cost_analysis()["flops"] > 0
 
 
+# Every family member's pretraining config but BERT's (the tests above) and DistilBERT's (its
+# config reads a trained teacher's workdir; its student is BERT's encoder).
+FAMILY_CONFIGS = ("roberta", "albert", "electra", "modernbert", "spanbert", "ernie", "reformer")
+
+
+@pytest.mark.slow
+@needs_libtpu
+@pytest.mark.parametrize("name", FAMILY_CONFIGS)
+def test_every_family_configs_train_step_compiles_for_a_tpu_slice(name):
+  """configs/NAME.py:runlocal=True (its family, objectives and attention: ModernBERT's
+  global and sliding-window layers, Reformer's local and LSH layers, ALBERT's shared
+  layer, ELECTRA's generator beside its discriminator), one layer of each kind, sharded
+  fsdp=4 over a v5e-4 slice and compiled by the TPU compiler."""
+  from bert_jax.run import compile_report
+  config = importlib.import_module(f"configs.{name}").get_config("runlocal=True")
+  layers = {"modernbert": 2, "reformer": 2}.get(name, 1)  # a global and a local layer
+  set_fields(config, {"mesh.fsdp": 4, "mesh.data": 1, "model.num_hidden_layers": layers})
+  report = compile_report.compile_report(config, "tpu:v5e-4")
+  assert report["platform"] == "tpu" and report["devices"] == 4
+  assert report["peak_bytes_per_device"] > 0 and report["xla_flops_per_device"] > 0
+
+
 @pytest.mark.slow
 @needs_libtpu
 def test_compile_report_for_a_tpu_target_counts_the_target_devices():
