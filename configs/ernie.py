@@ -14,6 +14,26 @@ it: an NER model and a chunker fine-tuned from all-MiniLM-L6-v2 on CoNLL-2003
   python -m bert_jax.pretrain.inspect --config=configs/ernie.py --json   # whole-unit shares
   python -m bert_jax.train --config=configs/ernie.py --workdir=runs/ernie
 
+Measured (2-core AMD EPYC, 2026-11-29, commit 6ad898a): the taggers, each fine-tuned on
+4,000 random CoNLL-2003 training sentences for one epoch (seq 64, lr 2e-4, 8 min 7 s
+each, two at once), score on its validation set: NER entity F1 0.7595 (PER 0.895, LOC
+0.810, MISC 0.622, ORG 0.603), chunker chunk F1 0.8629 (NP 0.876, VP 0.827, PP 0.950).
+They tag the 39,852 lines (246 documents, 0.90M words) in 22 min 22 s (its last 7 min
+beside another job): 37,090 entities and 499,600 phrases. `inspect` over 100 batches of
+the ernie_masking sweep's rows (T64, 8k vocabulary, 15% selected in every scheme) gives
+the share of annotated units predicted whole / of the touched ones only partly predicted:
+  masking             entities whole / split   phrases whole / split
+  token               0.081 / 0.700            0.082 / 0.683
+  phrase              0.139 / 0.056            0.168 / 0
+  entity              0.143 / 0                0.094 / 0.603
+  mixture (3 levels)  0.114 / 0.371            0.114 / 0.482
+Token masking still predicts 8% of units whole (one-piece words); entity (phrase) masking
+never splits an entity (phrase), and the mixture splits about half as often as tokens.
+(`python -m bert_jax.pretrain.inspect --config=configs/ernie.py:masking=NAME --batches=100
+--json --config.data.vocab_path=$PWD/runs/corpus/vocab-8k.txt --config.model.vocab_size=8065
+--config.data.max_seq_length=64 --config.data.max_predictions_per_seq=10
+--config.data.eval_held_out_docs=20`; the mixture is the default `masking=mixture`.)
+
 Any span file in that format serves as well (`python -m bert_jax.text.prepare --with_spans
 --source=tagged.txt --output=...` checks it and carries it through).
 
