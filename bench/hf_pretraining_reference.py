@@ -18,6 +18,8 @@ the same held-out MLM accuracy at steps 100/200/300 (0.089/0.191/0.200 vs 0.089/
 both still at the unigram guess on corrupted positions (10-12%).
 """
 import json
+import os
+import sys
 import time
 
 import numpy as np
@@ -26,8 +28,10 @@ import transformers
 from absl import app, flags
 from ml_collections import config_flags
 
-from bert_jax.pretrain import pipeline as pretraining
-from bert_jax.text.tokenizers import make_tokenizer
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bert_jax/
+
+from bert_jax.pretrain import pipeline as pretraining  # noqa: E402
+from bert_jax.text.tokenizers import make_tokenizer  # noqa: E402
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "A pretraining config file.")
 _LOG_EVERY = flags.DEFINE_integer("log_every", 50, "Print train metrics every N steps.")

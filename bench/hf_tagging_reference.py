@@ -17,6 +17,8 @@ Batches are padded to their longest row (ours pack each batch: the same losses).
 """
 import json
 import math
+import os
+import sys
 import time
 
 import numpy as np
@@ -25,8 +27,10 @@ import transformers
 from absl import app
 from ml_collections import config_flags
 
-from bert_jax.finetune import conll_reader
-from bert_jax.text.tokenizers import make_tokenizer
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bert_jax/
+
+from bert_jax.finetune import conll_reader  # noqa: E402
+from bert_jax.text.tokenizers import make_tokenizer  # noqa: E402
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "A configs/conll.py config.")
 

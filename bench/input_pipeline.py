@@ -18,13 +18,16 @@ The last line is one JSON object with these numbers.
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 
-from bert_jax.text import paths
-from bert_jax.text import prepare
-from bert_jax.pretrain import pipeline as pretraining
-from bert_jax.text.tokenizers import make_tokenizer
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bert_jax/
+
+from bert_jax.text import paths  # noqa: E402
+from bert_jax.text import prepare  # noqa: E402
+from bert_jax.pretrain import pipeline as pretraining  # noqa: E402
+from bert_jax.text.tokenizers import make_tokenizer  # noqa: E402
 
 _STEPS_BEFORE_BOUNDARY = 150
 

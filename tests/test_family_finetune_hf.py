@@ -18,11 +18,11 @@ from bert_jax.weights import load_pretrained
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family", ("roberta", "distilbert", "albert", "electra", "modernbert",
-                                    "ernie"))
+                                    "ernie", "reformer"))
 def test_tiny_model_fine_tunes_from_an_hf_folder(family, tmp_path, vocab_path):
   """GLUE SST-2 runlocal, 2 steps, from a tiny random model saved as an HF folder with
   BERT's WordPiece vocab (the byte-level BPE tokenizer lands separately; pad id 0 is the
-  vocab's [PAD])."""
+  vocab's [PAD]); Reformer on padded rows (its attention takes no packed rows)."""
   from bert_jax import embed
   from bert_jax.run import trainer
   from bert_jax.text.wordpiece import WordPieceTokenizer
@@ -43,6 +43,12 @@ def test_tiny_model_fine_tunes_from_an_hf_folder(family, tmp_path, vocab_path):
   run.num_train_steps = 2
   run.log_every_steps = 1
   workdir = str(tmp_path / "sst2")
+  if not family_of(config).packed_rows:  # Reformer: GLUE's packed batches are refused
+    with pytest.raises(ValueError, match=r"config.data.pack_each_batch: the reformer family's "
+                       r"attention takes no packed rows .*pack_each_batch=false"):
+      trainer.train_and_evaluate(run, workdir)
+    assert not os.path.exists(workdir)
+    run.data.pack_each_batch = False
   trainer.train_and_evaluate(run, workdir)
   with open(os.path.join(workdir, "metrics.jsonl")) as f:
     losses = [row["loss"] for row in map(json.loads, f) if "loss" in row]

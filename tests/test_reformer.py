@@ -322,6 +322,14 @@ def test_bad_configs_and_lengths_are_one_line_errors():
     BertModel(config).init(jax.random.key(0), np.zeros((1, 20), np.int32))
   with pytest.raises(ValueError, match="is_decoder"):
     hf_families.config_from_hf({**hf_families.config_to_hf(config), "is_decoder": True})
+  # Packed pretraining rows: refused when the task is made, before any data or tracing.
+  from bert_jax import tasks
+  from configs import reformer
+  run = reformer.get_config("runlocal=True")
+  run.data.packing = True
+  with pytest.raises(ValueError, match=r"config.data.packing: the reformer family's attention "
+                     r"takes no packed rows \(segment ids\); set --config.data.packing=false"):
+    tasks.make_task(run, config)
 
 
 # --- pretraining through the CLI ---------------------------------------------------------

@@ -32,6 +32,7 @@ from bert_jax import flops, optim
 from bert_jax.finetune import array_input, example_packing, feature_cache, sources
 from bert_jax.models import features, task_models
 from bert_jax.models.config import BertConfig
+from bert_jax.models.families import family_of
 from bert_jax.task import Evaluation, TaskInputs
 
 MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
@@ -113,6 +114,13 @@ class FinetuningTask:
     if config.data.get("pack_each_batch") and not self.packable:
       raise ValueError(f"config.data.pack_each_batch: the {self.name} task has no packed form "
                        "(GLUE and CoNLL have); set it to False")
+    family = family_of(model_config)
+    for field in ("packing", "pack_each_batch"):
+      if config.data.get(field) and not family.packed_rows:
+        raise ValueError(f"config.data.{field}: the {model_config.family} family's attention "
+                         "takes no packed rows (segment ids); set "
+                         f"--config.data.{field}={0 if field == 'packing' else 'false'} "
+                         "(padded rows, the same losses)")
     fraction = config.data.get("select_fraction") or 0.0
     if not 0.0 <= fraction < 1.0:
       raise ValueError(f"config.data.select_fraction={fraction}: must be in [0, 1)")

@@ -80,6 +80,9 @@ class Family:
       untied linear layer without bias: Reformer's, on its 2H-wide output).
     task_types: its embeddings can hold a task-type table (config.task_type_vocab_size >
       0: ERNIE 3.0's use_task_id; the "bert" architecture's embeddings have one).
+    packed_rows: its attention takes packed rows (several examples in one row, kept apart
+      by segment ids: `data.packing`, fine-tuning's `data.pack_each_batch`); Reformer's
+      bucketed LSH and chunked local attention take a key mask only.
     tokenizers: the tokenizer kinds (names in `bert_jax.text.tokenizers.KINDS`) a model of
       the member is read with, its released vocabulary's first: a vocabulary folder must
       hold exactly one of them, and is read with that kind's layout and options (a
@@ -101,6 +104,7 @@ class Family:
   task_head_from: str = ""
   mlm_head: str = "tied"
   task_types: bool = True
+  packed_rows: bool = True
   tokenizers: tuple[str, ...] = ()
 
 
@@ -163,7 +167,7 @@ FAMILIES = {
                     "reversible layers, chunked feed-forward, 2H-wide output, MLM only",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
         sentence_heads=(), pretraining_pooler=False, architecture="reformer", task_types=False,
-        mlm_head="linear",
+        mlm_head="linear", packed_rows=False,
         tokenizers=released_first("sentencepiece")),
 }
 

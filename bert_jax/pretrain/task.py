@@ -20,6 +20,7 @@ from bert_jax import flops
 from bert_jax import packing
 from bert_jax.models import task_models
 from bert_jax.models.config import BertConfig
+from bert_jax.models.families import family_of
 from bert_jax.models.layers import attention_probs
 from bert_jax.models.task_models import PreTrainingOutput
 from bert_jax.pretrain import attention_guidance
@@ -69,6 +70,9 @@ class PretrainingTask:
                          f"config.task={objective.task!r} (this is {self.name!r})")
     pipeline.check_builder_makes(config.data, {field for objective, _ in self.objectives
                                                for field in objective.label_fields})
+    if config.data.get("packing") and not family_of(model_config).packed_rows:
+      raise ValueError(f"config.data.packing: the {model_config.family} family's attention "
+                       "takes no packed rows (segment ids); set --config.data.packing=false")
     self.metric_names = ("loss",) + tuple(
         f"{objective.name}_{kind}" for objective, _ in self.objectives
         for kind in ("loss", "accuracy"))
