@@ -23,6 +23,15 @@ for all three variants.
 
   python -m experiments.run ernie_masking
   python -m experiments.report
+
+What differs from the paper by construction: its basic unit is the Chinese character and
+its phrases and entities are multi-character words and names, so whole-unit masking there
+hides what a character-level model cannot read off its neighbours; here the basic unit is
+a WordPiece, the chunker's phrases cover 89% of the words (499,600 phrases over 0.90M
+words; 60% of them one word, 25% two, 10% three) and 82% of the 37,090 entities are one
+word, so many units are single words; the units come from taggers of dev F1 0.76
+(entities) and 0.86 (chunks). The paper pretrains a base-size model on 10% of its corpus and reads
+XNLI; these runs are a 2-layer model's 1,000 steps read on CoNLL-2003, SST-2 and MRPC.
 """
 from experiments.sweeps import _ablation as ablation
 
