@@ -14,12 +14,17 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax._src import distributed  # its client: no public handle (multihost_utils reads it so)
 
 from bert_jax import sharding
 from bert_jax.run import run_report
 from bert_jax.run.metric_writers import MetricWriter, format_progress
 from bert_jax.run.steps import keep_best, make_eval_step, make_train_step, tree_norm
 from bert_jax.task import Task
+
+# How long a process waits at the barrier for its peers to compile a step (a large model's
+# compile on a slow host can take many minutes).
+BARRIER_MS = 60 * 60 * 1000
 
 # Printed in the final summary line when a task reports them.
 _HEADLINE_METRICS = ("accuracy", "f1", "matthews_corrcoef", "pearson", "spearman",
@@ -37,6 +42,7 @@ class RunSteps:
   p_param_norm: object
   p_keep_best: object
   global_batch: dict | None = None  # the last train step's, for the run report's cost
+  started_shapes: set = dataclasses.field(default_factory=set)  # (multi-process) compiled
 
   @classmethod
   def make(cls, config, setup, frozen) -> "RunSteps":
@@ -67,7 +73,24 @@ class RunSteps:
   def train(self, state, local_batch):
     with self.on_mesh():
       self.global_batch = sharding.global_batch(local_batch, self.setup.mesh, self.setup.rules)
+      if jax.process_count() > 1:
+        self._start_together(state)
       return self.p_train_step(state, self.global_batch, self.frozen)
+
+  def _start_together(self, state) -> None:
+    """A batch shape's first step, on several processes: compiled here, then every process
+    waits for the others at a barrier of the coordination service, so that the step's
+    first cross-process exchange starts on all of them at once. (On CPU that exchange
+    sets up the gloo collectives, which wait 30 s for the peers: a process whose compile
+    ran slower, another job on its host, failed the run.)"""
+    shapes = tuple(sorted((k, v.shape) for k, v in self.global_batch.items()))
+    if shapes in self.started_shapes:
+      return
+    self.p_train_step.lower(state, self.global_batch, self.frozen).compile()
+    client = distributed.global_state.client
+    if client is not None:
+      client.wait_at_barrier(f"bert_jax_step_{len(self.started_shapes)}", BARRIER_MS)
+    self.started_shapes.add(shapes)
 
   def eval(self, params, local_batch):
     with self.on_mesh():
