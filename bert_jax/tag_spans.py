@@ -70,8 +70,8 @@ def tag_lines(model, variables, tokenizer, lines: list[str], max_length: int = 1
   sentences = [conll_reader.Sentence(tuple(line.split()), ("O",) * len(line.split()),
                                      f"line {i + 1}") for i, line in enumerate(lines)]
   # Lines in order of length, so a batch's lines are alike and it runs at the smallest
-  # width of WIDTHS that holds them (a few compiled shapes, little padding); results go
-  # back to the lines' own order.
+  # width that holds them (`batch_width`: a few compiled shapes, little padding); results
+  # go back to the lines' own order.
   order = sorted(range(len(sentences)), key=lambda i: len(sentences[i].words))
   result = [None] * len(sentences)
   for start in range(0, len(order), batch_size):

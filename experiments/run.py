@@ -185,9 +185,9 @@ def _prepare(name: str, module, print_only: bool,
              commands: list[list[str]] | None = None) -> None:
   """Runs the sweep's PREPARE commands whose outputs are missing: without `commands`, the
   files (corpus, vocabularies: get_sweep may read them) and the prepared models (outputs
-  `DIR/eval_results.json`) that a missing file's command names (a tagger that
-  annotates the corpus); with them (the runs to do), the prepared models that one of them names, so
-  that a sweep over two models can run one model's runs without the other."""
+  `DIR/eval_results.json`) that a missing file's command names (a tagger that annotates
+  the corpus); with them (the runs to do), the prepared models that one of them names,
+  so that a sweep over two models can run one model's runs without the other."""
   prepare = getattr(module, "PREPARE", ())
   text = (" ".join(" ".join(cmd) for cmd in commands) if commands is not None else
           " ".join(cmd for out, cmd in prepare
