@@ -148,6 +148,25 @@ def test_bilstm_restarts_at_each_segment():
       0, 3:5]).max() > 1e-3  # one segment: the second example would see the first
 
 
+def test_segment_lstm_is_flax_lstm_cell_with_its_parameters():
+  """SegmentLSTM's hoisted input projection is nn.LSTMCell's arithmetic: the same parameter
+  tree from the same key, and the same outputs as the cell stepped token by token."""
+  rng = np.random.default_rng(1)
+  x = jnp.asarray(rng.normal(size=(2, 6, 5)), jnp.float32)
+  for reverse in (False, True):
+    lstm = heads.SegmentLSTM(4, reverse=reverse)
+    params = lstm.init(jax.random.key(0), x, jnp.ones((2, 6), jnp.int32))["params"]
+    cell = nn.LSTMCell(4)
+    reference = cell.init(jax.random.key(0), cell.initialize_carry(
+        jax.random.key(1), x[:, 0].shape), x[:, 0])["params"]
+    assert jax.tree.structure(reference) == jax.tree.structure(params["cell"])
+    carry, outputs = (jnp.zeros((2, 4)), jnp.zeros((2, 4))), {}
+    for t in (reversed(range(6)) if reverse else range(6)):
+      carry, outputs[t] = cell.apply({"params": params["cell"]}, carry, x[:, t])
+    np.testing.assert_allclose(lstm.apply({"params": params}, x, jnp.ones((2, 6), jnp.int32)),
+                               np.stack([outputs[t] for t in range(6)], axis=1), atol=1e-6)
+
+
 @pytest.mark.parametrize("fields,message", [
     ({"feature_layers": "-1", "feature_mix": "sum"},
      r"config.feature_mix='sum': expected one of \['concat', 'scalar_mix'\]"),

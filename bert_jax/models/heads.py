@@ -203,28 +203,72 @@ def sequence_starts(segments, reverse: bool):
           else jnp.concatenate([edge, before], axis=1))
 
 
+# nn.LSTMCell's gates in the order its parameters are read here; its input kernels are
+# named "i" + gate, its recurrent kernels (which carry the bias) "h" + gate.
+LSTM_GATES = ("i", "f", "g", "o")
+
+
+class _Kernel(nn.Module):
+  """One of nn.LSTMCell's Dense layers as bare parameters (kernel [in, S], bias [S])."""
+  shape: tuple[int, int]
+  recurrent: bool
+
+  @nn.compact
+  def __call__(self):
+    init = nn.initializers.orthogonal() if self.recurrent else nn.initializers.lecun_normal()
+    kernel = self.param("kernel", init, self.shape, jnp.float32)
+    bias = (self.param("bias", nn.initializers.zeros_init(), self.shape[1:], jnp.float32)
+            if self.recurrent else None)
+    return kernel, bias
+
+
+class LSTMWeights(nn.Module):
+  """nn.LSTMCell's parameters (the same names, shapes and initialisers, so checkpoints of
+  either load in the other), returned fused: the input kernel [F, 4S], the recurrent kernel
+  [S, 4S] and the bias [4S], gates in LSTM_GATES order."""
+  state_size: int
+
+  @nn.compact
+  def __call__(self, num_features: int):
+    inputs = [_Kernel((num_features, self.state_size), False, name=f"i{g}")()[0]
+              for g in LSTM_GATES]
+    recurrent = [_Kernel((self.state_size, self.state_size), True, name=f"h{g}")()
+                 for g in LSTM_GATES]
+    return (jnp.concatenate(inputs, axis=1), jnp.concatenate([k for k, _ in recurrent], 1),
+            jnp.concatenate([b for _, b in recurrent]))
+
+
 class SegmentLSTM(nn.Module):
   """One direction of an LSTM over [B, T, F] -> [B, T, S] that starts afresh (zero
   state) wherever the segment id changes: each example of a packed row, and the padding
-  after it, is its own sequence, as if it were run alone."""
+  after it, is its own sequence, as if it were run alone.
+
+  nn.LSTMCell's arithmetic and parameters (LSTMWeights), with the input projection of every
+  token done as one [B*T, F] x [F, 4S] matmul before the recurrence, which then multiplies
+  only the state: one [B, S] x [S, 4S] matmul per token instead of the cell's eight.
+  """
   state_size: int
   reverse: bool = False
 
   @nn.compact
   def __call__(self, features, segments):
-    cell = nn.LSTMCell(self.state_size, param_dtype=jnp.float32, name="cell")
+    w_input, w_state, bias = LSTMWeights(self.state_size, name="cell")(features.shape[-1])
+    projected = jnp.einsum("btf,fg->btg", features.astype(jnp.float32), w_input) + bias
+    starts = sequence_starts(segments, self.reverse)
     zeros = jnp.zeros((features.shape[0], self.state_size), jnp.float32)
 
-    def step(cell, carry, inputs):
-      x, start = inputs  # [B, F], [B]
-      carry = jax.tree.map(lambda c: jnp.where(start[:, None], 0.0, c), carry)
-      return cell(carry, x)
+    def step(carry, inputs):
+      x, start = inputs  # [B, 4S], [B]
+      c, h = (jnp.where(start[:, None], 0.0, v) for v in carry)
+      i, f, g, o = jnp.split(x + h @ w_state, 4, axis=-1)
+      c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+      h = jax.nn.sigmoid(o) * jnp.tanh(c)
+      return (c, h), h
 
-    scan = nn.scan(step, variable_broadcast="params", split_rngs={"params": False},
-                   in_axes=1, out_axes=1, reverse=self.reverse)
-    _, outputs = scan(cell, (zeros, zeros),
-                      (features.astype(jnp.float32), sequence_starts(segments, self.reverse)))
-    return outputs
+    _, outputs = jax.lax.scan(step, (zeros, zeros),
+                              (projected.swapaxes(0, 1), starts.swapaxes(0, 1)),
+                              reverse=self.reverse)
+    return outputs.swapaxes(0, 1)
 
 
 class BiLSTM(nn.Module):
