@@ -54,13 +54,13 @@ from bert_jax.text.paths import default_data_dir  # noqa: E402
 # notebooks, five tests and the longest file, last, one worker running them alone.
 _COSTLIEST_FIRST = (
     "test_notebooks.py", "test_scale_out.py", "test_reformer.py", "test_quiet.py",
-    "test_cli_errors.py", "test_family_configs.py", "test_family_finetune_hf.py",
-    "test_pretraining_input.py", "test_modernbert.py", "test_prompt.py",
-    "test_reliability.py", "test_packing.py", "test_task_heads_hf.py", "test_train.py",
-    "test_attention.py", "test_finetune.py", "test_behaviour_pin.py", "test_targets.py",
-    "test_select.py", "test_extension.py", "test_pretrained_source.py",
-    "test_distillation.py", "test_experiments.py", "test_electra.py", "test_ernie.py",
-    "test_sharding.py")
+    "test_cli_errors.py", "test_family_configs.py", "test_targets.py",
+    "test_family_finetune_hf.py", "test_pretraining_input.py", "test_modernbert.py",
+    "test_prompt.py", "test_reliability.py", "test_packing.py", "test_task_heads_hf.py",
+    "test_train.py", "test_attention.py", "test_finetune.py", "test_feature_cache.py",
+    "test_behaviour_pin.py", "test_select.py", "test_extension.py",
+    "test_pretrained_source.py", "test_distillation.py", "test_experiments.py",
+    "test_electra.py", "test_ernie.py", "test_sharding.py")
 
 
 @pytest.fixture(autouse=True)
