@@ -31,6 +31,25 @@ def test_largest_batch_doubles_then_bisects_over_the_sharding_multiple(monkeypat
   assert target_plan.largest_batch(too_big, {"fits": False}, multiple=1024) is None
 
 
+def test_the_bound_counts_the_larger_of_the_compilers_and_the_models_flops(monkeypatch):
+  """A compiler that counts fewer FLOPs than the model's (splash's kernel is opaque to its
+  cost analysis) cannot give an MFU ceiling above 100%: the bound takes the model's."""
+  report = {"device_kind": "TPU v6 lite", "devices": 8, "global_batch": 256, "seq_len": 512,
+            "peak_bytes_per_device": 2 ** 30, "model_flops_per_step": 8 * 918e12,
+            "xla_flops_per_device": 0.8 * 918e12, "xla_bytes_accessed_per_device": 1e9}
+  monkeypatch.setattr(target_plan.compile_report, "compile_report", lambda *_: dict(report))
+  row = target_plan.Row("base", 512, 256, "tpu:v6e-8", "fsdp=8")
+  result = target_plan.plan(row)
+  assert result["bound_from"] == "model flops" and result["bound_seconds"] == 1.0
+  assert result["mfu_ceiling"] == 1.0
+  report["xla_flops_per_device"] = 2 * 918e12  # the compiler's count, when larger
+  result = target_plan.plan(row)
+  assert result["bound_from"] == "compiler flops" and result["bound_seconds"] == 2.0
+  assert result["mfu_ceiling"] == 0.5
+  report["xla_bytes_accessed_per_device"] = 3 * 1640e9  # three seconds of HBM traffic
+  assert target_plan.plan(row)["bound_from"] == "bytes"
+
+
 def test_every_row_builds_a_config_its_target_can_take():
   for row in target_plan.ROWS:
     config = target_plan.row_config(row)

@@ -19,7 +19,8 @@ needs_libtpu = pytest.mark.skipif(_NO_LIBTPU, reason="libtpu is not installed (p
 needs_cuda_plugin = pytest.mark.skipif(
     _NO_CUDA_PLUGIN, reason="jax-cuda12-plugin / jax-cuda12-pjrt are not installed: no GPU "
     "compiler")
-_NO_CUDNN = _NO_CUDA_PLUGIN or importlib.util.find_spec("nvidia.cudnn") is None
+_NO_CUDNN = (_NO_CUDA_PLUGIN or importlib.util.find_spec("nvidia") is None
+             or importlib.util.find_spec("nvidia.cudnn") is None)
 needs_cudnn = pytest.mark.skipif(
     _NO_CUDNN, reason="nvidia-cudnn-cu12 (and cublas, cuda-runtime) are not installed "
     "(requirements-targets.txt): no cuDNN to compile its flash attention with")
