@@ -22,7 +22,7 @@ with `--verbose` on the command line or BERT_JAX_VERBOSE=1 in the environment.
 """
 import contextlib
 import importlib.abc
-import importlib.util
+import importlib.machinery
 import os
 import re
 import sys
@@ -80,10 +80,12 @@ class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
   """Finds `tensorflow` as usual, with a loader that runs it under `filtered_stderr`."""
 
   def find_spec(self, name, path, target=None):
-    if name != "tensorflow":
+    if name != "tensorflow" or path is not None:
       return None
-    sys.meta_path.remove(self)  # once; the real finders locate the package
-    spec = importlib.util.find_spec(name)
+    # The path finder locates the package; this finder stays first in line until the
+    # import itself (a find_spec without an import, as a library's "is TensorFlow
+    # installed?" check, must not use it up), and TensorFlow is then in sys.modules.
+    spec = importlib.machinery.PathFinder.find_spec(name)
     if spec is None or spec.loader is None:
       return spec
     exec_module = spec.loader.exec_module

@@ -70,8 +70,6 @@ def _initialize_distributed(**cluster):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-  import tensorflow as tf
-  tf.config.set_visible_devices([], "GPU")  # tf.data only; accelerators belong to JAX
   distributed = _DISTRIBUTED.value
   if _COORDINATOR.value and distributed == "off":
     distributed = "explicit"

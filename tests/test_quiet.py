@@ -56,8 +56,8 @@ def runs(tmp_path_factory, data_dir, minilm_dir):
                          f"--output={tmp / 'embeddings.npy'}"],
       "bert_jax.convert": ["bert_jax.convert", f"--input={minilm_dir}",
                            f"--output={tmp / 'native'}"],
-      "verbose": ["bert_jax.text.prepare", "--source=wikitext-2/valid.txt",
-                  f"--output={tmp / 'again.txt'}", "--verbose"],
+      "verbose": ["bert_jax.pretrain.inspect", tiny, "--batches=1", "--examples=1",
+                  "--verbose"],
   }
   with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
     results.update(zip(cases, pool.map(_run, cases.values())))

@@ -82,11 +82,13 @@ under tf.map_fn was 4x slower). So an example's masks depend on nothing but
 (seed, epoch, example index): not on batch size, process count, or where a run resumed,
 and each epoch draws new ones.
 """
+from __future__ import annotations
+
 import dataclasses
 
 import numpy as np
-import tensorflow as tf
 
+from bert_jax.lazy import tensorflow as tf
 from bert_jax.pretrain.selectors import SELECTORS
 from bert_jax.text.bpe import BPETokenizer
 from bert_jax.text.sentencepiece_vocab import SentencePieceTokenizer

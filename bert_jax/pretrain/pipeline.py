@@ -90,6 +90,8 @@ Fields read from config.data (`default_data_config()` gives them with defaults):
   num_shards           K above; 0 = the process count
   cache_dir            "" -> no cache; else tokenized corpora are kept there as .npz
 """
+from __future__ import annotations
+
 import hashlib
 import json
 import os
@@ -97,8 +99,8 @@ from collections.abc import Iterator
 
 import ml_collections
 import numpy as np
-import tensorflow as tf
 
+from bert_jax.lazy import tensorflow as tf
 from bert_jax.pretrain import builders
 from bert_jax.pretrain import masking
 from bert_jax.pretrain import stream

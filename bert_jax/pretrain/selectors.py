@@ -6,13 +6,15 @@ chooses them. A new masking scheme is one function here plus one entry in SELECT
 
 Shape legend: B batch, T sequence length, P max_predictions_per_seq, D a selector's draws.
 """
+from __future__ import annotations
+
 import dataclasses
 from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
-import tensorflow as tf
 
+from bert_jax.lazy import tensorflow as tf
 from bert_jax.text import spans as spans_lib
 
 

@@ -6,13 +6,15 @@ process's slice of those when several processes share the shard), packed and mas
 tf.data. Positions are (epoch, step); the next epoch is built in the background. With
 static masking (dupe_factor N > 0) epoch e repeats epoch e mod N exactly.
 """
+from __future__ import annotations
+
 import concurrent.futures
 import dataclasses
 from collections.abc import Iterator
 
 import numpy as np
-import tensorflow as tf
 
+from bert_jax.lazy import tensorflow as tf
 from bert_jax.pretrain import builders
 from bert_jax.pretrain import masking
 from bert_jax.text import corpus as corpus_lib

@@ -27,15 +27,17 @@ and anywhere eager or traced code runs, but it runs in front of the graph, in Py
 it cannot be serialised into a SavedModel, and tf.data's parallel calls share the GIL
 around it (the Rust encoder itself runs on all cores).
 """
+from __future__ import annotations
+
 import json
 import os
 import tempfile
 from typing import Sequence
 
-import tensorflow as tf
 import tokenizers
 from tokenizers import decoders, models, pre_tokenizers, processors, trainers
 
+from bert_jax.lazy import tensorflow as tf
 from bert_jax.text import subword
 
 BOS, PAD, EOS, UNK, MASK = "<s>", "<pad>", "</s>", "<unk>", "<mask>"

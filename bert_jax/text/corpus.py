@@ -38,6 +38,8 @@ tokenizer that joins words) is an error naming it. Literal "[CLS]", "[SEP]", "[P
 tokenizer maps to the special ids) are dropped, so that only the pipeline places special
 tokens.
 """
+from __future__ import annotations
+
 import dataclasses
 import glob
 import os
@@ -45,8 +47,8 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
-import tensorflow as tf
 
+from bert_jax.lazy import tensorflow as tf
 from bert_jax.text import paths
 from bert_jax.text import prepare
 from bert_jax.text import spans as spans_lib
@@ -63,7 +65,7 @@ class Tokenizer(Protocol):
   def tokenize(self, texts: tf.Tensor) -> tf.RaggedTensor: ...
 
 
-DocumentFilter = Callable[[tf.Tensor], tf.Tensor]  # document ids int64 [L] -> keep bool [L]
+DocumentFilter = Callable[["tf.Tensor"], "tf.Tensor"]  # document ids int64 [L] -> keep bool [L]
 
 
 class CorpusError(ValueError):
@@ -205,7 +207,8 @@ def file_lines(files: Sequence[str], with_spans: bool = False) -> LineSource:
   """Plain-format files (see expand_file_patterns) as a LineSource; with_spans: with the
   span files beside them (spans.py)."""
   files = list(files)
-  lines = tf.data.Dataset.from_tensor_slices(files).enumerate().flat_map(_numbered_lines)
+  lines = tf.data.Dataset.from_tensor_slices(files).enumerate().flat_map(
+      tf.autograph.experimental.do_not_convert(_numbered_lines))
   spans = tuple(spans_lib.read_span_file(f) for f in files) if with_spans else None
   return LineSource(lines, tuple(files), lambda source, line: f"{files[source]}:{line + 1}",
                     spans)
@@ -337,7 +340,6 @@ def _span_tags(source: LineSource, length, ids, kept_source, kept_line, words_pe
   return tags
 
 
-@tf.autograph.experimental.do_not_convert
 def _numbered_lines(source_index: tf.Tensor, path: tf.Tensor) -> tf.data.Dataset:
   return tf.data.TextLineDataset(path).enumerate().map(tf.autograph.experimental.do_not_convert(
       lambda line_number, text: (source_index, line_number, text)))

@@ -21,13 +21,14 @@ itself unless --nolower_case), saved as spiece.model + tokenizer_config.json, a 
 `SentencePieceTokenizer` and HF's AlbertTokenizerFast load.
 Each output is a valid config.data.vocab_path (text/tokenizers.py picks the kind).
 """
+from __future__ import annotations
+
 import collections
 import os
 from collections.abc import Sequence
 
-import tensorflow as tf
-from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
 
+from bert_jax.lazy import tensorflow as tf
 from bert_jax.text import bpe
 from bert_jax.text import sentencepiece_vocab
 from bert_jax.text import subword
@@ -74,6 +75,7 @@ def learn_vocab(input_files: Sequence[str], vocab_size: int, lower_case: bool = 
   if vocab_size <= len(reserved):
     raise ValueError(f"vocab_size {vocab_size} leaves no room beside {reserved}")
   counts = count_words(input_files, lower_case)
+  from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
   vocab = wordpiece_tokenizer_learner_lib.learn(
       sorted(counts.items()), vocab_size=vocab_size, reserved_tokens=reserved,
       lower_thresh=min_count)

@@ -47,15 +47,17 @@ so they want `lower_case=False` (and `keep_accents=True`); `save` writes these s
 tokenizer_config.json. ALBERT's released models want HF's defaults, `lower_case=True,
 keep_accents=False`, which `from_pretrained_dir` uses where a folder does not say.
 """
+from __future__ import annotations
+
 import json
 import os
 import re
 from typing import Sequence
 
 import sentencepiece as spm
-import tensorflow as tf
 from tokenizers import normalizers
 
+from bert_jax.lazy import tensorflow as tf
 from bert_jax.text import subword
 
 PAD_PIECE, UNK_PIECE = "<pad>", "<unk>"

@@ -10,14 +10,17 @@
 `wordpiece.py` (in-graph, BERT's), `bpe.py`, `sentencepiece_vocab.py` and
 `tokenizer_json.py` are the kinds (`tokenizers.KINDS` names them).
 """
+from __future__ import annotations
+
 import abc
 import itertools
 import os
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
-import tensorflow as tf
 import tokenizers
+
+from bert_jax.lazy import tensorflow as tf
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)

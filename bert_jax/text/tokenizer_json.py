@@ -16,15 +16,17 @@ Word starts (whole-word masking, pretraining's continuation table) follow the mo
 WordPiece's continuing-subword prefix, a byte-level pre-tokeniser's `Ġ`, a Metaspace `▁`.
 Like the BPE and SentencePiece kinds it runs in front of the graph (`python_tokenize`).
 """
+from __future__ import annotations
+
 import json
 import os
 import shutil
 from typing import Sequence
 
 import numpy as np
-import tensorflow as tf
 import tokenizers
 
+from bert_jax.lazy import tensorflow as tf
 from bert_jax.text import subword
 
 FILE = "tokenizer.json"

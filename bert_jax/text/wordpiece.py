@@ -52,16 +52,18 @@ and ICU does not, or ICU decomposes them and tokenizers' NFD does not. Every lin
 the corpora in ../shared/data matches (bench/tokenizer_parity.py). Text is assumed to be
 valid UTF-8.
 """
+from __future__ import annotations
+
 import json
 import os
 import re
 from typing import Sequence
 
-import tensorflow as tf
-import tensorflow_text as tf_text
 import tokenizers
 from tokenizers import decoders, models, normalizers, pre_tokenizers, processors
 
+from bert_jax.lazy import tensorflow as tf
+from bert_jax.lazy import tensorflow_text as tf_text
 from bert_jax.text.subword import (CLS, MASK, PAD, SEP, SPECIAL_TOKENS, UNK, SubwordTokenizer,
                                   read_vocab)
 
