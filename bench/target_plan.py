@@ -4,7 +4,7 @@ compiler, the largest batch that fits, and a roofline bound on the step time.
   pip install -r requirements-targets.txt --target ~/targets   # libtpu, jax-cuda12-plugin
   PYTHONPATH=~/targets JAX_PLATFORMS=cpu python bench/target_plan.py            # every row
   PYTHONPATH=~/targets JAX_PLATFORMS=cpu python bench/target_plan.py \
-      --rows=bert-base --targets=tpu:v5e-16 --max_batch     # with the largest batch
+      --rows=base --targets=tpu:v5e-16 --max_batch     # with the largest batch
   python bench/target_plan.py --dry        # tiny model, this machine's CPU devices
 
 Each row compiles the exact pretraining train step (bf16 compute, fp32 params and Adam
@@ -239,20 +239,26 @@ def table(results: list[dict], with_max_batch: bool) -> str:
   return "\n".join(lines)
 
 
+def select(rows, model_prefix: str = "", targets: str = "") -> list[Row]:
+  """The rows whose model name starts with model_prefix and whose target is one of the
+  comma-separated targets (every row for empty ones)."""
+  return [r for r in rows if r.model.startswith(model_prefix) and (
+      not targets or r.target in targets.split(","))]
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--rows", default="", help="only models whose name contains this")
+  parser.add_argument("--rows", default="",
+                      help="only models whose name starts with this (large: not albert-xxlarge)")
   parser.add_argument("--targets", default="", help="comma-separated targets to keep")
   parser.add_argument("--max_batch", action="store_true",
                       help="also find the largest batch that fits (several compiles a row)")
   parser.add_argument("--dry", action="store_true",
                       help="one tiny row on this machine's devices (the code path, fast)")
   args = parser.parse_args(argv)
-  rows = ROWS
+  rows = select(ROWS, args.rows, args.targets)
   if args.dry:
-    rows = (Row("tiny", 128, 8, "host", "data=1"),)
-  rows = [r for r in rows if args.rows in r.model and (
-      not args.targets or r.target in args.targets.split(","))]
+    rows = [Row("tiny", 128, 8, "host", "data=1")]
   results = []
   for row in rows:
     try:

@@ -61,6 +61,18 @@ def test_every_row_builds_a_config_its_target_can_take():
   assert target_plan.ATTENTION["gpu"] in ("cudnn", "xla")
 
 
+def test_rows_are_chosen_by_the_start_of_the_model_name_and_the_target():
+  models = lambda *args: {(r.model, r.seq, r.target) for r in target_plan.select(  # noqa: E731
+      target_plan.ROWS, *args)}
+  assert models("large", "tpu:v6e-8") == {("large", 128, "tpu:v6e-8"),
+                                          ("large", 512, "tpu:v6e-8")}  # not albert-xxlarge
+  assert {m for m, _, _ in models("base")} == {"base"}  # not modernbert-base
+  assert models("modernbert", "gpu:h100x8") == {("modernbert-base", 512, "gpu:h100x8"),
+                                                ("modernbert-base", 8192, "gpu:h100x8")}
+  assert len(target_plan.select(target_plan.ROWS)) == len(target_plan.ROWS)
+  assert target_plan.select(target_plan.ROWS, "bert-base") == []
+
+
 @pytest.mark.slow
 @needs_libtpu
 def test_a_tiny_row_on_a_tpu_slice_has_the_compilers_facts_and_a_bound():
