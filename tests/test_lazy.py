@@ -9,7 +9,8 @@ import types
 from bert_jax import lazy
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Every `python -m` entry point (pyproject.toml's console scripts and the documented ones).
+# Every `python -m` entry point (pyproject.toml's console scripts and the documented ones),
+# the package and the task table the trainer reads.
 COMMAND_LINES = ("bert_jax", "bert_jax.train", "bert_jax.fill_mask", "bert_jax.embed",
                  "bert_jax.tag_spans", "bert_jax.convert.__main__", "bert_jax.text.prepare",
                  "bert_jax.text.learn_vocab", "bert_jax.pretrain.word_vectors",

@@ -27,7 +27,6 @@ import collections
 import os
 from collections.abc import Sequence
 
-
 from bert_jax.lazy import tensorflow as tf
 from bert_jax.text import bpe
 from bert_jax.text import sentencepiece_vocab
