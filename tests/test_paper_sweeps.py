@@ -303,8 +303,13 @@ def test_feature_based_ner_runs_are_table_7s_choices_on_two_encoders():
 def test_tune_or_not_pairs_frozen_and_fine_tuned_runs_on_the_tasks_with_data():
   configs = _frozen_sweep_configs("tune_or_not")
   assert sorted({run.split("_")[0] for run in configs}) == ["conll", "mrpc", "sst2", "stsb"]
-  assert len(configs) == 4 * 2 * 2
+  assert len(configs) == 4 * 3 * 2  # three arms, two seeds
   assert configs["mrpc_frozen_s0"].data.eval_split == "heldout"
+  bert = {task: (c.num_train_epochs, c.optim.learning_rate, c.data.batch_size)
+          for task in ("conll", "sst2", "stsb", "mrpc")
+          for c in [configs[f"{task}_bert_recipe_s1"]]}
+  assert bert == {"conll": (3, 5e-5, 32), "sst2": (3, 5e-5, 32), "stsb": (3, 5e-5, 32),
+                  "mrpc": (3, 5e-5, 16)}
   assert (configs["mrpc_finetune_s0"].num_train_epochs, configs["mrpc_finetune_s0"].data.batch_size,
           configs["mrpc_frozen_s0"].data.batch_size) == (3, 16, 32)
   # The CoNLL pair is feature_based_ner's: the runner takes those rows (same_as).
@@ -312,6 +317,8 @@ def test_tune_or_not_pairs_frozen_and_fine_tuned_runs_on_the_tasks_with_data():
   ours = sweeps.load("tune_or_not").get_sweep()
   assert ours["conll_frozen_s0"] == ner["minilm_wsum_all_s0"]
   assert ours["conll_finetune_s1"] == ner["minilm_finetune_s1"]
+  # MRPC's first fine-tuning arm already had BERT's recipe: one run, two names.
+  assert ours["mrpc_bert_recipe_s0"] == ours["mrpc_finetune_s0"]
 
 
 @pytest.mark.parametrize("sweep", ["feature_based_ner", "tune_or_not"])
