@@ -57,8 +57,8 @@ TASKS = {
 BERT_RECIPE = {"num_train_epochs": 3, "optim.learning_rate": "5e-5"}
 ARMS = {"frozen": ALL_LAYERS, "finetune": frozen.FINETUNE, "bert_recipe": BERT_RECIPE}
 # (task, arm) -> the arm's recipe changed for that task.
-RECIPES = {("mrpc", "finetune"): {**BERT_RECIPE, "data.batch_size": 16},
-           ("mrpc", "bert_recipe"): {**BERT_RECIPE, "data.batch_size": 16}}
+MRPC_RECIPE = {**BERT_RECIPE, "data.batch_size": 16}
+RECIPES = {("mrpc", "finetune"): MRPC_RECIPE, ("mrpc", "bert_recipe"): MRPC_RECIPE}
 # The fine-tuned arms, each against the frozen one: (arm, its name on the page).
 FINETUNED = (("finetune", "🔥 1 epoch, lr 1e-4"), ("bert_recipe", "🔥 BERT's recipe"))
 
