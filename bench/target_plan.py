@@ -16,7 +16,9 @@ without the hardware (bert_jax/targets.py) and prints one markdown table:
                    the target compiler's memory analysis; its FLOPs and bytes accessed per
                    chip (TPU only: XLA's GPU compiler has no cost analysis); with
                    --max_batch, the largest global batch whose compile fits the chip's HBM
-                   (doubling, then bisection over multiples of the batch-sharding size);
+                   (a multiple of the batch-sharding size, bracketed by a compile that
+                   fits and one that does not; regula falsi on the peak, two to four
+                   compiles when the peak is linear in the batch);
   published        the chip's HBM, bf16 peak FLOP/s and HBM bandwidth (CHIPS below);
   estimates        the roofline bound = max(FLOPs / peak, bytes / bandwidth) per step,
                    FLOPs the larger of the compiler's count and the model's (the TPU
@@ -176,36 +178,69 @@ def plan(row: Row, batch: int | None = None) -> dict:
 
 
 def largest_batch(row: Row, first: dict, multiple: int, cap: int = 1 << 16) -> int | None:
-  """The largest global batch (a multiple of `multiple`) whose compile fits the chip:
-  doubling from the row's batch, then bisection between the last fit and the first miss."""
+  """The largest global batch (a multiple of `multiple`, at most `cap`) whose compile fits
+  the chip; None when even `multiple` does not.
+
+  The per-chip peak grows about linearly with the batch (activations; the sharded weights
+  and Adam state are fixed), so the next batch to compile is where the line through the
+  two nearest compiles meets the chip's HBM (through zero while there is one compile),
+  rounded down to the multiple: regula falsi. The answer is always bracketed by compiles
+  (`low` fits, `high` does not) and a guess that fails to halve the bracket is followed by
+  a bisection step, so a peak that is not linear costs at most about twice bisection's
+  log2 compiles; a linear one costs two or three."""
+  hbm = first["hbm_bytes"]
+  peaks = {row.batch: first["peak_bytes_per_device"]}
+
   def fits(batch):
-    return plan(row, batch)["fits"]
-  low = row.batch if first["fits"] else None
-  high = None if first["fits"] else row.batch
-  if low is None:  # shrink until one fits
-    batch = row.batch
-    while batch > multiple and low is None:
-      batch = max(multiple, (batch // 2) // multiple * multiple)
-      if fits(batch):
-        low = batch
+    result = plan(row, batch)
+    peaks[batch] = result["peak_bytes_per_device"]
+    return result["fits"]
+
+  def meets_hbm(a, b):  # the batch at which the line through compiles a and b reaches HBM
+    if b is None:
+      a, b = 0, a
+    peak_a = 0 if a == 0 else peaks[a]
+    slope = (peaks[b] - peak_a) / (b - a)
+    return None if slope <= 0 else a + (hbm - peak_a) / slope
+
+  def down(batch):
+    return int(batch) // multiple * multiple
+
+  low, high = (row.batch, None) if first["fits"] else (None, row.batch)
+  bisect = False
+  while True:
+    if low is not None and high is not None:
+      if high - low <= multiple:
+        return low
+      width = high - low
+      if bisect:
+        guess = down((low + high) / 2)
       else:
-        high = batch
-    if low is None:
-      return None
-  while high is None and low * 2 <= cap:
-    if fits(low * 2):
-      low *= 2
+        guess = down(meets_hbm(low, high) or (low + high) / 2)
+      guess = min(max(guess, low + multiple), high - multiple)
+    elif low is not None:  # every compile so far fits: extrapolate up
+      if low >= cap:
+        return low
+      below = [b for b in peaks if b < low]
+      target = meets_hbm(max(below), low) if below else meets_hbm(low, None)
+      guess = min(cap, down(min(target or 2 * low, 8 * low)))
+      guess = max(guess, low + multiple)
+      width = None
+    else:  # nothing fits yet: extrapolate down
+      if high <= multiple:
+        return None
+      above = [b for b in peaks if b > high]
+      target = meets_hbm(high, min(above)) if above else meets_hbm(high, None)
+      guess = max(multiple, min(down(target if target is not None else high / 2),
+                                high - multiple))
+      width = None
+    if fits(guess):
+      low = guess
     else:
-      high = low * 2
-  while high is not None and high - low > multiple:
-    middle = (low + high) // 2 // multiple * multiple
-    if middle in (low, high):
-      break
-    if fits(middle):
-      low = middle
-    else:
-      high = middle
-  return low
+      high = guess
+    # Bisect next when this guess left more than half of the bracket it was made in.
+    bisect = width is not None and high is not None and low is not None and (
+        high - low > width / 2)
 
 
 def table(results: list[dict], with_max_batch: bool) -> str:
@@ -252,7 +287,7 @@ def main(argv=None):
                       help="only models whose name starts with this (large: not albert-xxlarge)")
   parser.add_argument("--targets", default="", help="comma-separated targets to keep")
   parser.add_argument("--max_batch", action="store_true",
-                      help="also find the largest batch that fits (several compiles a row)")
+                      help="also find the largest batch that fits (2-4 more compiles a row)")
   parser.add_argument("--dry", action="store_true",
                       help="one tiny row on this machine's devices (the code path, fast)")
   args = parser.parse_args(argv)

@@ -14,21 +14,54 @@ target_plan = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(target_plan)
 
 
-def test_largest_batch_doubles_then_bisects_over_the_sharding_multiple(monkeypatch):
+def _search(monkeypatch, peak, start, multiple, hbm=32.0, cap=1 << 16):
+  """largest_batch with a fake compiler whose per-chip peak is peak(batch): the answer and
+  the batches it compiled."""
   compiled = []
 
   def fake_plan(row, batch=None):
     compiled.append(batch)
-    return {"fits": batch <= 100}
+    return {"fits": peak(batch) <= hbm, "peak_bytes_per_device": peak(batch)}
 
   monkeypatch.setattr(target_plan, "plan", fake_plan)
-  row = target_plan.Row("tiny", 128, 8, "host", "data=8")
-  assert target_plan.largest_batch(row, {"fits": True}, multiple=8) == 96
-  assert compiled[:4] == [16, 32, 64, 128]  # doubling, then bisection between 64 and 128
-  compiled.clear()
-  too_big = target_plan.Row("tiny", 128, 512, "host", "data=8")
-  assert target_plan.largest_batch(too_big, {"fits": False}, multiple=8) == 96
-  assert target_plan.largest_batch(too_big, {"fits": False}, multiple=1024) is None
+  row = target_plan.Row("tiny", 128, start, "host", "data=8")
+  first = {"fits": peak(start) <= hbm, "peak_bytes_per_device": peak(start), "hbm_bytes": hbm}
+  return target_plan.largest_batch(row, first, multiple, cap), compiled
+
+
+def test_largest_batch_follows_a_linear_peak_in_three_compiles(monkeypatch):
+  """Fixed weights plus activations per row: 2 + b / 4 reaches 32 at b = 120."""
+  linear = lambda b: 2 + b / 4  # noqa: E731
+  assert _search(monkeypatch, linear, 16, 8) == (120, [80, 120, 128])
+  found, compiled = _search(monkeypatch, linear, 512, 8)  # the row's batch does not fit
+  assert found == 120 and len(compiled) <= 3, compiled
+
+
+@pytest.mark.parametrize("start", [8, 16, 256, 4096])
+@pytest.mark.parametrize("name,peak", [
+    ("linear", lambda b: 0.7 + 0.031 * b),
+    ("quadratic", lambda b: 1 + (b / 40) ** 2),
+    # flat, then a cliff (a layout the compiler switches at some batch): no line helps
+    ("cliff", lambda b: 4.0 if b <= 1000 else 64.0),
+    ("noisy", lambda b: 0.5 + 0.03 * b + (3.0 if b % 24 == 0 else 0.0)),
+])
+def test_largest_batch_is_the_last_fit_before_the_first_miss(monkeypatch, name, peak, start):
+  """Whatever the peak's shape, the answer is bracketed by compiles: it fits and the next
+  multiple up does not (the largest for a monotone peak), in at most twice the compiles
+  of bisection (plus the first few while no compile misses)."""
+  multiple, cap = 8, 1 << 14
+  found, compiled = _search(monkeypatch, peak, start, multiple, cap=cap)
+  batches = range(multiple, cap + 1, multiple)
+  if name != "noisy":
+    assert found == max(b for b in batches if peak(b) <= 32.0), (name, start, compiled)
+  assert peak(found) <= 32.0 and peak(found + multiple) > 32.0, (found, compiled)
+  assert found in compiled or found == start
+  assert len(compiled) <= 2 * 11 + 4, compiled
+
+
+def test_largest_batch_is_none_when_the_smallest_batch_does_not_fit(monkeypatch):
+  found, compiled = _search(monkeypatch, lambda b: 40 + b, 64, 8)
+  assert found is None and compiled[-1] == 8
 
 
 def test_the_bound_counts_the_larger_of_the_compilers_and_the_models_flops(monkeypatch):
