@@ -154,6 +154,9 @@ def plan(row: Row, batch: int | None = None) -> dict:
          **report}
   if chip is None or peak is None:
     return out
+  if "out_of_memory" in report:  # refused by the TPU compiler: no memory or cost analysis
+    out.update(hbm_bytes=chip.hbm_bytes, hbm_source=chip.source, peak_flops=peak, fits=False)
+    return out
   devices = report["devices"]
   # The chip does at least the model's matmul FLOPs (bert_jax.flops) and at least what its
   # compiler counts. The TPU compiler has counted fewer in every row so far (BERT-Base at
@@ -189,12 +192,26 @@ def largest_batch(row: Row, first: dict, multiple: int, cap: int = 1 << 16) -> i
   a bisection step, so a peak that is not linear costs at most about twice bisection's
   log2 compiles; a linear one costs two or three."""
   hbm = first["hbm_bytes"]
-  peaks = {row.batch: first["peak_bytes_per_device"]}
+  peaks = {}
+
+  def record(batch, result):
+    """The batch's peak (for a refused compile, what the compiler said it needs: its
+    temporaries plus the sharded state); the line aims at the smaller of the chip's HBM
+    and the compiler's own limit, once a refusal has named it."""
+    nonlocal hbm
+    peaks[batch] = result["peak_bytes_per_device"] or (
+        result["temp_bytes_per_device"] + result.get("params_bytes_per_device", 0) +
+        result.get("opt_state_bytes_per_device", 0))
+    hbm = min(hbm, result.get("compiler_hbm_bytes_per_device") or hbm)
+    return result["fits"]
 
   def fits(batch):
-    result = plan(row, batch)
-    peaks[batch] = result["peak_bytes_per_device"]
-    return result["fits"]
+    fit = record(batch, plan(row, batch))
+    print(f"  batch {batch}: {'fits' if fit else 'does not fit'} "
+          f"({peaks[batch] / GIB:.2f} GiB/chip)", file=sys.stderr, flush=True)
+    return fit
+
+  record(row.batch, first)
 
   def meets_hbm(a, b):  # the batch at which the line through compiles a and b reaches HBM
     if b is None:
@@ -255,6 +272,13 @@ def table(results: list[dict], with_max_batch: bool) -> str:
       lines.append(f"| {row['model']} | {row['seq']} | {row['target']} | {row['mesh']} | "
                    f"{row['batch']} | error: {r['error'][:80]} |")
       continue
+    if "out_of_memory" in r:
+      need = r["temp_bytes_per_device"] or r["peak_bytes_per_device"]
+      lines.append(f"| {row['model']} | {row['seq']} | {row['target']} | {row['mesh']} | "
+                   f"{r['global_batch']} | > {r['compiler_hbm_bytes_per_device'] / GIB:.2f} "
+                   f"(refused: needs {need / GIB:.2f}) | {r['hbm_bytes'] / GIB:.0f} | no |" +
+                   (" n/a |" if with_max_batch else "") + " n/a | n/a | n/a | n/a | n/a |")
+      continue
     tflops = r["xla_flops_per_device"]
     gbytes = r["xla_bytes_accessed_per_device"]
     lower = "≥ " if r.get("bound_is_lower") else ""
@@ -304,8 +328,10 @@ def main(argv=None):
     except Exception as error:  # a row that does not compile is a row of the table
       result = {"row": dataclasses.asdict(row), "error": f"{type(error).__name__}: {error}"}
     results.append(result)
-    print(f"{row}: " + ("error" if "error" in result else
-                        f"peak {result['peak_bytes_per_device'] / GIB:.2f} GiB/chip"),
+    print(f"{row}: " + (f"error: {result['error'][:300]}" if "error" in result else
+                        "refused: out of memory" if "out_of_memory" in result else
+                        f"peak {result['peak_bytes_per_device'] / GIB:.2f} GiB/chip") +
+          (f", largest batch {result['largest_batch']}" if "largest_batch" in result else ""),
           file=sys.stderr, flush=True)
   print(table(results, args.max_batch))
   print(json.dumps(results))

@@ -86,8 +86,10 @@ def main(argv):
       import jax
       jax.config.update("jax_platforms", "cpu")  # the target's compiler needs no device
     from bert_jax.run import compile_report
-    print(compile_report.format_report(compile_report.compile_report(_CONFIG.value,
-                                                                     _TARGET.value)))
+    report = compile_report.compile_report(_CONFIG.value, _TARGET.value)
+    print(compile_report.format_report(report))
+    if "out_of_memory" in report:  # the target's compiler refused it: a batch to shrink
+      sys.exit(1)
     return
   from bert_jax.run import trainer  # after distributed init
   result = trainer.train_and_evaluate(_CONFIG.value, _WORKDIR.value)

@@ -59,6 +59,39 @@ def test_largest_batch_is_the_last_fit_before_the_first_miss(monkeypatch, name, 
   assert len(compiled) <= 2 * 11 + 4, compiled
 
 
+def test_largest_batch_counts_a_compile_the_compiler_refused_as_a_miss(monkeypatch):
+  """libtpu refuses a program over its own limit (30 of the chip's 32 here) with
+  RESOURCE_EXHAUSTED and the temporaries it needs: no peak, not a fit, and the line aims
+  at the compiler's limit from then on."""
+  compiled = []
+
+  def fake_plan(row, batch=None):
+    compiled.append(batch)
+    peak = 2 + batch / 4
+    if peak > 30:
+      return {"fits": False, "out_of_memory": "RESOURCE_EXHAUSTED: ...", "peak_bytes_per_device":
+              None, "temp_bytes_per_device": peak - 1, "params_bytes_per_device": 0.5,
+              "opt_state_bytes_per_device": 0.5, "compiler_hbm_bytes_per_device": 30}
+    return {"fits": True, "peak_bytes_per_device": peak}
+
+  monkeypatch.setattr(target_plan, "plan", fake_plan)
+  row = target_plan.Row("tiny", 128, 16, "host", "data=8")
+  first = {"fits": True, "peak_bytes_per_device": 6, "hbm_bytes": 32}
+  assert target_plan.largest_batch(row, first, 8) == 112
+  assert len(compiled) <= 4, compiled
+
+
+def test_a_refused_row_is_a_row_of_the_table():
+  refused = {"row": {"model": "base", "seq": 128, "target": "tpu:v4-8", "mesh": "fsdp=4"},
+             "global_batch": 16384, "out_of_memory": "RESOURCE_EXHAUSTED: ...",
+             "temp_bytes_per_device": 66.57 * 2 ** 30, "peak_bytes_per_device": None,
+             "compiler_hbm_bytes_per_device": 30.75 * 2 ** 30, "hbm_bytes": 32 * 2 ** 30}
+  for with_max_batch in (False, True):
+    head, rule, line = target_plan.table([refused], with_max_batch).splitlines()
+    assert line.count("|") == head.count("|") == rule.count("|")
+    assert "| > 30.75 (refused: needs 66.57) | 32 | no |" in line
+
+
 def test_largest_batch_is_none_when_the_smallest_batch_does_not_fit(monkeypatch):
   found, compiled = _search(monkeypatch, lambda b: 40 + b, 64, 8)
   assert found is None and compiled[-1] == 8

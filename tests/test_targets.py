@@ -109,6 +109,23 @@ def test_compile_report_for_a_tpu_target_counts_the_target_devices():
 
 
 @pytest.mark.slow
+@needs_libtpu
+def test_a_step_too_big_for_the_tpu_is_reported_as_refused_not_raised():
+  """libtpu refuses a program over a chip's HBM (RESOURCE_EXHAUSTED); the report says so,
+  with the bytes the compiler needs and has per chip, and `--compile_only` prints it."""
+  from bert_jax.run import compile_report
+  config = set_fields(_tiny_config("einsum", {"fsdp": 4}), {  # [B, N, T, T] scores: 32 GiB
+      "data.batch_size": 1 << 15, "data.max_seq_length": 512, "data.max_predictions_per_seq": 20})
+  report = compile_report.compile_report(config, "tpu:v5e-4")
+  assert "RESOURCE_EXHAUSTED" in report["out_of_memory"], report
+  need = report["temp_bytes_per_device"] or report["peak_bytes_per_device"]
+  assert need > report["compiler_hbm_bytes_per_device"] > 10 * 2 ** 30  # of v5e's 16 GiB
+  assert report["xla_flops_per_device"] is None and report["devices"] == 4
+  text = compile_report.format_report(report)
+  assert "does not fit: the compiler needs" in text and "peak_bytes_per_device" in text
+
+
+@pytest.mark.slow
 @needs_cuda_plugin
 def test_train_step_compiles_for_gpus():
   """XLA's GPU compiler (sm_90 code for 2 H100s, no GPU here): memory analysis, no cost

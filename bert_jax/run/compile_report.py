@@ -13,8 +13,14 @@ params and optimizer state (from their shardings), the target compiler's memory 
 step for one device (where its cost analysis gives them; XLA's GPU compiler does not), the
 model count of FLOPs, and the seconds the trace, lowering and compile took on the machine
 it ran on.
+
+A program that does not fit a TPU chip is refused by its compiler (RESOURCE_EXHAUSTED: "Ran
+out of memory on HBM ..."): the report then says so (`out_of_memory`, the compiler's
+words) with the bytes the compiler says it needs and has per chip, instead of the memory
+and cost analysis. XLA's GPU compiler compiles such a program and reports its peak.
 """
 import json
+import re
 import time
 
 import flax.linen as nn
@@ -34,6 +40,37 @@ def _per_device_bytes(tree, shardings) -> int:
 
 def _total_bytes(tree) -> int:
   return sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(tree))
+
+
+_SIZE = r"([0-9.]+)([KMGTP]?)i?B?"
+# The TPU compiler's two ways of refusing a program that does not fit (libtpu's words):
+# (what the numbers measure, the pattern); both give the bytes needed, then the chip's.
+_OUT_OF_MEMORY = (
+    ("temp", re.compile(rf"required for HLO temporaries \({_SIZE}\) exceeds available HBM "
+                        rf"\({_SIZE}\)")),
+    ("peak", re.compile(rf"Used {_SIZE} of {_SIZE} hbm")),
+)
+
+
+def _size(number: str, unit: str) -> int:
+  return round(float(number) * 1024 ** ("KMGTP".index(unit) + 1 if unit else 0))
+
+
+def out_of_memory(error: Exception) -> dict | None:
+  """The report fields of a compile the target's compiler refused for want of memory, or
+  None for any other error: the compiler's message, the bytes it needs per chip (of
+  temporaries, or in all) and the bytes it has."""
+  message = str(error)
+  if "RESOURCE_EXHAUSTED" not in message:
+    return None
+  for what, pattern in _OUT_OF_MEMORY:
+    found = pattern.search(message)
+    if found:
+      need, have = _size(*found.group(1, 2)), _size(*found.group(3, 4))
+      line = next(l for l in message.splitlines() if "RESOURCE_EXHAUSTED" in l)
+      return {"out_of_memory": line.strip(), f"{what}_bytes_per_device": need,
+              "compiler_hbm_bytes_per_device": have}
+  return None
 
 
 def lower_train_step(config, target: str = "host"):
@@ -63,13 +100,6 @@ def compile_report(config, target: str = "host") -> dict:
   setup, lowered, lower_seconds = lower_train_step(config, target)
   abstract, shardings = setup.abstract_state, setup.state_sharding
   batch = setup.task.example_batch(config.data.batch_size)
-  start = time.perf_counter()
-  compiled = lowered.compile()
-  compile_seconds = lower_seconds + time.perf_counter() - start
-  memory = compiled.memory_analysis()
-  cost = compiled.cost_analysis() or {}  # None from XLA's GPU compiler
-  if isinstance(cost, list):  # older jax returned one dict per program
-    cost = cost[0]
   device = setup.mesh.devices.flat[0]
   report = {
       "target": target,
@@ -84,6 +114,24 @@ def compile_report(config, target: str = "host") -> dict:
       "opt_state_total_bytes": _total_bytes(abstract.opt_state),
       "opt_state_bytes_per_device": _per_device_bytes(abstract.opt_state,
                                                       shardings.opt_state),
+      "model_flops_per_step": float(setup.task.step_flops(batch)),
+  }
+  start = time.perf_counter()
+  try:
+    compiled = lowered.compile()
+  except Exception as error:  # noqa: BLE001 (re-raised unless the compiler ran out of HBM)
+    refused = out_of_memory(error)
+    if refused is None:
+      raise
+    return {**report, "temp_bytes_per_device": None, "peak_bytes_per_device": None,
+            "xla_flops_per_device": None, "xla_bytes_accessed_per_device": None,
+            **refused, "compile_seconds": lower_seconds + time.perf_counter() - start}
+  compile_seconds = lower_seconds + time.perf_counter() - start
+  memory = compiled.memory_analysis()
+  cost = compiled.cost_analysis() or {}  # None from XLA's GPU compiler
+  if isinstance(cost, list):  # older jax returned one dict per program
+    cost = cost[0]
+  report.update({
       "argument_bytes_per_device": int(memory.argument_size_in_bytes),
       "output_bytes_per_device": int(memory.output_size_in_bytes),
       "alias_bytes_per_device": int(memory.alias_size_in_bytes),
@@ -91,9 +139,8 @@ def compile_report(config, target: str = "host") -> dict:
       "xla_flops_per_device": float(cost["flops"]) if "flops" in cost else None,
       "xla_bytes_accessed_per_device": (float(cost["bytes accessed"])
                                         if "bytes accessed" in cost else None),
-      "model_flops_per_step": float(setup.task.step_flops(batch)),
       "compile_seconds": compile_seconds,  # trace + lower + XLA compile, the machine it ran on
-  }
+  })
   report["peak_bytes_per_device"] = (report["argument_bytes_per_device"] +
                                      report["output_bytes_per_device"] -
                                      report["alias_bytes_per_device"] +
@@ -102,10 +149,16 @@ def compile_report(config, target: str = "host") -> dict:
 
 
 def format_report(report: dict) -> str:
-  gib = lambda b: f"{b / 2 ** 30:8.3f} GiB"  # noqa: E731
+  gib = lambda b: "     n/a" if b is None else f"{b / 2 ** 30:8.3f} GiB"  # noqa: E731
   lines = [f"{report['target']}: mesh {report['mesh']} over {report['devices']} "
            f"{report['device_kind']} devices ({report['platform']}), global batch "
            f"{report['global_batch']} x seq {report['seq_len']}"]
+  if "out_of_memory" in report:
+    need = report["temp_bytes_per_device"] or report["peak_bytes_per_device"]
+    lines.append(f"  does not fit: the compiler needs {need / 2 ** 30:.2f} GiB per device "
+                 f"({'temporaries' if report['temp_bytes_per_device'] else 'in all'}) and "
+                 f"has {report['compiler_hbm_bytes_per_device'] / 2 ** 30:.2f}: "
+                 f"{report['out_of_memory']}")
   for key in ("params_bytes_per_device", "opt_state_bytes_per_device",
               "temp_bytes_per_device", "peak_bytes_per_device"):
     lines.append(f"  {key:30s} {gib(report[key])}")
