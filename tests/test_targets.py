@@ -3,6 +3,9 @@ and a tiny pretraining config's train step compiled by the TPU compiler (libtpu)
 v5e slice with every TPU attention path, and by XLA's GPU compiler (jax-cuda12-plugin) for
 2 H100s. The compile tests skip, saying so, where the target's compiler is not installed."""
 import importlib.util
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -123,6 +126,29 @@ def test_a_step_too_big_for_the_tpu_is_reported_as_refused_not_raised():
   assert report["xla_flops_per_device"] is None and report["devices"] == 4
   text = compile_report.format_report(report)
   assert "does not fit: the compiler needs" in text and "peak_bytes_per_device" in text
+
+
+@pytest.mark.slow
+@needs_libtpu
+def test_compile_only_for_a_tpu_target_prints_the_refusal_and_exits_1(tmp_path):
+  """The README's `--compile_only --target=tpu:...` path, end to end in a process of its
+  own (libtpu's folder appended to its path, as this process has it): a batch too big for
+  v5e-4 prints the report's `does not fit` line and exits 1."""
+  site = os.environ.get("BERT_JAX_TARGETS_SITE", "")
+  argv = ["bert_jax.train", "--config=configs/base.py", f"--workdir={tmp_path}",
+          "--compile_only", "--target=tpu:v5e-4", "--config.mesh.data=1",
+          "--config.mesh.fsdp=4", "--config.model.hidden_size=32",
+          "--config.model.intermediate_size=64", "--config.model.num_attention_heads=2",
+          "--config.model.num_hidden_layers=1", "--config.model.attention_impl=einsum",
+          "--config.model.attention_probs_dropout_prob=0", "--config.data.batch_size=32768",
+          "--config.data.max_seq_length=512", "--config.data.max_predictions_per_seq=20"]
+  code = (f"import runpy, sys; sys.path.append({site!r}) if {site!r} else None; "
+          f"sys.argv = {argv!r}; runpy.run_module('bert_jax.train', run_name='__main__')")
+  done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        timeout=600)
+  assert done.returncode == 1, done.stderr[-2000:]
+  assert "tpu:v5e-4: mesh" in done.stdout and "does not fit: the compiler needs" in done.stdout
 
 
 @pytest.mark.slow
