@@ -180,17 +180,38 @@ def plan(row: Row, batch: int | None = None) -> dict:
   return out
 
 
-def largest_batch(row: Row, first: dict, multiple: int, cap: int = 1 << 16) -> int | None:
-  """The largest global batch (a multiple of `multiple`, at most `cap`) whose compile fits
-  the chip; None when even `multiple` does not.
+def _bent(peaks: dict, low: int, high: int) -> bool:
+  """Whether the peak bends between the fits and the bracket's miss: the slope through the
+  two largest fits under half the slope from the largest fit to the miss (the compiler
+  rematerialising to fit, or a layout it switches), where the line would keep landing
+  just above the fit. No line without both ends' peaks (a given bracket): bent."""
+  if low not in peaks or high not in peaks:
+    return True
+  fits_below = sorted(b for b in peaks if b <= low)
+  if len(fits_below) < 2:
+    return False
+  a, b = fits_below[-2:]
+  return (peaks[b] - peaks[a]) / (b - a) < 0.5 * (peaks[high] - peaks[low]) / (high - low)
 
-  The per-chip peak grows about linearly with the batch (activations; the sharded weights
-  and Adam state are fixed), so the next batch to compile is where the line through the
-  two nearest compiles meets the chip's HBM (through zero while there is one compile),
-  rounded down to the multiple: regula falsi. The answer is always bracketed by compiles
-  (`low` fits, `high` does not) and a guess that fails to halve the bracket is followed by
-  a bisection step, so a peak that is not linear costs at most about twice bisection's
-  log2 compiles; a linear one costs two or three."""
+
+def largest_batch(row: Row, first: dict, multiple: int, cap: int = 1 << 16,
+                  tolerance: float = 0.0, bracket: tuple[int, int] | None = None
+                  ) -> tuple[int | None, int | None]:
+  """(the largest global batch found whose compile fits the chip, the smallest found whose
+  compile does not): batches are multiples of `multiple` up to `cap`; (None, m) when even
+  the smallest does not fit, (cap, None) when cap does. The two are compiles `multiple`
+  apart, or within `tolerance` x the first of each other when that is wider.
+
+  While the per-chip peak grows linearly with the batch (activations; the sharded weights
+  and Adam state are fixed), the next batch to compile is where the line through the two
+  nearest compiles meets the HBM (through zero while there is one compile), rounded down
+  to the multiple: regula falsi, two or three compiles. The TPU compiler does not grow
+  that way near its limit: it rematerialises to fit (BERT-Base on v4-8 held 28.5-28.8 GiB
+  per chip from batch 2,696 to 6,848), so the line overshoots; a guess that leaves more
+  than half of its bracket is followed by a bisection step (geometric while the bracket
+  spans more than 2x), which bounds the search at about twice bisection's compiles.
+  `bracket`: a batch known to fit and one known not to (an earlier search's log): the
+  search starts from them."""
   hbm = first["hbm_bytes"]
   peaks = {}
 
@@ -211,11 +232,11 @@ def largest_batch(row: Row, first: dict, multiple: int, cap: int = 1 << 16) -> i
           f"({peaks[batch] / GIB:.2f} GiB/chip)", file=sys.stderr, flush=True)
     return fit
 
-  record(row.batch, first)
-
   def meets_hbm(a, b):  # the batch at which the line through compiles a and b reaches HBM
     if b is None:
       a, b = 0, a
+    if b not in peaks or (a != 0 and a not in peaks):
+      return None
     peak_a = 0 if a == 0 else peaks[a]
     slope = (peaks[b] - peak_a) / (b - a)
     return None if slope <= 0 else a + (hbm - peak_a) / slope
@@ -223,21 +244,25 @@ def largest_batch(row: Row, first: dict, multiple: int, cap: int = 1 << 16) -> i
   def down(batch):
     return int(batch) // multiple * multiple
 
+  record(row.batch, first)
   low, high = (row.batch, None) if first["fits"] else (None, row.batch)
   bisect = False
+  if bracket:
+    low, high = bracket
+    bisect = True
   while True:
     if low is not None and high is not None:
-      if high - low <= multiple:
-        return low
+      if high - low <= max(multiple, tolerance * low):
+        return low, high
       width = high - low
-      if bisect:
-        guess = down((low + high) / 2)
+      if bisect or _bent(peaks, low, high):
+        guess = down((low * high) ** 0.5 if high > 2 * low else (low + high) / 2)
       else:
         guess = down(meets_hbm(low, high) or (low + high) / 2)
       guess = min(max(guess, low + multiple), high - multiple)
     elif low is not None:  # every compile so far fits: extrapolate up
       if low >= cap:
-        return low
+        return low, None
       below = [b for b in peaks if b < low]
       target = meets_hbm(max(below), low) if below else meets_hbm(low, None)
       guess = min(cap, down(min(target or 2 * low, 8 * low)))
@@ -245,7 +270,7 @@ def largest_batch(row: Row, first: dict, multiple: int, cap: int = 1 << 16) -> i
       width = None
     else:  # nothing fits yet: extrapolate down
       if high <= multiple:
-        return None
+        return None, high
       above = [b for b in peaks if b > high]
       target = meets_hbm(high, min(above)) if above else meets_hbm(high, None)
       guess = max(multiple, min(down(target if target is not None else high / 2),
@@ -258,6 +283,16 @@ def largest_batch(row: Row, first: dict, multiple: int, cap: int = 1 << 16) -> i
     # Bisect next when this guess left more than half of the bracket it was made in.
     bisect = width is not None and high is not None and low is not None and (
         high - low > width / 2)
+
+
+def _largest(r: dict) -> str:
+  """The largest batch found, with the smallest that did not fit where they are not one
+  sharding multiple apart (--max_batch_tolerance)."""
+  low, high = r.get("largest_batch"), r.get("smallest_batch_over")
+  if low is None:
+    return "none" if high else "n/a"
+  multiple = r["mesh"].get("data", 1) * r["mesh"].get("fsdp", 1) if "mesh" in r else 1
+  return f"{low:,}" if high is None or high - low <= multiple else f"{low:,} (not {high:,})"
 
 
 def table(results: list[dict], with_max_batch: bool) -> str:
@@ -287,7 +322,7 @@ def table(results: list[dict], with_max_batch: bool) -> str:
              f"{r['peak_bytes_per_device'] / GIB:.2f}",
              f"{r['hbm_bytes'] / GIB:.0f}" if "hbm_bytes" in r else "n/a",
              {True: "yes", False: "no"}.get(r.get("fits"), "n/a"),
-             *([r.get("largest_batch", "n/a")] if with_max_batch else []),
+             *([_largest(r)] if with_max_batch else []),
              "n/a" if tflops is None else f"{tflops / 1e12:.1f}",
              "n/a" if gbytes is None else f"{gbytes / 1e9:.1f}",
              f"{lower}{r['bound_seconds'] * 1e3:.0f}" if "bound_seconds" in r else "n/a",
@@ -298,11 +333,12 @@ def table(results: list[dict], with_max_batch: bool) -> str:
   return "\n".join(lines)
 
 
-def select(rows, model_prefix: str = "", targets: str = "") -> list[Row]:
-  """The rows whose model name starts with model_prefix and whose target is one of the
-  comma-separated targets (every row for empty ones)."""
+def select(rows, model_prefix: str = "", targets: str = "", seqs: str = "") -> list[Row]:
+  """The rows whose model name starts with model_prefix, whose target is one of the
+  comma-separated targets and whose sequence length one of seqs (every row for empty ones)."""
   return [r for r in rows if r.model.startswith(model_prefix) and (
-      not targets or r.target in targets.split(","))]
+      not targets or r.target in targets.split(",")) and (
+      not seqs or str(r.seq) in seqs.split(","))]
 
 
 def main(argv=None):
@@ -310,12 +346,22 @@ def main(argv=None):
   parser.add_argument("--rows", default="",
                       help="only models whose name starts with this (large: not albert-xxlarge)")
   parser.add_argument("--targets", default="", help="comma-separated targets to keep")
+  parser.add_argument("--seqs", default="", help="comma-separated sequence lengths to keep")
   parser.add_argument("--max_batch", action="store_true",
-                      help="also find the largest batch that fits (2-4 more compiles a row)")
+                      help="also find the largest batch that fits (2-4 more compiles a row "
+                      "while the peak is linear in the batch; more where the compiler "
+                      "rematerialises to fit)")
+  parser.add_argument("--max_batch_tolerance", type=float, default=0.0,
+                      help="stop the search once the batches that fit and do not are within "
+                      "this fraction of each other (0: the sharding multiple apart)")
+  parser.add_argument("--max_batch_bracket", default="",
+                      help="LOW,HIGH: a batch known to fit and one known not to (one row)")
   parser.add_argument("--dry", action="store_true",
                       help="one tiny row on this machine's devices (the code path, fast)")
   args = parser.parse_args(argv)
-  rows = select(ROWS, args.rows, args.targets)
+  rows = select(ROWS, args.rows, args.targets, args.seqs)
+  if args.max_batch_bracket and len(rows) != 1:
+    parser.error(f"--max_batch_bracket is one row's: {len(rows)} rows are selected")
   if args.dry:
     rows = [Row("tiny", 128, 8, "host", "data=1")]
   results = []
@@ -324,7 +370,10 @@ def main(argv=None):
       result = plan(row)
       if args.max_batch and "fits" in result:
         multiple = result["mesh"].get("data", 1) * result["mesh"].get("fsdp", 1)
-        result["largest_batch"] = largest_batch(row, result, multiple)
+        bracket = (tuple(int(b) for b in args.max_batch_bracket.split(","))
+                   if args.max_batch_bracket else None)
+        result["largest_batch"], result["smallest_batch_over"] = largest_batch(
+            row, result, multiple, tolerance=args.max_batch_tolerance, bracket=bracket)
     except Exception as error:  # a row that does not compile is a row of the table
       result = {"row": dataclasses.asdict(row), "error": f"{type(error).__name__}: {error}"}
     results.append(result)
