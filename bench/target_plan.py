@@ -195,8 +195,8 @@ def _bent(peaks: dict, low: int, high: int) -> bool:
 
 
 def largest_batch(row: Row, first: dict, multiple: int, cap: int = 1 << 16,
-                  tolerance: float = 0.0, bracket: tuple[int, int] | None = None
-                  ) -> tuple[int | None, int | None]:
+                  tolerance: float = 0.0, bracket: tuple[int, int] | None = None,
+                  trail: list | None = None) -> tuple[int | None, int | None]:
   """(the largest global batch found whose compile fits the chip, the smallest found whose
   compile does not): batches are multiples of `multiple` up to `cap`; (None, m) when even
   the smallest does not fit, (cap, None) when cap does. The two are compiles `multiple`
@@ -211,7 +211,8 @@ def largest_batch(row: Row, first: dict, multiple: int, cap: int = 1 << 16,
   than half of its bracket is followed by a bisection step (geometric while the bracket
   spans more than 2x), which bounds the search at about twice bisection's compiles.
   `bracket`: a batch known to fit and one known not to (an earlier search's log): the
-  search starts from them."""
+  search starts from them. `trail` gets each compile's batch, fit, peak bytes and whether
+  the compiler refused it."""
   hbm = first["hbm_bytes"]
   peaks = {}
 
@@ -227,7 +228,11 @@ def largest_batch(row: Row, first: dict, multiple: int, cap: int = 1 << 16,
     return result["fits"]
 
   def fits(batch):
-    fit = record(batch, plan(row, batch))
+    result = plan(row, batch)
+    fit = record(batch, result)
+    if trail is not None:
+      trail.append({"batch": batch, "fits": fit, "peak_bytes": peaks[batch],
+                    "refused": "out_of_memory" in result})
     print(f"  batch {batch}: {'fits' if fit else 'does not fit'} "
           f"({peaks[batch] / GIB:.2f} GiB/chip)", file=sys.stderr, flush=True)
     return fit
@@ -372,8 +377,10 @@ def main(argv=None):
         multiple = result["mesh"].get("data", 1) * result["mesh"].get("fsdp", 1)
         bracket = (tuple(int(b) for b in args.max_batch_bracket.split(","))
                    if args.max_batch_bracket else None)
+        result["max_batch_compiles"] = []
         result["largest_batch"], result["smallest_batch_over"] = largest_batch(
-            row, result, multiple, tolerance=args.max_batch_tolerance, bracket=bracket)
+            row, result, multiple, tolerance=args.max_batch_tolerance, bracket=bracket,
+            trail=result["max_batch_compiles"])
     except Exception as error:  # a row that does not compile is a row of the table
       result = {"row": dataclasses.asdict(row), "error": f"{type(error).__name__}: {error}"}
     results.append(result)

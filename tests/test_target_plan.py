@@ -100,7 +100,10 @@ def test_largest_batch_counts_a_compile_the_compiler_refused_as_a_miss(monkeypat
   monkeypatch.setattr(target_plan, "plan", fake_plan)
   row = target_plan.Row("tiny", 128, 16, "host", "data=8")
   first = {"fits": True, "peak_bytes_per_device": 6, "hbm_bytes": 32}
-  assert target_plan.largest_batch(row, first, 8) == (112, 120)
+  trail = []
+  assert target_plan.largest_batch(row, first, 8, trail=trail) == (112, 120)
+  assert {(t["batch"], t["fits"], t["refused"]) for t in trail} >= {
+      (112, True, False), (120, False, True)}
   assert len(compiled) <= 4, compiled
 
 
