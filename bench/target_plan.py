@@ -232,7 +232,8 @@ def largest_batch(row: Row, first: dict, multiple: int, cap: int = 1 << 16,
     fit = record(batch, result)
     if trail is not None:
       trail.append({"batch": batch, "fits": fit, "peak_bytes": peaks[batch],
-                    "refused": "out_of_memory" in result})
+                    "refused": "out_of_memory" in result,
+                    "xla_flops_per_device": result.get("xla_flops_per_device")})
     print(f"  batch {batch}: {'fits' if fit else 'does not fit'} "
           f"({peaks[batch] / GIB:.2f} GiB/chip)", file=sys.stderr, flush=True)
     return fit
