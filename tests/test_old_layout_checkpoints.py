@@ -93,12 +93,22 @@ def read_rows(workdir: str) -> list[dict]:
 
 @pytest.mark.parametrize("name", ["saved_model", "workdir"])
 def test_old_checkpoint_loads_with_its_heads_and_outputs(old_layout, expected, name):
-  """load_pretrained gives BertForPreTraining (MLM + NSP heads) and the very outputs the
-  old code computed: bit for bit (same arithmetic, same parameter values)."""
-  model, variables = weights.load_pretrained(os.path.join(old_layout, name))
+  """load_pretrained gives BertForPreTraining (MLM + NSP heads) and the outputs the old
+  code computed. The stored outputs come from another machine, and XLA's CPU code differs
+  between processors (vector widths, fused multiply-adds): on an AMD EPYC 89 of 512
+  sequence_output elements differ from an Intel Xeon's by up to 1.2e-7. So the outputs
+  are compared within 1e-5 (a renamed or mis-loaded tensor moves them by far more), and
+  two loads in this one run must agree bit for bit."""
+  path = os.path.join(old_layout, name)
+  model, variables = weights.load_pretrained(path)
   assert type(model) is BertForPreTraining and model.sentence_heads == ("nsp",)
-  for key, value in outputs(model, variables, expected).items():
-    np.testing.assert_array_equal(np.asarray(value), expected[f"{name}/{key}"], err_msg=key)
+  got = outputs(model, variables, expected)
+  for key, value in got.items():
+    np.testing.assert_allclose(np.asarray(value), expected[f"{name}/{key}"], rtol=1e-5,
+                               atol=1e-5, err_msg=key)
+  again = outputs(*weights.load_pretrained(path), expected)
+  for key, value in got.items():
+    np.testing.assert_array_equal(np.asarray(again[key]), np.asarray(value), err_msg=key)
 
 
 def test_old_workdir_converts_to_hf(old_layout, tmp_path):
