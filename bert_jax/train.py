@@ -94,7 +94,8 @@ def main(argv):
   from bert_jax.run import trainer  # after distributed init
   result = trainer.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
   if "stopped_by" in result:  # preempted: exit as a process killed by that signal would
-    sys.exit({"SIGTERM": 128 + 15, "SIGINT": 128 + 2}.get(result["stopped_by"], 1))
+    signal_name = result["stopped_by"].split()[0]  # "SIGTERM (a preemption notice ...)"
+    sys.exit({"SIGTERM": 128 + 15, "SIGINT": 128 + 2}.get(signal_name, 1))
 
 
 if __name__ == "__main__":

@@ -340,3 +340,40 @@ def test_a_process_whose_peer_never_joins_exits_with_a_clear_error(corpus, tmp_p
   assert alone.proc.returncode == 3
   assert ("not every process joined within --initialization_timeout=5s (process 0 of 2, "
           f"coordinator 127.0.0.1:{port})") in alone.output()
+
+
+def test_sigterm_to_one_process_stops_both_at_one_step_with_a_checkpoint(corpus, tmp_path):
+  """Preemption of a two-process run: SIGTERM to process 1 only. JAX's preemption sync
+  point (no per-step barrier) makes both processes stop after the same step, both write
+  their shards of that step's checkpoint, and both exit 0 saying so."""
+  port = free_port()
+  workdir = tmp_path / "pair"
+  args = train_command(corpus, workdir, num_train_steps=200, checkpoint_every_steps=100,
+                       **worker.mesh_changes("4,1,1"))
+  args += [f"--coordinator_address=127.0.0.1:{port}", "--num_processes=2",
+           f"--heartbeat_timeout={HEARTBEAT_S}"]
+  bind = {"JAX_COORDINATOR_BIND_ADDRESS": f"127.0.0.1:{port}"}
+  pair = [Job(args + [f"--process_id={i}"], tmp_path / f"term{i}.log", devices=2, env=bind)
+          for i in range(2)]
+  try:
+    deadline = time.time() + WAIT_S
+    while len(read_losses(workdir)) < 5:
+      for job in pair:
+        job.check_running()
+      assert time.time() < deadline, f"no step 5 within {WAIT_S} s"
+      time.sleep(0.2)
+    pair[1].proc.send_signal(signal.SIGTERM)
+    codes = [job.proc.wait(WAIT_S) for job in pair]
+  finally:
+    for job in pair:
+      job.stop()
+  stopped = [[line for line in job.output().splitlines() if line.startswith("Stopped by ")]
+             for job in pair]
+  print("\n".join(lines[0] for lines in stopped if lines))
+  assert codes == [143, 143], (codes, pair[0].output()[-3000:])  # as if killed by SIGTERM
+  assert all(len(lines) == 1 for lines in stopped), stopped
+  steps = {int(lines[0].split(" at step ")[1].split(";")[0]) for lines in stopped}
+  assert len(steps) == 1, stopped  # the same step on both
+  step = steps.pop()
+  assert 5 <= step < 200 and (workdir / "checkpoints" / str(step)).is_dir()
+  assert stopped[0][0].startswith("Stopped by SIGTERM (a preemption notice")

@@ -3,6 +3,7 @@ the mesh (RunSteps), evaluation and the epoch picked on held-back examples (Eval
 finite checks before every save (Saver: the checkpoint policy), the throughput / MFU / fill
 counters (Throughput), and what a step, an evaluation and the run's end write and print.
 """
+import collections
 import contextlib
 import dataclasses
 import json
@@ -25,11 +26,23 @@ from bert_jax.task import Task
 # How long a process waits at the barrier for its peers to compile a step (a large model's
 # compile on a slow host can take many minutes).
 BARRIER_MS = 60 * 60 * 1000
+# Train steps a multi-process CPU run lets the host dispatch ahead of its devices.
+CPU_STEPS_IN_FLIGHT = 4
 
 # Printed in the final summary line when a task reports them.
 _HEADLINE_METRICS = ("accuracy", "f1", "matthews_corrcoef", "pearson", "spearman",
                      "exact_match", "exact", "best_f1")
 
+
+def bound_steps_in_flight(in_flight: collections.deque, outputs) -> None:
+  """(Multi-process runs on CPU.) Waits for this process's own step CPU_STEPS_IN_FLIGHT
+  back before the loop dispatches more: with some 50 cross-process steps queued, XLA's CPU
+  collectives (gloo) hang. The wait is local, no barrier; TPUs and GPUs are not bounded."""
+  if jax.process_count() == 1 or jax.default_backend() != "cpu":
+    return
+  in_flight.append(outputs)
+  if len(in_flight) > CPU_STEPS_IN_FLIGHT:
+    jax.block_until_ready(in_flight.popleft())
 
 
 @dataclasses.dataclass
@@ -43,6 +56,7 @@ class RunSteps:
   p_keep_best: object
   global_batch: dict | None = None  # the last train step's, for the run report's cost
   started_shapes: set = dataclasses.field(default_factory=set)  # (multi-process) compiled
+  in_flight: collections.deque = dataclasses.field(default_factory=collections.deque)
 
   @classmethod
   def make(cls, config, setup, frozen) -> "RunSteps":
@@ -75,7 +89,9 @@ class RunSteps:
       self.global_batch = sharding.global_batch(local_batch, self.setup.mesh, self.setup.rules)
       if jax.process_count() > 1:
         self._start_together(state)
-      return self.p_train_step(state, self.global_batch, self.frozen)
+      state, metrics = self.p_train_step(state, self.global_batch, self.frozen)
+    bound_steps_in_flight(self.in_flight, metrics)
+    return state, metrics
 
   def _start_together(self, state) -> None:
     """A batch shape's first step, on several processes: compiled here, then every process

@@ -217,12 +217,12 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
     if evaluator.select_every and (step % evaluator.select_every == 0 or step == total_steps):
       state = evaluator.keep_best(state, step, writer, last=step == total_steps)
 
-    stopping = stop.agreed()  # SIGTERM/SIGINT here or (multi-process) on any process
+    stopping = stop.agreed(step)  # SIGTERM/SIGINT here or (multi-process) on any process
     if step % config.checkpoint_every_steps == 0 or step == total_steps or stopping:
       saver.save(step, state)
     if stopping and step < total_steps:
       saver.close()
-      by = stop.requested or "a signal to another process"
+      by = stop.requested
       loop.report(config, workdir, task, steps, meter, state, time.time(), stopped_by=by)
       print(f"Stopped by {by} at step {step}; checkpoint saved in {checkpoints.directory}: "
             "run the same command to resume", flush=True)
