@@ -13,7 +13,7 @@ tells every process; the processes agree in the background on the step after the
 one any of them has reached, and `reached_sync_point(step)` is a local look-up until then.
 So in a multi-process run SIGTERM is left to that notifier (a Python handler would take it
 away), and a Ctrl-C is handed on to it as a SIGTERM to this process. With the preemption
-service off (`jax_enable_preemption_service=False`), the per-step allgather decides.
+service off (`JAX_ENABLE_PREEMPTION_SERVICE=false`), the per-step allgather decides.
 """
 import os
 import signal
