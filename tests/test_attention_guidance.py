@@ -1,5 +1,7 @@
 """The attention-guidance pretraining loss: targets, values, config errors, and that it
 trains the guided heads (through PretrainingTask, as the trainer calls it)."""
+import dataclasses
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -147,3 +149,15 @@ def test_scanned_layers_give_the_same_guidance_loss():
     forward = task.forward(model, params, batch, deterministic=False, rng=jax.random.key(2))
     values.append(float(forward.guidance_loss))
   np.testing.assert_allclose(values[0], values[1], rtol=1e-5)
+
+
+def test_a_fused_attention_with_guidance_names_the_guidance_and_how_to_turn_it_off():
+  """Splash / XLA attention give no probabilities to guide: the task refuses at build time,
+  naming the auxiliary loss's field (the cause) before the attention's."""
+  with pytest.raises(ValueError) as refused:
+    PretrainingTask(guidance_config(weight=0.1, patterns="previous"),
+                    dataclasses.replace(SMALL, attention_impl="splash"))
+  message = str(refused.value)
+  assert message.startswith("config.attention_guidance.weight=0.1")
+  assert "--config.attention_guidance.weight=0" in message and "'splash'" in message
+  PretrainingTask(guidance_config(weight=0.0), dataclasses.replace(SMALL, attention_impl="splash"))

@@ -81,6 +81,13 @@ class PretrainingTask:
     if self.guidance is not None and config.data.get("packing"):
       raise ValueError("config.data.packing=True: attention guidance's patterns are per row, "
                        "not per packed example; set config.attention_guidance.weight=0")
+    if self.guidance is not None and model_config.attention_impl != "einsum":
+      raise ValueError(
+          f"config.attention_guidance.weight={self.guidance.weight} (an auxiliary loss on "
+          "the attention probabilities, an aid for small models) needs them, and "
+          f"attention_impl={model_config.attention_impl!r} does not give them: set "
+          "--config.attention_guidance.weight=0 (as at paper scale), or "
+          "--config.model.attention_impl=einsum")
     self.span_head = any(objective.span_head for objective, _ in self.objectives)
     self.teacher = distillation.teacher_for(config, model_config,
                                             any(o.teacher for o, _ in self.objectives))
