@@ -108,3 +108,12 @@ def test_a_frozen_encoder_counts_its_forward_pass_only():
   assert ConllTask(config, model_config).step_flops(batch) == pytest.approx(3 * forward)
   config.freeze_encoder, config.feature_layers = True, "0,1"
   assert ConllTask(config, model_config).step_flops(batch) == pytest.approx(forward)
+
+
+def test_the_progress_line_gives_the_eta_in_its_two_largest_units():
+  from bert_jax.run.metric_writers import format_duration, format_progress
+  assert [format_duration(s) for s in (-3, 42, 307, 3 * 3600 + 5 * 60 + 9, 90 * 3600)] == [
+      "0s", "42s", "5m07s", "3h05m", "3d18h"]
+  line = format_progress(10, 100, {"loss": 2.5, "learning_rate": 1e-4,
+                                   "tokens_per_sec": 12345.6}, 5400 * 60)
+  assert line == "step 10/100 | loss 2.5000 | lr 1.00e-04 | 12,346 tok/s | ETA 3d18h"

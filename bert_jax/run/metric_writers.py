@@ -63,6 +63,18 @@ def format_progress(step: int, total: int, metrics: dict, seconds_left: float) -
     parts.append(f"{float(metrics['tokens_per_sec']):,.0f} tok/s")
   if "fill_rate" in metrics:  # the share of those positions that are real tokens
     parts.append(f"fill {float(metrics['fill_rate']):.2f}")
-  minutes, seconds = divmod(int(max(seconds_left, 0)), 60)
-  parts.append(f"ETA {minutes}m{seconds:02d}s")
+  parts.append(f"ETA {format_duration(seconds_left)}")
   return " | ".join(parts)
+
+
+def format_duration(seconds: float) -> str:
+  """'42s', '5m07s', '3h05m', '4d06h': the two largest units, for a human."""
+  seconds = int(max(seconds, 0))
+  minutes, s = divmod(seconds, 60)
+  hours, m = divmod(minutes, 60)
+  days, h = divmod(hours, 24)
+  if days:
+    return f"{days}d{h:02d}h"
+  if hours:
+    return f"{hours}h{m:02d}m"
+  return f"{minutes}m{s:02d}s" if minutes else f"{s}s"
