@@ -20,6 +20,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from jax.experimental import multihost_utils
 
+from bert_jax import storage
 from bert_jax.models.config import BertConfig
 from bert_jax.models.layout import stacked_layout, unstack_layers
 
@@ -31,9 +32,9 @@ def is_native(path: str) -> bool:
 
 
 def write_model_config(directory: str, config: BertConfig, **extra) -> None:
-  os.makedirs(directory, exist_ok=True)
-  with open(os.path.join(directory, MODEL_CONFIG), "w") as f:
-    json.dump({**config.to_json_dict(), **extra}, f, indent=2)
+  storage.makedirs(directory)
+  storage.write_text(storage.join(directory, MODEL_CONFIG),
+                     json.dumps({**config.to_json_dict(), **extra}, indent=2))
 
 
 def read_model_config(directory: str) -> BertConfig:
@@ -149,7 +150,7 @@ class TrainCheckpoints:
   """
 
   def __init__(self, workdir: str, max_to_keep: int = 3):
-    self.directory = os.path.join(os.path.abspath(workdir), "checkpoints")
+    self.directory = storage.join(storage.absolute(workdir), "checkpoints")
     self._max_to_keep = max_to_keep
     self._manager = None
 
@@ -182,7 +183,7 @@ class TrainCheckpoints:
     WORKDIR/damaged_checkpoints/<step> (kept, not deleted), and the next older one is
     tried. Raises if checkpoints exist but none is intact.
     """
-    if not os.path.isdir(self.directory):
+    if not storage.isdir(self.directory):
       return None
     steps = sorted(self.manager.all_steps(), reverse=True)
     damaged = []
@@ -207,11 +208,11 @@ class TrainCheckpoints:
   def _set_aside(self, steps) -> None:
     if not steps or jax.process_index() != 0:
       return
-    aside = os.path.join(os.path.dirname(self.directory), "damaged_checkpoints")
-    os.makedirs(aside, exist_ok=True)
+    aside = storage.join(os.path.dirname(self.directory), "damaged_checkpoints")
+    storage.makedirs(aside)
     for step in steps:
-      target = os.path.join(aside, f"{step}-{int(time.time())}")
-      shutil.move(os.path.join(self.directory, str(step)), target)
+      target = storage.join(aside, f"{step}-{int(time.time())}")
+      storage.move(storage.join(self.directory, str(step)), target)
       print(f"moved damaged checkpoint {step} to {target}", flush=True)
     self.manager.reload()
 

@@ -12,8 +12,13 @@ that does not parse), which absl meets while parsing, before main.
 `BERT_JAX_TRACEBACK=1` shows the traceback instead. Any other exception is a bug and
 always shows its traceback.
 
-This module imports nothing else from bert_jax: it is the bottom layer, so every
-program, `text/` ones included, can use it.
+A flag given a URL (gs://..., s3://...) is refused before main, in one line naming the
+flag, the URL and the program, unless the program lists the flag in `run(main, urls=...)`
+(train's --workdir): a program that reads and writes local files never makes a folder
+named after a URL, nor resolves one under the data root.
+
+This module imports nothing else from bert_jax but `storage` (the layer below): it is the
+bottom layer of the programs, so every program, `text/` ones included, can use it.
 """
 import functools
 import os
@@ -24,6 +29,8 @@ from typing import Any
 from absl import app
 from absl import flags
 from absl import logging
+
+from bert_jax import storage
 
 EXPECTED_ERRORS = (ValueError, OSError, FloatingPointError)
 TRACEBACK_ENV = "BERT_JAX_TRACEBACK"
@@ -95,16 +102,32 @@ def _parse_flags(argv: list[str]) -> list[str]:
     sys.exit(1)
 
 
-def run(main: Callable[[list[str]], Any]) -> None:
+def refuse_url_flags(urls: tuple[str, ...] = ()) -> None:
+  """A ValueError for the first flag given on the command line whose value is a URL,
+  unless its name is in `urls` (the flags this program reads or writes through
+  `bert_jax.storage`)."""
+  for name in sorted(flags.FLAGS):
+    flag = flags.FLAGS[name]
+    if not flag.present or name in urls:
+      continue
+    values = flag.value if isinstance(flag.value, (list, tuple)) else [flag.value]
+    for value in values:
+      if isinstance(value, str) and storage.is_url(value):
+        raise ValueError(f"--{name}={value}: {program_name()} reads and writes local paths "
+                         "there, a URL is not supported (copy the files to a local folder)")
+
+
+def run(main: Callable[[list[str]], Any], urls: tuple[str, ...] = ()) -> None:
   """absl's `app.run(main)`, with expected errors (and bad flags) as one line (module
   docstring). Every program gets `--verbose` (tracebacks, INFO logs and the start-up lines
-  that `bert_jax.quiet` hides)."""
+  that `bert_jax.quiet` hides). `urls`: the flags that may be a URL (all others may not)."""
   if "verbose" not in flags.FLAGS:
     flags.DEFINE_bool("verbose", False, "Tracebacks, INFO logs and TensorFlow's / XLA's "
                       "start-up lines (bert_jax.quiet), all of which are off by default.")
 
   def quiet_main(argv):
     quiet_logs()
+    refuse_url_flags(urls)
     return main(argv)
 
   app.run(one_line_errors(functools.wraps(main)(quiet_main)), flags_parser=_parse_flags)

@@ -100,4 +100,4 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["config", "workdir"])
-  cli.run(main)
+  cli.run(main, urls=("workdir",))

@@ -31,8 +31,7 @@ more than params: at these 2 layers it stays at chance on the held-out pairs (50
 params, twice the compute) it reads 64.38 / 70.63 / 69.38% at steps 500 / 750 / 1,000
 (2026-11-27, de00716, on 320 of them; experiments/sweeps/family_pretraining.py runs ALBERT so).
 """
-import os
-
+from bert_jax import storage
 from bert_jax.models.config import config_for_size
 from configs import tiny
 from configs.common import parse_arg
@@ -45,7 +44,7 @@ def get_config(arg=None):
   config.model.update(config_for_size(
       "albert-tiny", vocab_size=arg.vocab_size, layer_sharing=arg.sharing,
       max_position_embeddings=config.model.max_position_embeddings).to_json_dict())
-  config.data.vocab_path = os.path.abspath(arg.vocab)
+  config.data.vocab_path = storage.absolute(arg.vocab)
   config.data.example_builder = "sop"
   config.data.masking = "ngram"
   config.objectives = "mlm,sop"

@@ -3,6 +3,7 @@ import os
 
 import ml_collections
 
+from bert_jax import storage
 from bert_jax.models.config import config_for_size
 from bert_jax.run import run_report
 from bert_jax.optim import default_optim_config
@@ -52,7 +53,7 @@ def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDic
 def use_prepared_corpus(config: ml_collections.ConfigDict, corpus: str) -> None:
   """config.data reads the prepared real corpus (text/prepare.py) as the tiny CPU configs
   do: T128, P20, batch 32, 60 documents held out, tokenized corpora cached in runs/cache."""
-  config.data.train_files = (os.path.abspath(corpus),)
+  config.data.train_files = (storage.absolute(corpus),)
   config.data.eval_held_out_docs = 60
   config.data.max_seq_length = 128
   config.data.max_predictions_per_seq = 20
@@ -65,7 +66,7 @@ def use_vocab(config: ml_collections.ConfigDict, vocab: str) -> None:
   vocab_size is its size; "" keeps BERT's released 30,522-piece vocab.txt."""
   if not vocab:
     return
-  config.data.vocab_path = os.path.abspath(vocab)
+  config.data.vocab_path = storage.absolute(vocab)
   kinds = families.tokenizer_kinds(config.model.get("family", "bert"))
   config.model.vocab_size = tokenizers.make_tokenizer(config.data, kinds=kinds).vocab_size
 

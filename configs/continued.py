@@ -30,6 +30,7 @@ about 2.3 hours at that rate.
 """
 import os
 
+from bert_jax import storage
 from bert_jax.weights import load_config
 from configs.common import (parse_arg, pretraining_config, shrink_pretraining_for_runlocal,
                             use_prepared_corpus)
@@ -59,7 +60,7 @@ def get_config(arg=None):
   # Training-time fields only: the architecture (and its dropout) is init_from's.
   config.model = type(config.model)(dict(dtype="float32", scan_layers=False,
                                          remat_policy="none"))
-  config.init_from = os.path.abspath(arg.init_from)
+  config.init_from = storage.absolute(arg.init_from)
   use_prepared_corpus(config, arg.corpus)
   # The tokenizer beside init_from (a folder, or a TF checkpoint's); it keys the
   # tokenized-corpus cache.

@@ -63,8 +63,7 @@ on 8,000 SST-2 sentences (3 epochs, lr 5e-4, seq 64), seeds 0-2: dev accuracy 76
 "Does pretraining here pay off?", has the learning curve; experiments/PAYOFF.md the variants
 tried).
 """
-import os
-
+from bert_jax import storage
 from bert_jax.models.config import config_for_size
 from configs import tiny
 from configs.common import parse_arg
@@ -78,7 +77,7 @@ def get_config(arg=None):
   config = tiny.get_config(f"corpus={arg.corpus},runlocal={arg.runlocal}")
   config.model.update(config_for_size(
       "modernbert-tiny", vocab_size=arg.vocab_size, pad_token_id=1).to_json_dict())
-  config.data.vocab_path = os.path.abspath(arg.vocab)
+  config.data.vocab_path = storage.absolute(arg.vocab)
   config.data.lower_case = False
   config.data.example_builder = "full_sentences"
   config.data.masking = "token"

@@ -25,8 +25,7 @@ tokens; 2-core AMD EPYC, 2026-11-29, 44fb3b9): 16 min 56 s wall (1,000 s of trai
 1,500, held-out MLM loss 6.66 at the end (training 6.40). Slow to leave the frequent pieces
 at this size and budget: an accuracy, not yet a language model.
 """
-import os
-
+from bert_jax import storage
 from bert_jax.models.config import config_for_size
 from configs import tiny
 from configs.common import parse_arg
@@ -38,7 +37,7 @@ def get_config(arg=None):
   config = tiny.get_config(f"corpus={arg.corpus},runlocal={arg.runlocal}")
   config.model.update(config_for_size(
       "reformer-tiny", vocab_size=arg.vocab_size).to_json_dict())
-  config.data.vocab_path = os.path.abspath(arg.vocab)
+  config.data.vocab_path = storage.absolute(arg.vocab)
   config.data.example_builder = "full_sentences"
   config.objectives = "mlm"
   config.attention_guidance.weight = 0.0

@@ -25,10 +25,9 @@ Measured (docs/results/family.md; `python -m experiments.run family_pretraining 
 MLM accuracy 6.07%; then SST-2 from the workdir (4,000 sentences, 3 epochs) 65.25% dev
 accuracy (majority class 50.92%).
 """
-import os
-
 from configs import tiny
 from configs.common import parse_arg
+from bert_jax import storage
 from bert_jax.models.config import config_for_size
 
 
@@ -39,7 +38,7 @@ def get_config(arg=None):
   config.model.update(config_for_size(
       "roberta-tiny", vocab_size=arg.vocab_size,
       max_position_embeddings=config.model.max_position_embeddings).to_json_dict())
-  config.data.vocab_path = os.path.abspath(arg.vocab)
+  config.data.vocab_path = storage.absolute(arg.vocab)
   config.data.lower_case = False
   config.data.example_builder = "full_sentences"
   config.data.masking = "token"

@@ -7,7 +7,6 @@ import collections
 import contextlib
 import dataclasses
 import json
-import os
 import time
 from typing import Any
 
@@ -18,6 +17,7 @@ import numpy as np
 from jax._src import distributed  # its client: no public handle (multihost_utils reads it so)
 
 from bert_jax import sharding
+from bert_jax import storage
 from bert_jax.run import run_report
 from bert_jax.run.metric_writers import MetricWriter, format_progress
 from bert_jax.run.steps import keep_best, make_eval_step, make_train_step, tree_norm
@@ -328,13 +328,13 @@ def write_results(workdir: str, task: Task, step: int, final: dict,
                    finished_before: bool) -> dict:
   """WORKDIR/eval_results.json and the summary line (process 0)."""
   if finished_before:  # re-evaluated only to write predictions: keep the run's keys
-    with open(os.path.join(workdir, "eval_results.json")) as f:
-      final = {**json.load(f), **final}
+    final = {**json.loads(storage.read_text(storage.join(workdir, "eval_results.json"))),
+             **final}
   summary = ", ".join(f"{k} {v:.4f}" for k, v in final.items()
                       if isinstance(v, float) and k.split("eval_")[-1] in
                       (*task.metric_names, *_HEADLINE_METRICS))
   print(f"Finished at step {step}: {summary or 'no metrics (an unlabeled eval split)'}",
         flush=True)
-  with open(os.path.join(workdir, "eval_results.json"), "w") as f:
-    json.dump({"step": step, **final}, f, indent=2)
+  storage.write_text(storage.join(workdir, "eval_results.json"),
+                     json.dumps({"step": step, **final}, indent=2))
   return final

@@ -1,11 +1,45 @@
 """Where training metrics go: WORKDIR/metrics.jsonl, TensorBoard events, a progress line.
 
 Only process 0 writes. metrics.jsonl holds one JSON object per logged step (train rows,
-and eval rows whose keys carry an `eval_` prefix).
+and eval rows whose keys carry an `eval_` prefix). Both files go through `bert_jax.storage`,
+so a gs:// workdir gets them in the bucket: the event records are TensorBoard's own format
+(tensorboard's RecordWriter and Event protos), appended at each write.
 """
+import io
 import json
-import os
+import socket
 import time
+
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.summary.writer.record_writer import RecordWriter
+
+from bert_jax import storage
+
+
+class EventFile:
+  """WORKDIR/tensorboard/events.out.tfevents.<time>.<host>: scalars, one event per value."""
+
+  def __init__(self, logdir: str):
+    storage.makedirs(logdir)
+    self.path = storage.join(logdir, f"events.out.tfevents.{int(time.time())}."
+                             f"{socket.gethostname()}")
+    self._pending = io.BytesIO()
+    self._records = RecordWriter(self._pending)
+    self._add(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
+    self.flush()
+
+  def _add(self, event) -> None:
+    self._records.write(event.SerializeToString())
+
+  def scalars(self, step: int, values: dict) -> None:
+    summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=k, simple_value=v)
+                                         for k, v in values.items()])
+    self._add(event_pb2.Event(wall_time=time.time(), step=step, summary=summary))
+
+  def flush(self) -> None:
+    storage.append_bytes(self.path, self._pending.getvalue())
+    self._pending.seek(0)
+    self._pending.truncate()
 
 
 class MetricWriter:
@@ -13,34 +47,28 @@ class MetricWriter:
 
   def __init__(self, workdir: str, enabled: bool = True):
     self.enabled = enabled
-    self.path = os.path.join(workdir, "metrics.jsonl")
+    self.path = storage.join(workdir, "metrics.jsonl")
     self._tb = None
     if enabled:
-      os.makedirs(workdir, exist_ok=True)
-      import tensorflow as tf  # tf.summary writes the TensorBoard event files
-      self._tf = tf
-      self._tb = tf.summary.create_file_writer(os.path.join(workdir, "tensorboard"))
+      storage.makedirs(workdir)
+      self._tb = EventFile(storage.join(workdir, "tensorboard"))
 
   def truncate_after(self, step: int) -> None:
     """Keeps only rows with row["step"] <= step (rows after a checkpoint are redone)."""
-    if not self.enabled or not os.path.exists(self.path):
+    if not self.enabled or not storage.exists(self.path):
       return
-    with open(self.path) as f:
-      rows = [line for line in f if line.strip() and json.loads(line)["step"] <= step]
-    with open(self.path, "w") as f:
-      f.writelines(rows)
+    rows = [line for line in storage.read_text(self.path).splitlines(keepends=True)
+            if line.strip() and json.loads(line)["step"] <= step]
+    storage.write_text(self.path, "".join(rows))
 
   def write(self, step: int, metrics: dict) -> None:
     if not self.enabled:
       return
     row = {"step": int(step), **{k: _scalar(v) for k, v in metrics.items()},
            "time": time.time()}
-    with open(self.path, "a") as f:
-      f.write(json.dumps(row) + "\n")
-    with self._tb.as_default(step=int(step)):
-      for k, v in row.items():
-        if k not in ("step", "time") and isinstance(v, (int, float)):
-          self._tf.summary.scalar(k, v)
+    storage.append_bytes(self.path, (json.dumps(row) + "\n").encode())
+    self._tb.scalars(int(step), {k: v for k, v in row.items()
+                                 if k not in ("step", "time") and isinstance(v, (int, float))})
     self._tb.flush()
 
 

@@ -1,13 +1,16 @@
 """What a run's config must satisfy, checked before anything is read or written (the
 trainer calls these first): positive sizes and counts, a length to train or something to
-evaluate, and a vocabulary of the model's size."""
+evaluate, a vocabulary of the model's size, and no URL where a local path is read."""
 import ml_collections
+
+from bert_jax import storage
 
 
 def validate_config(config: ml_collections.ConfigDict, counts_in_steps: bool) -> None:
   """Sizes and counts that must be positive, checked before anything is read or written.
   counts_in_steps: the task's `counts_in_steps` (pretraining's stream has no fixed epoch:
   its length is num_train_steps; fine-tuning may count num_train_epochs)."""
+  refuse_urls(config)
   positive = {"data.batch_size": config.data.batch_size,
               "grad_accum_steps": config.grad_accum_steps,
               "log_every_steps": config.log_every_steps,
@@ -36,6 +39,21 @@ def validate_config(config: ml_collections.ConfigDict, counts_in_steps: bool) ->
       raise ValueError(f"config.num_train_steps=0 and config.num_train_epochs="
                        f"{config.get('num_train_epochs')}: set one of them > 0, or set "
                        "config.init_from to a fine-tuned model of this task to only evaluate it")
+
+
+def refuse_urls(config: ml_collections.ConfigDict, prefix: str = "config") -> None:
+  """Every path in the config is read or written on local disk (corpus files, vocab,
+  init_from, word vectors, teacher, the pipeline cache): a URL there is refused in one line
+  naming the field, never resolved under the data root. Only --workdir may be a URL."""
+  for key, value in config.items():
+    name = f"{prefix}.{key}"
+    if isinstance(value, ml_collections.ConfigDict):
+      refuse_urls(value, name)
+      continue
+    for item in value if isinstance(value, (list, tuple)) else [value]:
+      if isinstance(item, str) and storage.is_url(item):
+        raise ValueError(f"{name}={item}: the trainer reads and writes it on local disk, a "
+                         "URL is not supported there (only --workdir may be one)")
 
 
 def check_vocab_size(config: ml_collections.ConfigDict, vocab_entries: int,

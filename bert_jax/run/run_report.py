@@ -33,6 +33,8 @@ from typing import Optional
 import jax
 import ml_collections
 
+from bert_jax import storage
+
 # Board power / TDP per device (W), by a substring of jax's device_kind.
 POWER_WATTS = {
     "H100": 700.0, "H200": 700.0, "A100": 400.0, "V100": 300.0, "L4": 72.0, "T4": 70.0,
@@ -249,17 +251,14 @@ def total(invocations: list[dict]) -> dict:
 
 def append(workdir: str, report: dict) -> dict:
   """Adds an invocation to WORKDIR/run_report.json (its total recomputed); returns the file."""
-  path = os.path.join(workdir, FILENAME)
+  path = storage.join(workdir, FILENAME)
   invocations = []
-  if os.path.exists(path):
-    with open(path) as f:
-      invocations = json.load(f)["invocations"]
+  if storage.exists(path):
+    invocations = json.loads(storage.read_text(path))["invocations"]
   # A rerun after a crash may repeat steps a lost invocation had: keep what ran before.
   invocations = [r for r in invocations if r["last_step"] <= report["first_step"]] + [report]
   data = {"total": total(invocations), "invocations": invocations}
-  with open(path + ".tmp", "w") as f:
-    json.dump(data, f, indent=2)
-  os.replace(path + ".tmp", path)
+  storage.write_text(path, json.dumps(data, indent=2))  # whole (a .tmp renamed on disk)
   return data
 
 

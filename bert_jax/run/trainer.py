@@ -11,7 +11,6 @@ runs on 1 CPU, a simulated 8-device mesh and a pod slice.
 """
 import dataclasses
 import json
-import os
 import time
 
 import flax.linen as nn
@@ -27,6 +26,7 @@ from bert_jax import optim
 from bert_jax.run import run_report
 from bert_jax.run.run_checks import check_vocab_size, validate_config
 from bert_jax import sharding
+from bert_jax import storage
 from bert_jax.tasks import make_task, task_class
 from bert_jax.run.steps import SelectingTrainState, TrainState
 from bert_jax.run import loop
@@ -246,7 +246,8 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
     if not start.finished_before:
       loop.report(config, workdir, task, steps, meter, state, loop_end)
     if config.get("predict") and evaluation is not None:
-      path = task.write_predictions(evaluation, inputs, workdir)
+      path = storage.write_folder(
+          workdir, lambda folder: task.write_predictions(evaluation, inputs, folder))
       if path:
         print(f"Wrote {path}", flush=True)
   return final
@@ -283,13 +284,12 @@ def _restore_or_start(config, workdir, setup: Setup, state, checkpoints, train_i
       lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), state)
   restored = checkpoints.restore_latest_intact(abstract, check_data=train_input.restore)
   restored_step = None if restored is None else restored[0]
-  results_path = os.path.join(workdir, "eval_results.json")
+  results_path = storage.join(workdir, "eval_results.json")
   finished_before = (restored_step is not None and restored_step >= total_steps
-                     and os.path.exists(results_path))
+                     and storage.exists(results_path))
   if finished_before and not config.get("predict"):
     checkpoints.close()  # a finished run: report it again, change nothing
-    with open(results_path) as f:
-      results = json.load(f)
+    results = json.loads(storage.read_text(results_path))
     print(f"Already finished at step {restored_step}; results in {results_path}", flush=True)
     return _Start(results=results)
 
@@ -320,9 +320,9 @@ def _open_workdir(config, workdir: str, task: Task, tokenizer, restored_step) ->
     checkpoint.write_model_config(workdir, task.model_config, model=task.model_spec(),
                                   **({"labels": list(task.label_names)} if task.label_names
                                      else {}))
-    tokenizer.save(workdir)
-    with open(os.path.join(workdir, "config.json"), "w") as f:
-      f.write(config.to_json_best_effort(indent=2))
+    storage.write_folder(workdir, tokenizer.save)
+    storage.write_text(storage.join(workdir, "config.json"),
+                       config.to_json_best_effort(indent=2))
   if restored_step is not None:
     writer.truncate_after(restored_step)
   return writer

@@ -3,7 +3,9 @@
   with WorkdirLock(workdir):           # a second run in the same workdir is refused
     check_same_model(workdir, ...)     # before anything in the workdir is written
 
-The lock is WORKDIR/.lock (JSON: pid, host, start time), created exclusively by process 0.
+The lock is WORKDIR/.lock (JSON: pid, host, start time), created exclusively by process 0:
+O_EXCL on disk, a generation-match precondition on GCS (`storage.create_exclusive`), so
+two runs on one bucket workdir are refused as on one disk.
 A lock whose process is gone (same host, pid not running) is stale: it is replaced, with
 one line saying so. A lock held by a live process, or by another host (whose processes
 cannot be checked from here), refuses the run in one line that says how to clear it. In a
@@ -17,6 +19,8 @@ import time
 import jax
 import numpy as np
 from jax.experimental import multihost_utils
+
+from bert_jax import storage
 
 LOCK = ".lock"
 MODEL_CONFIG = "model_config.json"
@@ -44,8 +48,8 @@ class WorkdirLock:
   """
 
   def __init__(self, workdir: str):
-    self.workdir = os.path.abspath(workdir)
-    self.path = os.path.join(self.workdir, LOCK)
+    self.workdir = storage.absolute(workdir)
+    self.path = storage.join(self.workdir, LOCK)
     self.created_workdir = False
     self._held = False
 
@@ -62,35 +66,38 @@ class WorkdirLock:
     return self
 
   def _acquire(self) -> str:
-    self.created_workdir = not os.path.isdir(self.workdir)
-    os.makedirs(self.workdir, exist_ok=True)
+    self.created_workdir = not storage.isdir(self.workdir)
+    storage.makedirs(self.workdir)
     mine = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                        "started": time.strftime("%Y-%m-%d %H:%M:%S")})
     for _ in range(2):
       try:
-        fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-      except FileExistsError:
-        holder = self._holder()
-        if holder is None:
-          continue  # released meanwhile
-        if holder.get("host") == socket.gethostname() and not _alive(int(holder.get("pid", -1))):
-          print(f"{self.workdir}: removed a stale lock of process {holder.get('pid')} (no "
-                "longer running)", flush=True)
-          os.remove(self.path)
-          continue
-        return (f"{self.workdir} is in use by process {holder.get('pid')} on "
-                f"{holder.get('host')} (since {holder.get('started')}); wait for it to end, "
-                f"or delete {self.path} if no run is using this workdir")
-      with os.fdopen(fd, "w") as f:
-        f.write(mine)
-      self._held = True
-      return ""
+        created = storage.create_exclusive(self.path, mine)
+      except NotImplementedError as error:
+        print(f"{error}: the workdir lock is not atomic there (two runs starting at once "
+              "could both proceed)", flush=True)
+        created = not storage.exists(self.path)
+        if created:
+          storage.write_text(self.path, mine)
+      if created:
+        self._held = True
+        return ""
+      holder = self._holder()
+      if holder is None:
+        continue  # released meanwhile
+      if holder.get("host") == socket.gethostname() and not _alive(int(holder.get("pid", -1))):
+        print(f"{self.workdir}: removed a stale lock of process {holder.get('pid')} (no "
+              "longer running)", flush=True)
+        storage.remove(self.path)
+        continue
+      return (f"{self.workdir} is in use by process {holder.get('pid')} on "
+              f"{holder.get('host')} (since {holder.get('started')}); wait for it to end, "
+              f"or delete {self.path} if no run is using this workdir")
     return f"{self.path}: could not be created"
 
   def _holder(self) -> dict | None:
     try:
-      with open(self.path) as f:
-        return json.load(f)
+      return json.loads(storage.read_text(self.path))
     except FileNotFoundError:
       return None
     except (OSError, ValueError):
@@ -98,10 +105,10 @@ class WorkdirLock:
 
   def __exit__(self, *exc) -> None:
     if self._held:
-      os.remove(self.path)
+      storage.remove(self.path)
       self._held = False
-      if self.created_workdir and not os.listdir(self.workdir):
-        os.rmdir(self.workdir)  # a run refused before writing anything leaves no trace
+      if self.created_workdir:
+        storage.remove_empty_folder(self.workdir)  # a refused run leaves no trace
 
 
 def check_same_model(workdir: str, model_fields: dict, model_spec: dict) -> None:
@@ -111,11 +118,10 @@ def check_same_model(workdir: str, model_fields: dict, model_spec: dict) -> None
   Implementation fields (dtype, scan_layers, remat_policy, attention_impl, and
   projection_init, which only starts a run) may change between runs.
   """
-  path = os.path.join(workdir, MODEL_CONFIG)
-  if not os.path.exists(path):
+  path = storage.join(workdir, MODEL_CONFIG)
+  if not storage.exists(path):
     return
-  with open(path) as f:
-    saved = json.load(f)
+  saved = json.loads(storage.read_text(path))
   # Compared as the JSON they are saved as (a tuple field reads back as a list).
   model_fields, model_spec = json.loads(json.dumps([model_fields, model_spec]))
   free = {"dtype", "scan_layers", "remat_policy", "attention_impl", "hidden_dropout_prob",

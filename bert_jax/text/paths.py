@@ -10,6 +10,8 @@ and otherwise `default_data_dir()`:
 import os
 import pathlib
 
+from bert_jax import storage
+
 ENV_VAR = "BERT_JAX_DATA_DIR"
 _REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -28,8 +30,10 @@ def default_data_dir() -> str | None:
 def resolve(data_dir: str | None, relative_path: str) -> str:
   """Joins a config-relative path onto the data root; absolute paths pass through.
 
-  data_dir: the root; "" or None means `default_data_dir()`.
+  data_dir: the root; "" or None means `default_data_dir()`. A URL is refused (ValueError
+  naming it): data is read from local files, and a URL is not a path under the root.
   """
+  storage.local_only(relative_path, "reading data files")
   if os.path.isabs(relative_path):
     return relative_path
   data_dir = data_dir or default_data_dir()

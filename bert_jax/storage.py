@@ -1,0 +1,176 @@
+"""Where a workdir's files live: a local folder, or object storage (gs://bucket/run).
+
+Every file of a training workdir goes through here: the lock, config.json, metrics.jsonl,
+the TensorBoard events, eval_results.json, the run report, model_config.json, the
+tokenizer's files, predictions; orbax writes the checkpoints themselves (tensorstore for
+the arrays, etils.epath for its folders and metadata). A URL is never turned into a local
+path: `absolute` leaves it as it is, and a step that cannot use one refuses it up front
+(`local_only`).
+
+The layer is etils.epath, orbax's own, on its fsspec backend (gcsfs for gs://). With
+TensorFlow installed epath would pick tf.io.gfile for gs://, whose GCS client (TensorFlow
+2.21's libtensorflow_framework) has its endpoints compiled in (www.googleapis.com): it
+cannot be pointed at any other server, so the code that runs on a TPU VM could never be
+tested on a local one. gcsfs honours STORAGE_EMULATOR_HOST, as Google's own Python clients
+do, and can create an object only if none exists (a generation-match precondition), which
+the workdir lock needs. Importing this module therefore sets EPATH_USE_TF=false unless it
+is already set (before epath first chooses a backend); local paths use epath's os backend
+either way. On a TPU VM gcsfs and tensorstore use the VM's default credentials.
+
+To use a local GCS server (tests, docs/guides/runs.md):
+  STORAGE_EMULATOR_HOST=http://127.0.0.1:PORT       gcsfs (this module, orbax's folders)
+  TENSORSTORE_GCS_HTTP_URL=http://127.0.0.1:PORT    tensorstore (orbax's arrays)
+"""
+import os
+import re
+import shutil
+import tempfile
+
+os.environ.setdefault("EPATH_USE_TF", "false")
+
+from etils import epath  # noqa: E402
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_url(path) -> bool:
+  """True for a path with a scheme: gs://bucket/run, s3://..., https://..."""
+  return bool(_SCHEME.match(os.fspath(path)))
+
+
+def local_only(path, step: str) -> None:
+  """A ValueError naming the URL and the step, for a step that reads or writes local files
+  only (nothing is resolved against the data root or made into a local folder)."""
+  if path and is_url(path):
+    raise ValueError(f"{path}: {step} reads and writes local paths only; a URL is not "
+                     "supported there (copy the files to a local folder first)")
+
+
+def absolute(path: str) -> str:
+  """os.path.abspath for a local path; a URL as it is."""
+  return os.fspath(path) if is_url(path) else os.path.abspath(path)
+
+
+def join(path: str, *names: str) -> str:
+  return os.path.join(os.fspath(path), *names)
+
+
+def exists(path: str) -> bool:
+  return epath.Path(path).exists()
+
+
+def isdir(path: str) -> bool:
+  return epath.Path(path).is_dir()
+
+
+def listdir(path: str) -> list[str]:
+  return sorted(child.name for child in epath.Path(path).iterdir())
+
+
+def makedirs(path: str) -> None:
+  """A local folder (and its parents); on object storage folders need not be made."""
+  if not is_url(path):
+    os.makedirs(path, exist_ok=True)
+
+
+def remove(path: str) -> None:
+  epath.Path(path).unlink()
+
+
+def remove_empty_folder(path: str) -> None:
+  """rmdir of an empty local folder; an object store's folder goes with its last file."""
+  if not is_url(path) and os.path.isdir(path) and not os.listdir(path):
+    os.rmdir(path)
+
+
+def move(source: str, target: str) -> None:
+  """A file or folder to a new name (on object storage: copied, then deleted)."""
+  if not is_url(source) and not is_url(target):
+    shutil.move(source, target)
+    return
+  source_path = epath.Path(source)
+  if source_path.is_dir():
+    for child in source_path.iterdir():
+      move(os.fspath(child), join(target, child.name))
+    source_path.rmtree(missing_ok=True)
+  else:
+    source_path.copy(epath.Path(target), overwrite=True)
+    source_path.unlink()
+
+
+def open_file(path: str, mode: str = "r"):
+  """A file object, like open(); on object storage "w" writes the object on close."""
+  if not is_url(path):
+    return open(path, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
+  return epath.Path(path).open(mode)
+
+
+def read_text(path: str) -> str:
+  with open_file(path) as f:
+    return f.read()
+
+
+def write_text(path: str, text: str) -> None:
+  """The whole file; atomic where the file system can rename (local: a .tmp, renamed)."""
+  if is_url(path):  # an object appears whole, or not at all
+    epath.Path(path).write_text(text)
+    return
+  with open(path + ".tmp", "w", encoding="utf-8") as f:
+    f.write(text)
+  os.replace(path + ".tmp", path)
+
+
+def append_bytes(path: str, data: bytes) -> None:
+  """Adds data at the end of the file. Objects cannot be appended to: the object is read
+  and written again whole (what tf.io.gfile does for GCS too), so readers see either the
+  old or the new contents."""
+  if not is_url(path):
+    with open(path, "ab") as f:
+      f.write(data)
+    return
+  target = epath.Path(path)
+  before = target.read_bytes() if target.exists() else b""
+  target.write_bytes(before + data)
+
+
+def create_exclusive(path: str, text: str) -> bool:
+  """Writes a new file only if none is there (False: one is); atomic on disk (O_EXCL)
+  and on GCS (the upload is refused unless the object has no generation yet,
+  ifGenerationMatch=0). Another store raises NotImplementedError."""
+  if not is_url(path):
+    try:
+      fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+      return False
+    with os.fdopen(fd, "w") as f:
+      f.write(text)
+    return True
+  scheme = path.split("://", 1)[0]
+  if scheme not in ("gs", "gcs"):
+    raise NotImplementedError(f"{path}: no atomic create-if-absent on {scheme}://")
+  import fsspec  # the same gcsfs file system epath uses
+  fs, key = fsspec.core.url_to_fs(path)
+  try:
+    fs.pipe_file(key, text.encode(), mode="create")  # ifGenerationMatch=0
+  except FileExistsError:
+    return False
+  return True
+
+
+def write_folder(target: str, fill):
+  """fill(folder) writes files into a local folder: `target` itself when local; else a
+  temporary folder whose files are then copied to `target` (for writers that only know
+  open(), such as the tokenizers' save). Returns what fill returns; a path it returns
+  inside the temporary folder is given as the same path under `target`."""
+  if not is_url(target):
+    return fill(target)
+  with tempfile.TemporaryDirectory() as local:
+    result = fill(local)
+    for root, _, files in os.walk(local):
+      for name in files:
+        source = os.path.join(root, name)
+        relative = os.path.relpath(source, local)
+        epath.Path(source).copy(epath.Path(join(target, relative)), overwrite=True)
+    if isinstance(result, str) and result.startswith(local + os.sep):
+      result = join(target, os.path.relpath(result, local))
+    return result
