@@ -24,12 +24,13 @@ import dataclasses
 import json
 import os
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from bert_jax import checkpoint, optim
-from bert_jax.convert import hf, tf_checkpoint
+from bert_jax.convert import hf, mapping, tf_checkpoint
 from bert_jax.models import task_models
 from bert_jax.models.families import family_of
 from bert_jax.models.config import BertConfig
@@ -189,7 +190,30 @@ def load_pretrained(path: "str | Pretrained", heads: str = "auto", **config_over
   if config.scan_layers:
     params = stack_layers(params, *stacked_layout(config))
   params = jax.tree.map(lambda x: jnp.asarray(np.asarray(x, np.float32)), params)
-  return task_models.build(config, spec), {"params": params}
+  model = task_models.build(config, spec)
+  params, fresh = _init_absent(model, spec, params)
+  if fresh:
+    print(f"{source.path}: newly initialised {fresh} (not in the checkpoint; the model's own "
+          "init, as HF's from_pretrained does)", flush=True)
+  return model, {"params": params}
+
+
+def _init_absent(model, spec: dict, params: dict) -> tuple[dict, list[str]]:
+  """(params completed with what `model` has and the checkpoint lacks, started by the
+  model's own init from key 0, the modules so started): HF's BertForMaskedLM,
+  AlbertForMaskedLM, ErnieForMaskedLM hold no pooler, which the family's pretraining
+  model has. The tensors the checkpoint does hold are kept as they are."""
+  ids = jnp.zeros(hf.init_shape(spec["task_model"]), jnp.int32)
+  init = lambda: nn.unbox(model.init(jax.random.key(0), ids)["params"])  # noqa: E731
+  ours = mapping.flatten(params)
+  missing = sorted(set(mapping.flatten(jax.eval_shape(init))) - set(ours))
+  if not missing:
+    return params, []
+  fresh = mapping.flatten(jax.jit(init)())
+  ours.update({path: fresh[path] for path in missing})
+  modules = sorted({"/".join(path.split("/")[:2 if path.startswith("bert/") else 1])
+                    for path in missing})
+  return mapping.unflatten(ours), modules
 
 
 # ----------------------------------------------------------------- the trainer's init_from
