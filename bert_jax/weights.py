@@ -29,8 +29,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bert_jax import checkpoint, optim
+from bert_jax import checkpoint, hub, optim
 from bert_jax.convert import hf, mapping, tf_checkpoint
+from bert_jax.hub import HubModel
 from bert_jax.models import task_models
 from bert_jax.models.families import family_of
 from bert_jax.models.config import BertConfig
@@ -59,11 +60,14 @@ class Pretrained:
   config: its model config.
   recorded: the config file as read (a native model_config.json, an HF config.json; None
     for a TF checkpoint), which `spec` and `labels` read.
+  hub: what was fetched where the path was a Hub id (`bert_jax.hub`; `path` is then its
+    snapshot folder), else None.
   """
   path: str
   format: str
   config: BertConfig
   recorded: dict | None = None
+  hub: HubModel | None = None
 
   def spec(self) -> dict | None:
     """The task model it records: a native model_config.json's "model", an HF folder's
@@ -99,12 +103,14 @@ class Pretrained:
 
 def resolve(path: "str | Pretrained", check_weights: bool = True) -> Pretrained:
   """The pretrained model at `path` (an HF folder, a TF checkpoint folder or prefix, a
-  bert_jax saved model or workdir): its format detected and its config read once, and
+  bert_jax saved model or workdir, or a Hub id `org/name[@revision]` fetched into the
+  Hub cache, `bert_jax.hub`): its format detected and its config read once, and
   (check_weights) its weights files checked to be there and whole, so that a file cut short
   is a one-line error naming it before anything is trained. A `Pretrained` is returned as
   it is."""
   if isinstance(path, Pretrained):
     return path
+  path, fetched = hub.locate(path)
   fmt = detect_format(path)
   if fmt == "native":
     recorded = checkpoint.read_model_record(path)
@@ -120,7 +126,7 @@ def resolve(path: "str | Pretrained", check_weights: bool = True) -> Pretrained:
   else:
     recorded, config = None, tf_checkpoint.read_config(path)
   check_vocab(path, config)
-  return Pretrained(path, fmt, config, recorded)
+  return Pretrained(path, fmt, config, recorded, fetched)
 
 
 def load_config(path: "str | Pretrained") -> BertConfig:
@@ -384,7 +390,10 @@ def fresh_start(config, get_params, model_config: BertConfig, frozen=None, froze
     lines.append(f"Random initialisation (config.random_init): the architecture and "
                  f"vocabulary of {config.init_from}, not its weights")
   elif config.init_from:
-    params, notes = init_params(get_params(), source or config.init_from, model_config)
+    source = resolve(source or config.init_from)
+    params, notes = init_params(get_params(), source, model_config)
+    if source.hub:
+      notes.insert(0, source.hub.describe())
     lines.append(f"Initialised from {config.init_from}" + _notes(notes))
     new = [note for note in notes if note.startswith("newly initialised")]
     evaluate_only = (config.get("num_train_steps", 1) == 0

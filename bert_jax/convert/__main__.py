@@ -6,7 +6,7 @@
 
 Input may be an HF folder (config.json + model.safetensors), a Google TF checkpoint
 (bert_config.json + bert_model.ckpt.*), a bert_jax saved model or a training workdir
-(latest checkpoint). A fine-tuned
+(latest checkpoint), or a Hub id (`org/name[@revision]`, bert_jax/hub.py). A fine-tuned
 model keeps its task: a workdir's classifier becomes HF's ...ForSequenceClassification,
 its class names config.json's id2label, where HF's head is ours (convert/hf_families.py,
 `task_classes`), and back. The tokenizer files beside the input (vocab.txt, vocab.json +
@@ -27,6 +27,7 @@ from absl import flags
 
 from bert_jax import checkpoint
 from bert_jax import cli
+from bert_jax import hub
 from bert_jax.convert import hf
 from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text import tokenizers
@@ -46,8 +47,8 @@ TOKENIZER_SETTINGS = ("tokenizer_config.json", "special_tokens_map.json", "token
 
 
 def convert(input_path: str, output: str, to: str = "native", heads: str = "auto") -> None:
-  if hf.only_bin(input_path):
-    return _convert_bin(input_path, output, to, heads)
+  if hf.only_bin(hub.local_path(input_path)):  # a Hub id: its snapshot's
+    return _convert_bin(hub.local_path(input_path), output, to, heads)
   source = resolve(input_path)  # format and config read once
   config, params, _ = load_params(source, heads)
   # The task model (a fine-tuned classifier stays one); heads="none" keeps the encoder.
@@ -97,7 +98,7 @@ def _convert_bin(folder: str, output: str, to: str, heads: str) -> None:
 
 def main(argv):
   del argv
-  to = _TO.value or ("hf" if hf.only_bin(_INPUT.value) else "native")
+  to = _TO.value or ("hf" if hf.only_bin(hub.local_path(_INPUT.value)) else "native")
   convert(_INPUT.value, _OUTPUT.value, to, _HEADS.value)
 
 
