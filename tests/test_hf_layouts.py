@@ -248,3 +248,23 @@ def test_a_bin_that_is_not_only_tensors_is_refused_and_nothing_in_it_runs(tmp_pa
                      + r": not readable as PyTorch weights with weights_only=True \("):
     hf.bin_to_safetensors(folder, str(tmp_path / "out"))
   assert not marker.exists()
+
+
+@pytest.mark.parametrize("family, cls_name", [("bert", "BertForMaskedLM"),
+                                              ("albert", "AlbertForMaskedLM"),
+                                              ("ernie", "ErnieForMaskedLM")])
+def test_a_masked_lm_folder_exports_back_to_its_hf_class(family, cls_name, tmp_path):
+  """HF folder -> ours -> HF: the masked LM class again, every tensor as HF saved it."""
+  from bert_jax.convert.__main__ import convert
+  folder, ours, back = (str(tmp_path / name) for name in ("hf", "ours", "back"))
+  reference = _save_random(_config(family), cls_name, folder)
+  convert(folder, ours)
+  convert(ours, back, to="hf")
+  with open(os.path.join(back, "config.json")) as f:
+    assert json.load(f)["architectures"] == [cls_name]
+  model, info = getattr(transformers, cls_name).from_pretrained(back, output_loading_info=True)
+  assert not info["missing_keys"] and not info["unexpected_keys"], info
+  theirs, again = reference.state_dict(), model.state_dict()
+  assert sorted(theirs) == sorted(again)
+  for name, tensor in theirs.items():
+    assert torch.equal(tensor, again[name]), name

@@ -489,6 +489,14 @@ def labels_of(raw: dict) -> list[str] | None:
   return names
 
 
+def _masked_lm_only(params: dict, config: BertConfig) -> bool:
+  """The encoder without a pooler and the MLM head alone (what HF's BertForMaskedLM,
+  AlbertForMaskedLM, ErnieForMaskedLM hold): exported as that class, whose params are a
+  prompt classifier's (the label tokens only pick logits)."""
+  return (bool(hf_families.hf_family(config.family).masked_lm_class)
+          and set(params) == {"bert", "mlm_head"} and "pooler" not in params["bert"])
+
+
 def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None = None,
          lower_case: bool = True, spec: dict | None = None,
          labels: list[str] | None = None, token_ids: dict[str, int] | None = None) -> None:
@@ -503,6 +511,8 @@ def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None =
   own), so that they are not the HF class's defaults of another vocabulary."""
   if spec is not None and spec["task_model"] not in _FINE_TUNING + (_PROMPT,):
     spec = None  # a pretraining model or an encoder: named by its params
+  if spec is None and _masked_lm_only(params, config):
+    spec = {"task_model": _PROMPT, "label_token_ids": [0], "mask_token_id": 0}
   os.makedirs(folder, exist_ok=True)
   hf_config = hf_families.config_to_hf(config)
   state = params_to_state(params, config, spec)
