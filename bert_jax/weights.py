@@ -111,6 +111,11 @@ def resolve(path: "str | Pretrained", check_weights: bool = True) -> Pretrained:
   if isinstance(path, Pretrained):
     return path
   path, fetched = hub.locate(path)
+  if fetched and hf.only_bin(path):
+    raise ValueError(f"{fetched.repo_id}@{fetched.revision}: the Hub model has only "
+                     "pytorch_model.bin; pickle files are not loaded. Convert it to "
+                     f"model.safetensors first: python -m bert_jax.convert "
+                     f"--input={fetched.repo_id}@{fetched.revision} --output=NEW_FOLDER")
   fmt = detect_format(path)
   if fmt == "native":
     recorded = checkpoint.read_model_record(path)

@@ -8,6 +8,7 @@ huggingface_hub reads HF_ENDPOINT, HF_HOME and HF_HUB_OFFLINE when imported, so 
 runs as a program of its own with them set (HF_HOME a tmp folder)."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -69,7 +70,7 @@ def _env(home, server=None, offline=False) -> dict:
   env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING"))}
   env.update(HF_HOME=str(home), HF_HUB_DISABLE_PROGRESS_BARS="1",
              HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_OFFLINE="1" if offline else "0",
-             HF_ENDPOINT=server.url if server else "http://127.0.0.1:9")
+             HF_ENDPOINT=server.url if server else "http://127.0.0.1:9")  # nothing there
   return env
 
 
@@ -148,10 +149,13 @@ def test_a_bin_only_repo_fetches_its_bin_and_converts_by_id(server, folders, tmp
   refused = _run(["-m", "bert_jax.fill_mask", "--model=org/bin-only", "a [MASK] ."], env)
   lines = refused.stderr.strip().splitlines()
   assert refused.returncode == 1 and len(lines) == 1, refused.stderr
-  assert "only pytorch_model.bin found" in lines[0] and (
-      "Convert it to model.safetensors first: python -m bert_jax.convert --input=") in lines[0]
+  assert lines[0] == ("bert_jax.fill_mask: error: org/bin-only@main: the Hub model has only "
+                      "pytorch_model.bin; pickle files are not loaded. Convert it to "
+                      "model.safetensors first: python -m bert_jax.convert "
+                      "--input=org/bin-only@main --output=NEW_FOLDER"), lines[0]
   out = tmp_path / "converted"
-  result = _run(["-m", "bert_jax.convert", "--input=org/bin-only", f"--output={out}"], env)
+  result = _run(["-m", "bert_jax.convert", "--input=org/bin-only@main", f"--output={out}"],
+                env)
   assert result.returncode == 0, result.stderr
   assert sorted(os.listdir(out)) == ["config.json", "model.safetensors", "tokenizer.json",
                                      "tokenizer_config.json"]
@@ -197,8 +201,10 @@ def test_fine_tuning_from_an_id_records_its_commit_and_runs_again_offline(server
     assert len(losses) == 2 and all(np.isfinite(losses)), losses
 
 
-@pytest.mark.parametrize("case", ["unknown", "gated", "unknown_revision", "offline_empty"])
+@pytest.mark.parametrize("case", ["unknown", "gated", "unknown_revision", "offline_empty",
+                                  "unreachable"])
 def test_an_id_that_cannot_be_fetched_is_one_line(case, server, tmp_path):
+  closed = "http://127.0.0.1:9"  # the discard port: nothing listens there
   name, offline, message = {
       "unknown": ("org/missing", False, "org/missing: no such local path, and no Hub model "
                   f"of that id on {server.url} (a private one needs a token: hf auth login, "
@@ -212,10 +218,16 @@ def test_an_id_that_cannot_be_fetched_is_one_line(case, server, tmp_path):
       "offline_empty": ("org/tiny-bert", True, "org/tiny-bert: HF_HUB_OFFLINE is set and the "
                         f"Hub cache ({tmp_path / 'hf_home' / 'hub'}) does not hold it: fetch "
                         "it once with the network on, or unset HF_HUB_OFFLINE"),
+      "unreachable": ("org/tiny-bert", False, f"org/tiny-bert: cannot reach {closed} ("
+                      "ConnectError: [Errno 111] Connection refused) and the Hub cache "
+                      f"({tmp_path / 'hf_home' / 'hub'}) does not hold it: check the network "
+                      "or HF_ENDPOINT, or fetch it once where the Hub is reachable"),
   }[case]
   result = _run(["-m", "bert_jax.convert", f"--input={name}", f"--output={tmp_path / 'out'}"],
-                _env(tmp_path / "hf_home", server, offline))
+                _env(tmp_path / "hf_home", None if case == "unreachable" else server, offline))
   lines = result.stderr.strip().splitlines()
   assert result.returncode == 1 and len(lines) == 1, result.stderr
-  assert lines[0] == f"bert_jax.convert: error: {message}", lines[0]
+  errno = re.escape("[Errno 111] Connection refused")  # the OS's wording
+  assert re.fullmatch(re.escape(f"bert_jax.convert: error: {message}").replace(errno, ".+"),
+                      lines[0]), lines[0]
   assert not os.path.exists(tmp_path / "out")
