@@ -44,10 +44,9 @@ def read_model_config(directory: str) -> BertConfig:
 def read_model_record(directory: str) -> dict:
   """model_config.json as recorded: the BertConfig fields, and where written, "model" (the
   task model's spec) and "labels"."""
-  path = os.path.join(directory, MODEL_CONFIG)
+  path = storage.join(directory, MODEL_CONFIG)
   try:
-    with open(path) as f:
-      return json.load(f)
+    return json.loads(storage.read_text(path))
   except json.JSONDecodeError as e:
     raise ValueError(f"{path}: not valid JSON ({e})") from None
 

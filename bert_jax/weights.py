@@ -24,12 +24,14 @@ import dataclasses
 import json
 import os
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bert_jax import checkpoint, optim
-from bert_jax.convert import hf, tf_checkpoint
+from bert_jax import checkpoint, hub, optim
+from bert_jax.convert import hf, mapping, tf_checkpoint
+from bert_jax.hub import HubModel
 from bert_jax.models import task_models
 from bert_jax.models.families import family_of
 from bert_jax.models.config import BertConfig
@@ -58,11 +60,14 @@ class Pretrained:
   config: its model config.
   recorded: the config file as read (a native model_config.json, an HF config.json; None
     for a TF checkpoint), which `spec` and `labels` read.
+  hub: what was fetched where the path was a Hub id (`bert_jax.hub`; `path` is then its
+    snapshot folder), else None.
   """
   path: str
   format: str
   config: BertConfig
   recorded: dict | None = None
+  hub: HubModel | None = None
 
   def spec(self) -> dict | None:
     """The task model it records: a native model_config.json's "model", an HF folder's
@@ -98,12 +103,19 @@ class Pretrained:
 
 def resolve(path: "str | Pretrained", check_weights: bool = True) -> Pretrained:
   """The pretrained model at `path` (an HF folder, a TF checkpoint folder or prefix, a
-  bert_jax saved model or workdir): its format detected and its config read once, and
+  bert_jax saved model or workdir, or a Hub id `org/name[@revision]` fetched into the
+  Hub cache, `bert_jax.hub`): its format detected and its config read once, and
   (check_weights) its weights files checked to be there and whole, so that a file cut short
   is a one-line error naming it before anything is trained. A `Pretrained` is returned as
   it is."""
   if isinstance(path, Pretrained):
     return path
+  path, fetched = hub.locate(path)
+  if fetched and hf.only_bin(path):
+    raise ValueError(f"{fetched.repo_id}@{fetched.revision}: the Hub model has only "
+                     "pytorch_model.bin; pickle files are not loaded. Convert it to "
+                     f"model.safetensors first: python -m bert_jax.convert "
+                     f"--input={fetched.repo_id}@{fetched.revision} --output=NEW_FOLDER")
   fmt = detect_format(path)
   if fmt == "native":
     recorded = checkpoint.read_model_record(path)
@@ -119,7 +131,7 @@ def resolve(path: "str | Pretrained", check_weights: bool = True) -> Pretrained:
   else:
     recorded, config = None, tf_checkpoint.read_config(path)
   check_vocab(path, config)
-  return Pretrained(path, fmt, config, recorded)
+  return Pretrained(path, fmt, config, recorded, fetched)
 
 
 def load_config(path: "str | Pretrained") -> BertConfig:
@@ -189,7 +201,30 @@ def load_pretrained(path: "str | Pretrained", heads: str = "auto", **config_over
   if config.scan_layers:
     params = stack_layers(params, *stacked_layout(config))
   params = jax.tree.map(lambda x: jnp.asarray(np.asarray(x, np.float32)), params)
-  return task_models.build(config, spec), {"params": params}
+  model = task_models.build(config, spec)
+  params, fresh = _init_absent(model, spec, params)
+  if fresh:
+    print(f"{source.path}: newly initialised {fresh} (not in the checkpoint; the model's own "
+          "init, as HF's from_pretrained does)", flush=True)
+  return model, {"params": params}
+
+
+def _init_absent(model, spec: dict, params: dict) -> tuple[dict, list[str]]:
+  """(params completed with what `model` has and the checkpoint lacks, started by the
+  model's own init from key 0, the modules so started): HF's BertForMaskedLM,
+  AlbertForMaskedLM, ErnieForMaskedLM hold no pooler, which the family's pretraining
+  model has. The tensors the checkpoint does hold are kept as they are."""
+  ids = jnp.zeros(hf.init_shape(spec["task_model"]), jnp.int32)
+  init = lambda: nn.unbox(model.init(jax.random.key(0), ids)["params"])  # noqa: E731
+  ours = mapping.flatten(params)
+  missing = sorted(set(mapping.flatten(jax.eval_shape(init))) - set(ours))
+  if not missing:
+    return params, []
+  fresh = mapping.flatten(jax.jit(init)())
+  ours.update({path: fresh[path] for path in missing})
+  modules = sorted({"/".join(path.split("/")[:2 if path.startswith("bert/") else 1])
+                    for path in missing})
+  return mapping.unflatten(ours), modules
 
 
 # ----------------------------------------------------------------- the trainer's init_from
@@ -360,7 +395,10 @@ def fresh_start(config, get_params, model_config: BertConfig, frozen=None, froze
     lines.append(f"Random initialisation (config.random_init): the architecture and "
                  f"vocabulary of {config.init_from}, not its weights")
   elif config.init_from:
-    params, notes = init_params(get_params(), source or config.init_from, model_config)
+    source = resolve(source or config.init_from)
+    params, notes = init_params(get_params(), source, model_config)
+    if source.hub:
+      notes.insert(0, source.hub.describe())
     lines.append(f"Initialised from {config.init_from}" + _notes(notes))
     new = [note for note in notes if note.startswith("newly initialised")]
     evaluate_only = (config.get("num_train_steps", 1) == 0

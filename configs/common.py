@@ -21,7 +21,7 @@ def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDic
   if model["embedding_size"] is None:  # unset (E = H), yet settable from the command line
     model["embedding_size"] = ml_collections.FieldReference(None, field_type=int)
   config.model = ml_collections.ConfigDict(model)
-  config.init_from = ""  # HF folder, TF checkpoint or bert_jax checkpoint/workdir
+  config.init_from = ""  # HF folder, TF checkpoint, bert_jax checkpoint/workdir or Hub id
   # An .npz of bert_jax.pretrain.word_vectors: a fresh run's word embeddings start from it,
   # rescaled to this std (0: the fresh table's).
   config.init_word_vectors = ""

@@ -6,7 +6,7 @@ pretraining, DAPT / TAPT: Gururangan et al. 2020, "Don't Stop Pretraining").
       --workdir=runs/continued
 
 Arg (`configs/continued.py:init_from=PATH,corpus=PATH,runlocal=True`): `init_from` is an
-HF folder, TF checkpoint or bert_jax workdir; `corpus` a file in the plain pretraining
+HF folder, TF checkpoint, bert_jax workdir or Hub id (`org/name[@revision]`); `corpus` a file in the plain pretraining
 format (`python -m bert_jax.text.prepare`); `runlocal` shrinks the run to a smoke test.
 
 What comes from the checkpoint: the architecture (config.model keeps only training-time
@@ -30,7 +30,7 @@ about 2.3 hours at that rate.
 """
 import os
 
-from bert_jax import storage
+from bert_jax import hub, storage
 from bert_jax.weights import load_config
 from configs.common import (parse_arg, pretraining_config, shrink_pretraining_for_runlocal,
                             use_prepared_corpus)
@@ -60,12 +60,13 @@ def get_config(arg=None):
   # Training-time fields only: the architecture (and its dropout) is init_from's.
   config.model = type(config.model)(dict(dtype="float32", scan_layers=False,
                                          remat_policy="none"))
-  config.init_from = storage.absolute(arg.init_from)
+  config.init_from = (arg.init_from if hub.is_hub_id(arg.init_from)
+                      else storage.absolute(arg.init_from))
   use_prepared_corpus(config, arg.corpus)
-  # The tokenizer beside init_from (a folder, or a TF checkpoint's); it keys the
-  # tokenized-corpus cache.
-  config.data.vocab_path = (config.init_from if os.path.isdir(config.init_from)
-                            else os.path.dirname(config.init_from))
+  # The tokenizer beside init_from (a folder, a TF checkpoint's, a Hub id's snapshot); it
+  # keys the tokenized-corpus cache.
+  folder = hub.local_path(config.init_from)
+  config.data.vocab_path = folder if os.path.isdir(folder) else os.path.dirname(folder)
   objectives, builder, masking, rate = RECIPES[family]
   config.objectives = objectives
   config.data.example_builder = builder

@@ -57,6 +57,7 @@ _COSTLIEST_FIRST = (
     "test_cli_errors.py", "test_family_configs.py", "test_targets.py",
     "test_family_finetune_hf.py", "test_pretraining_input.py", "test_modernbert.py",
     "test_prompt.py", "test_reliability.py", "test_packing.py", "test_task_heads_hf.py",
+    "test_hub.py", "test_hf_layouts.py",
     "test_train.py", "test_attention.py", "test_finetune.py", "test_feature_cache.py",
     "test_behaviour_pin.py", "test_select.py", "test_extension.py",
     "test_pretrained_source.py", "test_distillation.py", "test_experiments.py",

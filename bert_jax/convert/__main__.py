@@ -2,25 +2,32 @@
 
   python -m bert_jax.convert --input=HF_FOLDER_OR_TF_CKPT --output=DIR          # -> ours
   python -m bert_jax.convert --input=OURS_OR_ANY --output=DIR --to=hf             # -> HF
+  python -m bert_jax.convert --input=FOLDER_WITH_BIN --output=DIR                 # -> safetensors
 
 Input may be an HF folder (config.json + model.safetensors), a Google TF checkpoint
 (bert_config.json + bert_model.ckpt.*), a bert_jax saved model or a training workdir
-(latest checkpoint). A fine-tuned model keeps its task: a workdir's classifier becomes
-HF's ...ForSequenceClassification, its class names config.json's id2label, where HF's head
-is ours (convert/hf_families.py, `task_classes`), and back. The tokenizer files beside the input
-(vocab.txt, vocab.json + merges.txt or spiece.model, and its tokenizer_config.json and
-tokenizer.json) are copied to the output. An HF output also gets a tokenizer.json where the
-input has none (WordPiece and BPE: transformers 5 reads ModernBERT's tokenizer only from
-one) and the tokenizer's special ids in config.json (RoBERTa's and ModernBERT's
-bos/eos/cls/sep_token_id).
+(latest checkpoint), or a Hub id (`org/name[@revision]`, bert_jax/hub.py). A fine-tuned
+model keeps its task: a workdir's classifier becomes HF's ...ForSequenceClassification,
+its class names config.json's id2label, where HF's head is ours (convert/hf_families.py,
+`task_classes`), and back. The tokenizer files beside the input (vocab.txt, vocab.json +
+merges.txt or spiece.model, and its tokenizer_config.json and tokenizer.json) are copied
+to the output. An HF output also gets a tokenizer.json where the input has none (WordPiece
+and BPE: transformers 5 reads ModernBERT's tokenizer only from one) and the tokenizer's
+special ids in config.json (RoBERTa's and ModernBERT's bos/eos/cls/sep_token_id).
+
+An HF folder with only pytorch_model.bin (older transformers' save_pretrained) becomes the
+same folder with model.safetensors (by default; --to=native goes on to ours): the pickle
+is read with torch.load(weights_only=True), so torch must be installed for this one step.
 """
 import os
 import shutil
+import tempfile
 
 from absl import flags
 
 from bert_jax import checkpoint
 from bert_jax import cli
+from bert_jax import hub
 from bert_jax.convert import hf
 from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text import tokenizers
@@ -29,7 +36,8 @@ from bert_jax.weights import label_names, load_params, model_spec, resolve
 if __name__ == "__main__":  # flags exist only when run as a program
   _INPUT = flags.DEFINE_string("input", None, "Weights to read (HF, TF, or bert_jax).")
   _OUTPUT = flags.DEFINE_string("output", None, "Folder to write.")
-  _TO = flags.DEFINE_enum("to", "native", ["native", "hf"], "Output format.")
+  _TO = flags.DEFINE_enum("to", None, ["native", "hf"], "Output format (default: native; "
+                          "hf for a folder of pytorch_model.bin).")
   _HEADS = flags.DEFINE_enum("heads", "auto", ["auto", "pretraining", "none"],
                              "Keep the heads when present (auto: pretraining or fine-tuned), "
                              "require the pretraining heads, or keep the encoder alone (none).")
@@ -39,12 +47,14 @@ TOKENIZER_SETTINGS = ("tokenizer_config.json", "special_tokens_map.json", "token
 
 
 def convert(input_path: str, output: str, to: str = "native", heads: str = "auto") -> None:
+  if hf.only_bin(hub.local_path(input_path)):  # a Hub id: its snapshot's
+    return _convert_bin(hub.local_path(input_path), output, to, heads)
   source = resolve(input_path)  # format and config read once
   config, params, _ = load_params(source, heads)
   # The task model (a fine-tuned classifier stays one); heads="none" keeps the encoder.
   spec = model_spec(source, params) if "bert" in params else None
   labels = label_names(source) if spec else None  # e.g. CoNLL's tags, in order
-  folder = input_path if os.path.isdir(input_path) else os.path.dirname(input_path)
+  folder = source.path if os.path.isdir(source.path) else os.path.dirname(source.path)
   try:
     kind, files = tokenizers.folder_kind(folder, tokenizer_kinds(config.family))
   except FileNotFoundError:
@@ -72,9 +82,24 @@ def convert(input_path: str, output: str, to: str = "native", heads: str = "auto
         f"L{config.num_hidden_layers}/H{config.hidden_size}, {kind} tokenizer)")
 
 
+def _convert_bin(folder: str, output: str, to: str, heads: str) -> None:
+  """An HF folder of pytorch_model.bin: its tensors as model.safetensors, the rest of the
+  folder as it is (to="hf"); to="native" converts that folder on to ours."""
+  if to == "hf":
+    count = hf.bin_to_safetensors(folder, output)
+    resolve(output)  # the folder written loads: config, safetensors whole
+    print(f"Wrote {os.path.join(output, 'model.safetensors')} ({count} tensors read from "
+          f"{folder}'s pytorch_model.bin with torch.load(weights_only=True))")
+    return
+  with tempfile.TemporaryDirectory() as staged:
+    hf.bin_to_safetensors(folder, staged)
+    convert(staged, output, to, heads)
+
+
 def main(argv):
   del argv
-  convert(_INPUT.value, _OUTPUT.value, _TO.value, _HEADS.value)
+  to = _TO.value or ("hf" if hf.only_bin(hub.local_path(_INPUT.value)) else "native")
+  convert(_INPUT.value, _OUTPUT.value, to, _HEADS.value)
 
 
 if __name__ == "__main__":

@@ -11,11 +11,13 @@ hf_families.py: BertForSequenceClassification, RobertaForTokenClassification,
 ModernBertForQuestionAnswering, ...; the class in config.json's `architectures` names the
 task, ModernBERT's `classifier_pooling` the sentence vector), with or without the family prefix
 (`bert.`, `roberta.`, `model.`, ...), old-style LayerNorm `gamma`/`beta` names, sharded
-safetensors with an index. Only safetensors are read: a folder with just
-`pytorch_model.bin` is refused (no pickle).
+safetensors with an index. Only safetensors are loaded: a folder with just
+`pytorch_model.bin` is refused with the command that converts it (`bin_to_safetensors`,
+torch.load with weights_only=True, the one reader of a pickle).
 """
 import json
 import os
+import shutil
 
 import numpy as np
 from safetensors import SafetensorError
@@ -57,6 +59,12 @@ _PROMPT = "prompt_classification"
 _INIT_SHAPES = {"multiple_choice": (1, 1, 2)}  # input ids to init a model with: [B, C, T]
 _TASK_SUFFIXES = ("ForSequenceClassification", "ForTokenClassification",
                   "ForQuestionAnswering", "ForMultipleChoice")
+
+
+def init_shape(task_model: str) -> tuple[int, ...]:
+  """The shape of the input ids a task model is initialised with ([B, C, T] for multiple
+  choice, else [B, T])."""
+  return _INIT_SHAPES.get(task_model, (1, 2))
 
 
 def task_spec(folder: str) -> dict | None:
@@ -145,10 +153,69 @@ def read_state(folder: str) -> dict[str, np.ndarray]:
     for shard in shards:
       state.update(_load_safetensors(os.path.join(folder, shard)))
     return state
-  if os.path.exists(os.path.join(folder, "pytorch_model.bin")):
+  if only_bin(folder):
     raise ValueError(f"{folder}: only pytorch_model.bin found; pickle files are not loaded. "
-                     "Convert it to model.safetensors first.")
+                     f"Convert it to model.safetensors first: python -m bert_jax.convert "
+                     f"--input={folder} --output=NEW_FOLDER")
   raise FileNotFoundError(f"{folder}: no model.safetensors or model.safetensors.index.json")
+
+
+_BIN, _BIN_INDEX = "pytorch_model.bin", "pytorch_model.bin.index.json"
+TORCH_INSTALL = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+
+
+def only_bin(folder: str) -> bool:
+  """The folder holds PyTorch's pickled weights (pytorch_model.bin, or its shards with an
+  index) and no safetensors."""
+  return (os.path.isdir(folder) and not any(
+      os.path.exists(os.path.join(folder, name))
+      for name in ("model.safetensors", "model.safetensors.index.json"))
+          and any(os.path.exists(os.path.join(folder, n)) for n in (_BIN, _BIN_INDEX)))
+
+
+def _bin_files(folder: str) -> list[str]:
+  index = os.path.join(folder, _BIN_INDEX)
+  if not os.path.exists(os.path.join(folder, _BIN)) and os.path.exists(index):
+    with open(index) as f:
+      return [os.path.join(folder, shard)
+              for shard in sorted(set(json.load(f)["weight_map"].values()))]
+  return [os.path.join(folder, _BIN)]
+
+
+def bin_to_safetensors(folder: str, output: str) -> int:
+  """Writes `output` as `folder` with its pytorch_model.bin (or shards) as one
+  model.safetensors, every tensor by its name and dtype, and the folder's other files
+  (config.json, the tokenizer's) copied; returns the tensor count.
+
+  The pickle is read with torch.load(weights_only=True), which builds tensors and plain
+  containers only (no code from the file runs): the one place a pickle is read."""
+  try:
+    import torch
+    from safetensors.torch import save_file as save_torch_file
+  except ImportError:
+    raise ValueError(f"{folder}: reading pytorch_model.bin needs torch, which is not "
+                     f"installed here: {TORCH_INSTALL}") from None
+  state = {}
+  for path in _bin_files(folder):
+    if not os.path.exists(path):
+      raise FileNotFoundError(f"{path}: a shard {_BIN_INDEX} names is missing")
+    try:
+      loaded = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # noqa: BLE001 -- torch raises many kinds for a bad pickle
+      raise ValueError(f"{path}: not readable as PyTorch weights with weights_only=True "
+                       f"({type(error).__name__}: {str(error).splitlines()[0]})") from None
+    if not isinstance(loaded, dict) or not all(
+        isinstance(v, torch.Tensor) for v in loaded.values()):
+      raise ValueError(f"{path}: not a state dict (a mapping of names to tensors)")
+    # Tied tensors share storage, which safetensors refuses: each is written on its own.
+    state.update({name: t.detach().contiguous().clone() for name, t in loaded.items()})
+  os.makedirs(output, exist_ok=True)
+  for name in sorted(os.listdir(folder)):
+    source = os.path.join(folder, name)
+    if os.path.isfile(source) and not name.startswith("pytorch_model"):
+      shutil.copyfile(source, os.path.join(output, name))
+  save_torch_file(state, os.path.join(output, "model.safetensors"), metadata={"format": "pt"})
+  return len(state)
 
 
 def normalize_names(state: dict[str, np.ndarray], source: str,
@@ -215,6 +282,10 @@ def state_to_params(state: dict[str, np.ndarray], config: BertConfig, source: st
   unmapped = sorted(set(expected) - {ours for ours, _, _ in rows})
   if unmapped:
     raise ValueError(f"{source}: the model has no HF {config.family} name for {unmapped[:5]}")
+  absent = absent_modules(rows, state)
+  if heads == "pretraining" and not [m for m in heads_of(rows) - absent if "pooler" not in m]:
+    absent = set()  # heads required: the first missing one is the error
+  rows = [row for row in rows if _module_of(row[0]) not in absent]
   flat = {}
   for ours, hf_name, layout in rows:
     if hf_name not in state:
@@ -227,6 +298,34 @@ def state_to_params(state: dict[str, np.ndarray], config: BertConfig, source: st
     raise ValueError(f"{source}: unknown tensor(s) {left[:5]}"
                      f"{' and %d more' % (len(left) - 5) if len(left) > 5 else ''}")
   return mapping.unflatten(flat), with_heads
+
+
+def _module_of(ours: str) -> str:
+  """The module a tensor of ours belongs to, as a checkpoint may lack it whole: the pooler
+  ("bert/pooler", "pooler"), a head ("mlm_head", "nsp_head", "classifier", ...), else ""
+  (the encoder)."""
+  parts = ours.split("/")
+  if "pooler" in parts:
+    return "/".join(parts[:parts.index("pooler") + 1])
+  return "" if parts[0] in ("bert", "embeddings", "encoder") else parts[0]
+
+
+def heads_of(rows) -> set[str]:
+  """The poolers and heads (`_module_of`) that `rows` have."""
+  return {_module_of(ours) for ours, _, _ in rows} - {""}
+
+
+def absent_modules(rows, state: dict) -> set[str]:
+  """The poolers and heads of `rows` that `state` lacks whole (HF's BertForMaskedLM has
+  no pooler and no NSP head, a token tagger no pooler): the loader leaves them out and
+  the model's own init starts them, named. A module with some of its tensors present is
+  not absent (the first missing one is the error), nor is the encoder ever."""
+  present: dict[str, bool] = {}
+  for ours, hf_name, _ in rows:
+    module = _module_of(ours)
+    if module:
+      present[module] = present.get(module, False) or hf_name in state
+  return {module for module, found in present.items() if not found}
 
 
 def _check_hf_shape(value, hf_name, ours, expected, layout, config, source):
@@ -390,6 +489,14 @@ def labels_of(raw: dict) -> list[str] | None:
   return names
 
 
+def _masked_lm_only(params: dict, config: BertConfig) -> bool:
+  """The encoder without a pooler and the MLM head alone (what HF's BertForMaskedLM,
+  AlbertForMaskedLM, ErnieForMaskedLM hold): exported as that class, whose params are a
+  prompt classifier's (the label tokens only pick logits)."""
+  return (bool(hf_families.hf_family(config.family).masked_lm_class)
+          and set(params) == {"bert", "mlm_head"} and "pooler" not in params["bert"])
+
+
 def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None = None,
          lower_case: bool = True, spec: dict | None = None,
          labels: list[str] | None = None, token_ids: dict[str, int] | None = None) -> None:
@@ -404,6 +511,8 @@ def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None =
   own), so that they are not the HF class's defaults of another vocabulary."""
   if spec is not None and spec["task_model"] not in _FINE_TUNING + (_PROMPT,):
     spec = None  # a pretraining model or an encoder: named by its params
+  if spec is None and _masked_lm_only(params, config):
+    spec = {"task_model": _PROMPT, "label_token_ids": [0], "mask_token_id": 0}
   os.makedirs(folder, exist_ok=True)
   hf_config = hf_families.config_to_hf(config)
   state = params_to_state(params, config, spec)

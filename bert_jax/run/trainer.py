@@ -183,7 +183,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
   state, frozen = start.state, start.frozen
 
   # From here on the run writes to the workdir (nothing above has).
-  writer = _open_workdir(config, workdir, task, tokenizer, start.restored_step)
+  writer = _open_workdir(config, workdir, task, tokenizer, start.restored_step, source)
 
   # ------------------------------------------------------------------------------------
   # Steps, evaluation, the finite-check and checkpoint policy, throughput counters.
@@ -312,14 +312,22 @@ def _restore_or_start(config, workdir, setup: Setup, state, checkpoints, train_i
                 finished_before=finished_before)
 
 
-def _open_workdir(config, workdir: str, task: Task, tokenizer, restored_step) -> MetricWriter:
+def _open_workdir(config, workdir: str, task: Task, tokenizer, restored_step,
+                  source: weights.Pretrained | None = None) -> MetricWriter:
   """The metric writer (cut back to the restored step); on process 0 the files that make
-  the workdir load like any pretrained model, with its head (weights.py)."""
+  the workdir load like any pretrained model, with its head (weights.py), and where
+  init_from was a Hub id, the commit its weights came from (model_config.json's
+  "init_from": a resumed run keeps the one it started from)."""
   writer = MetricWriter(workdir, enabled=jax.process_index() == 0)
   if jax.process_index() == 0:
+    extra = {"labels": list(task.label_names)} if task.label_names else {}
+    recorded = storage.join(workdir, checkpoint.MODEL_CONFIG)
+    started = (checkpoint.read_model_record(workdir).get("init_from")
+               if restored_step is not None and storage.exists(recorded) else None)
+    if started or (source is not None and source.hub is not None):
+      extra["init_from"] = started or source.hub.record()
     checkpoint.write_model_config(workdir, task.model_config, model=task.model_spec(),
-                                  **({"labels": list(task.label_names)} if task.label_names
-                                     else {}))
+                                  **extra)
     storage.write_folder(workdir, tokenizer.save)
     storage.write_text(storage.join(workdir, "config.json"),
                        config.to_json_best_effort(indent=2))

@@ -27,6 +27,7 @@ import hashlib
 import os
 from typing import Any, Callable
 
+from bert_jax import hub
 from bert_jax.text import paths
 from bert_jax.text.bpe import BPETokenizer
 from bert_jax.text.sentencepiece_vocab import SentencePieceTokenizer
@@ -154,6 +155,7 @@ def _vocab_source(data_config, model_dir: str) -> str:
   if not model_dir:
     raise ValueError("config.data.vocab_path is empty and there is no config.init_from to "
                      "take the vocabulary from")
+  model_dir = hub.local_path(model_dir)  # a Hub id: its snapshot folder
   return model_dir if os.path.isdir(model_dir) else os.path.dirname(model_dir)
 
 
@@ -190,7 +192,9 @@ def make_tokenizer(data_config, model_dir: str = "", kinds=DEFAULT_KINDS) -> Sub
 def model_tokenizer(model_path: str, kinds=DEFAULT_KINDS) -> SubwordTokenizer:
   """The tokenizer saved with a model: in its folder (an HF folder of any family, a
   bert_jax workdir or saved model) or beside its file (a TF checkpoint); `kinds`: the
-  model's family's (`bert_jax.models.families.tokenizer_kinds`)."""
+  model's family's (`bert_jax.models.families.tokenizer_kinds`); a Hub id: the tokenizer
+  of its snapshot (`bert_jax.hub`)."""
+  model_path = hub.local_path(model_path)
   folder = model_path if os.path.isdir(model_path) else os.path.dirname(model_path)
   kind, _ = folder_kind(folder, kinds)
   return KINDS[kind].from_folder(folder)
