@@ -4,6 +4,7 @@ trainer reads tasks only through `make_task`.
 """
 import ml_collections
 
+from bert_jax.finetune.classify import ClassifyTask
 from bert_jax.finetune.conll import ConllTask
 from bert_jax.finetune.glue import GlueTask
 from bert_jax.finetune.squad import SquadTask
@@ -15,7 +16,7 @@ from bert_jax.task import Task
 
 # config.task -> the task class; each is built as Task(config, model_config).
 TASKS = {"pretraining": PretrainingTask, "electra": ElectraTask, "glue": GlueTask,
-         "conll": ConllTask, "squad": SquadTask, "swag": SwagTask}
+         "conll": ConllTask, "squad": SquadTask, "swag": SwagTask, "classify": ClassifyTask}
 
 
 def task_class(name: str) -> type:
