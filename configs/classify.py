@@ -29,10 +29,10 @@ id2label: `python -m bert_jax.convert --input=WORKDIR --output=DIR --to=hf`) and
 --config.predict=true, WORKDIR/predictions_<test file's name>.<its format> (the dev file's
 without test=): `id` (or `line`) and `prediction` (a label name, a number, or the labels).
 `train_examples=N` trains on a random N; `runlocal=True` is a smoke test (64 examples, T32,
-one epoch: seconds from a tiny model). `--config.data.pack_each_batch=true` packs each
-batch's examples into fewer rows (single label and regression; GLUE's speed-up on short
-texts). Settings as configs/glue.py: from all-MiniLM-L6-v2 when installed, 3 epochs, batch 32,
-lr 5e-5, seq 128.
+one epoch). `--config.data.pack_each_batch=true` packs each batch's examples into fewer rows
+(single label and regression; GLUE's speed-up on short texts). The other settings are the
+fine-tuning defaults (configs/common.py): from all-MiniLM-L6-v2 when installed, 3 epochs,
+batch 32, lr 5e-5, seq 128.
 """
 import os
 

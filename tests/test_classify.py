@@ -83,6 +83,15 @@ def test_csv_quoting_is_pythons_and_labels_are_sorted(tmp_path):
   assert [(e.text_a, e.label) for e in examples] == [tuple(r) for r in rows]
   # A row's line is the one it starts on (the second row's text spans lines 3-4).
   assert [e.provenance.rsplit(":", 1)[1] for e in examples] == ["2", "3", "5"]
+  # Hand-written CSV reads as Python's csv module reads it (quotes inside an unquoted field
+  # kept, doubled quotes inside a quoted one, CRLF line ends).
+  raw = ('sentence,label\r\n"say ""hi"", then go",x\r\nits "inner" quotes,y\r\n'
+         '"multi\nline",x\r\n')
+  (tmp_path / "raw.csv").write_bytes(raw.encode("utf-8"))
+  with open(tmp_path / "raw.csv", newline="", encoding="utf-8") as f:
+    expected = [tuple(r) for r in csv.reader(f)][1:]
+  assert [(e.text_a, e.label) for e in _read(tmp_path / "raw.csv")[2]] == expected
+  assert expected[0][0] == 'say "hi", then go' and expected[1][0] == 'its "inner" quotes'
   # Numeric classes sort as numbers.
   path = _write_csv(tmp_path / "n.csv", ["sentence", "label"],
                     [[f"s{i}", str(v)] for i, v in enumerate([10, 2, 1, 2])])
@@ -111,7 +120,10 @@ def test_the_problem_is_inferred_and_can_be_forced(tmp_path, data_dir):
 
 
 @pytest.mark.parametrize("rows,fields,message", [
-    ([["fine", "a"], ["short"]], {}, r"x.csv:3: 2 fields|x.csv:3: 1 fields"),
+    ([["fine", "a"], ["short"]], {},
+     r"x.csv:3: column 'label' is missing \(1 fields, the header has 2\)"),
+    ([["fine", "a"], ["a", "b", "c"]], {}, r"x.csv:3: 3 fields, the header has 2"),
+    ([["fine", "a"], ["", ""]], {}, r"x.csv:3: column 'sentence' is empty"),
     ([["fine", "a"], [" ", "a"]], {}, r"x.csv:3: column 'sentence' is empty"),
     ([["fine", "a"], ["text", ""]], {}, r"x.csv:3: column 'label' is empty"),
     ([["fine", "1.5"], ["text", "high"]], {"problem": "regression"},
@@ -143,6 +155,7 @@ def test_file_errors(tmp_path):
   (tmp_path / "x.txt").write_text("sentence,label\na,b\n")
   with pytest.raises(ValueError, match=r"extension '.txt' names no format"):
     _read(tmp_path / "x.txt")
+  assert _read(tmp_path / "x.txt", format="csv")[1] == ("b",)  # format= names it
   path = _write_jsonl(tmp_path / "j.jsonl", [{"sentence": "a", "label": "b"}])
   with open(path, "a") as f:
     f.write("[1, 2]\n")
@@ -196,6 +209,7 @@ def test_cli_trains_stores_labels_exports_to_hf_and_predicts(tmp_path, data_dir,
       str(tmp_path / "hf")).eval()
   assert theirs.config.id2label == {0: "negative", 1: "positive"}
   assert theirs.config.label2id == {"negative": 0, "positive": 1}
+  assert theirs.config.problem_type == "single_label_classification"
   with torch.no_grad():
     hf_logits = theirs(**{k: torch.tensor(np.asarray(features[k]), dtype=torch.long)
                           for k in base.MODEL_INPUTS}).logits.numpy()
@@ -278,3 +292,10 @@ def test_multi_label_with_label_sep(tmp_path, data_dir, small_bert):  # noqa: F8
   assert predicted[0] == ["line", "prediction"] and len(predicted) == 33
   assert all(set(filter(None, p.split("|"))) <= {"long", "negative", "positive"}
              for _, p in predicted[1:])
+  # HF's export says what the logits are: its sigmoid and BCE (problem_type), and the names.
+  from bert_jax.convert.__main__ import convert
+  convert(str(tmp_path / "run"), str(tmp_path / "hf"), to="hf")
+  with open(tmp_path / "hf" / "config.json") as f:
+    raw = json.load(f)
+  assert raw["problem_type"] == "multi_label_classification"
+  assert raw["id2label"] == {"0": "long", "1": "negative", "2": "positive"}

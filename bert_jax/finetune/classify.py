@@ -52,14 +52,18 @@ NUMERIC_CLASSES_MAX = 10
 
 @dataclasses.dataclass(frozen=True)
 class Problem:
-  """One kind of label: the scores (the first picks the epoch) and the training metrics."""
+  """One kind of label: the scores (the first picks the epoch), the training metrics and
+  HF's name for it (config.json problem_type of the export)."""
   metrics: tuple[str, ...]
   metric_names: tuple[str, ...]
+  hf_problem_type: str
 
 
-PROBLEMS = {"single_label": Problem(("accuracy", "macro_f1"), ("loss", "accuracy")),
-            "regression": Problem(("pearson", "spearman"), ("loss",)),
-            "multi_label": Problem(("micro_f1",), ("loss", "exact_match"))}
+PROBLEMS = {"single_label": Problem(("accuracy", "macro_f1"), ("loss", "accuracy"),
+                                    "single_label_classification"),
+            "regression": Problem(("pearson", "spearman"), ("loss",), "regression"),
+            "multi_label": Problem(("micro_f1",), ("loss", "exact_match"),
+                                   "multi_label_classification")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,29 +107,32 @@ class Columns:
 # ------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Row:
-  """One record: its fields by column (None: it could not be read, see `problem`)."""
+  """One record: its fields by column (None: it could not be read, see `problem`); note:
+  what a missing column's message adds (a short row's field count)."""
   fields: dict | None
   where: str  # "<path>:<line>"
   problem: str = ""
+  note: str = ""
 
 
 def _delimited_rows(path: str, delimiter: str, quoting: int):
   """The rows of a file with a header line; a row's line is the one it starts on."""
   with open(path, encoding="utf-8-sig", newline="") as f:
-    reader = csv.reader(f, delimiter=delimiter, quoting=quoting, strict=True)
+    reader = csv.reader(f, delimiter=delimiter, quoting=quoting)
     header, start = None, 1
     try:
       for fields in reader:
         line, start = start, reader.line_num + 1
-        if not any(field.strip() for field in fields):
-          continue  # a blank line
+        if not fields or fields == [""] or (len(fields) == 1 and not fields[0].strip()):
+          continue  # a blank line (a row of empty fields is a row)
         if header is None:
           header = _check_header(fields, f"{path}:{line}")
           yield header
           continue
-        problem = "" if len(fields) == len(header) else (
-            f"{len(fields)} fields, the header has {len(header)}")
-        yield Row(dict(zip(header, fields)), f"{path}:{line}", problem)
+        width = f"{len(fields)} fields, the header has {len(header)}"
+        yield Row(dict(zip(header, fields)), f"{path}:{line}",
+                  problem=width if len(fields) > len(header) else "",
+                  note=f" ({width})" if len(fields) < len(header) else "")
     except csv.Error as e:
       raise DataFormatError(f"{path}:{reader.line_num}: {e}") from None
     except UnicodeDecodeError as e:
@@ -202,7 +209,7 @@ class Skips:
 def _value(row: Row, column: str):
   value = row.fields.get(column)
   if value is None:
-    raise BadRow(f"column {column!r} is missing")
+    raise BadRow(f"column {column!r} is missing{row.note}")
   return value
 
 
@@ -475,6 +482,9 @@ class ClassifyTask(GlueTask):
               and split != self.config.data.get("predict_split") else None)
     return glue_reader.featurize(examples, self.dataset, tokenizer,
                                  self.config.data.max_seq_length, labels=labels), examples
+
+  def model_spec(self):
+    return {**super().model_spec(), "problem_type": PROBLEMS[self.problem].hf_problem_type}
 
   def example_labels(self, batch_size):
     if self.problem != "multi_label":
