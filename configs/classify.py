@@ -33,6 +33,12 @@ one epoch). `--config.data.pack_each_batch=true` packs each batch's examples int
 (single label and regression; GLUE's speed-up on short texts). The other settings are the
 fine-tuning defaults (configs/common.py): from all-MiniLM-L6-v2 when installed, 3 epochs,
 batch 32, lr 5e-5, seq 128.
+
+Measured from all-MiniLM-L6-v2 (2-core AMD EPYC shared with other jobs, 2026-12-01,
+ac6b692): 2,000 random SST-2 training rows written as train.csv with the labels
+negative/positive, SST-2's 872 dev rows as dev.csv, `--config.data.max_seq_length=64
+--config.num_train_epochs=1 --config.optim.learning_rate=1e-4`: 62 steps in 7.1 min (75 s of
+it compiling), eval_accuracy 0.8050, eval_macro_f1 0.8050.
 """
 import os
 

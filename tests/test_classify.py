@@ -152,14 +152,17 @@ def test_file_errors(tmp_path):
     _read(path)
   with pytest.raises(FileNotFoundError, match="relative paths are read from the current"):
     _read(tmp_path / "missing.csv")
-  (tmp_path / "x.txt").write_text("sentence,label\na,b\n")
+  (tmp_path / "x.txt").write_text("sentence,label\na,b\nc,d\n")
   with pytest.raises(ValueError, match=r"extension '.txt' names no format"):
     _read(tmp_path / "x.txt")
-  assert _read(tmp_path / "x.txt", format="csv")[1] == ("b",)  # format= names it
+  assert _read(tmp_path / "x.txt", format="csv")[1] == ("b", "d")  # format= names it
   path = _write_jsonl(tmp_path / "j.jsonl", [{"sentence": "a", "label": "b"}])
   with open(path, "a") as f:
     f.write("[1, 2]\n")
   with pytest.raises(DataFormatError, match=r"j.jsonl:2: a JSON list, not an object"):
+    _read(path)
+  path = _write_csv(tmp_path / "one.csv", ["sentence", "label"], [["a", "yes"], ["b", "yes"]])
+  with pytest.raises(DataFormatError, match=r"one.csv: every label is 'yes'; a classifier"):
     _read(path)
   with pytest.raises(ValueError, match=r"train= is required"):
     classify_config.get_config("dev=d.csv,text=t,label=l")

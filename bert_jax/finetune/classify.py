@@ -376,7 +376,11 @@ def read_labelled(path: str, columns: Columns, problem: str, labels) -> tuple[
   if not examples:
     raise DataFormatError(f"{path}: no examples (every row skipped, or only a header)")
   skips.report(len(examples))
-  return problem, labels or label_names(examples, problem), examples
+  names = labels or label_names(examples, problem)
+  if problem == "single_label" and len(names) < 2:
+    raise DataFormatError(f"{path}: every label is {names[0]!r}; a classifier needs two "
+                          "classes or more")
+  return problem, names, examples
 
 
 def read_unlabelled(path: str, columns: Columns) -> list[ClassifyExample]:
