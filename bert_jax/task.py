@@ -60,6 +60,9 @@ class TaskInputs:
   select, select_metadata, select_metric: training examples held back to pick the epoch
     (config.data.select_fraction), what scoring them needs, and the metric of `evaluate`
     that picks (higher is better); select None: the run ends on its last step's params.
+  predict, predict_metadata: an unlabelled split (a test file) that `evaluate` runs the
+    model over beside the eval split, for `write_predictions` (config.predict), and what
+    writing its predictions needs; None where there is none.
   """
   train: Input
   eval: Input | None
@@ -69,6 +72,8 @@ class TaskInputs:
   select: Input | None = None
   select_metadata: Any = None
   select_metric: str | None = None
+  predict: Input | None = None
+  predict_metadata: Any = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,10 +4,12 @@ trainer reads tasks only through `make_task`.
 """
 import ml_collections
 
+from bert_jax.finetune.classify import ClassifyTask
 from bert_jax.finetune.conll import ConllTask
 from bert_jax.finetune.glue import GlueTask
 from bert_jax.finetune.squad import SquadTask
 from bert_jax.finetune.swag import SwagTask
+from bert_jax.finetune.tag import TagTask
 from bert_jax.models.config import BertConfig
 from bert_jax.pretrain.electra import ElectraTask
 from bert_jax.pretrain.task import PretrainingTask
@@ -15,7 +17,8 @@ from bert_jax.task import Task
 
 # config.task -> the task class; each is built as Task(config, model_config).
 TASKS = {"pretraining": PretrainingTask, "electra": ElectraTask, "glue": GlueTask,
-         "conll": ConllTask, "squad": SquadTask, "swag": SwagTask}
+         "conll": ConllTask, "squad": SquadTask, "swag": SwagTask, "classify": ClassifyTask,
+         "tag": TagTask}
 
 
 def task_class(name: str) -> type:

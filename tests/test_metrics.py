@@ -26,6 +26,21 @@ def test_classification_metrics_match_sklearn(seed):
       sk_metrics.matthews_corrcoef(labels, predictions))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_macro_and_micro_f1_match_sklearn(seed):
+  rng = np.random.default_rng(seed)
+  predictions, labels = _random_labels(rng, 60, 4)
+  predictions[predictions == 3] = 2  # class 3 never predicted: its F1 is 0, still averaged
+  assert metrics.macro_f1(predictions, labels) == pytest.approx(
+      sk_metrics.f1_score(labels, predictions, average="macro", zero_division=0))
+  predicted, actual = rng.random((50, 5)) > 0.6, rng.random((50, 5)) > 0.7
+  assert metrics.micro_f1(predicted, actual) == pytest.approx(
+      sk_metrics.f1_score(actual, predicted, average="micro"))
+  assert metrics.micro_f1(np.zeros((3, 2)), np.zeros((3, 2))) == 0.0
+  with pytest.raises(ValueError, match=r"\[N, C\]"):
+    metrics.micro_f1([1, 0], [1, 0])
+
+
 def test_classification_corner_cases_match_sklearn():
   all_zero, mixed = np.zeros(6, int), np.array([0, 1, 0, 1, 1, 0])
   # A constant prediction: MCC undefined -> 0; no positive anywhere: F1 -> 0.

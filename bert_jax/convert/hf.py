@@ -532,6 +532,8 @@ def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None =
       names = list(labels) if labels else [f"LABEL_{i}" for i in range(count)]
       hf_config["id2label"] = {str(i): name for i, name in enumerate(names)}
       hf_config["label2id"] = {name: i for i, name in enumerate(names)}
+    if spec.get("problem_type"):  # e.g. multi_label_classification: HF's sigmoid and BCE
+      hf_config["problem_type"] = spec["problem_type"]
   else:
     hf_config["architectures"] = [
         family.head_classes[head_model(config, set(params) - {"bert"})] if with_heads

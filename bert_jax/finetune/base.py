@@ -6,7 +6,8 @@ module (`<task>.py`: the model spec, which of its
 features the model reads, its loss as additive sums so gradient accumulation stays exact,
 scoring and predictions), a small class over `FinetuningTask`, which owns the rest:
 reading the splits through the reader's `load_split`, batching them (ArrayInput),
-gathering eval outputs.
+gathering eval outputs. classify.py and tag.py are GLUE's and CoNLL's tasks on the user's
+own files (their readers inside them).
 
 config.data fields read here: data_dir, sources ({split: source}), train_split,
 eval_split, train_examples (0 = all; else a fixed random subset), max_seq_length,
@@ -20,7 +21,10 @@ select_fraction (training examples held back to pick the epoch, whole `row_group
 time: TaskInputs.select; tasks with a `select_metric`: GLUE, SWAG), batch_size,
 eval_batch_size, seed, plus each task's own (GLUE: dataset, heldout_fraction,
 heldout_seed; SQuAD: doc_stride, max_query_length, version_2_with_negative,
-heldout_fraction, heldout_seed). The tokenizer is the run's one (bert_jax/text/tokenizers.py).
+heldout_fraction, heldout_seed). predict_split: with config.predict, a split of `sources`
+(an unlabelled test file) whose predictions are written beside the eval split's scores
+(TaskInputs.predict; "" or no source: none). The tokenizer is the run's one
+(bert_jax/text/tokenizers.py).
 """
 import math
 
@@ -148,9 +152,12 @@ class FinetuningTask:
     train_features, train_metadata = self.load_split(data.train_split, tokenizer)
     eval_features, eval_metadata = self.load_split(data.eval_split, tokenizer)
     keep = MODEL_INPUTS + self.label_keys
+    predict_split = self.predict_split()
+    predict_features, predict_metadata = (self.load_split(predict_split, tokenizer)
+                                          if predict_split else (None, None))
     caching = bool(self.config.get("cache_features"))
     if caching:  # each example's number in its split: where its cached layers are
-      for split_features in (train_features, eval_features):
+      for split_features in filter(None, (train_features, eval_features, predict_features)):
         split_features["example_id"] = np.arange(len(split_features["input_ids"]))
       keep += ("example_id",)
     rows = np.arange(len(train_features["input_ids"]))
@@ -193,11 +200,12 @@ class FinetuningTask:
                                      process_index=process_index, process_count=process_count,
                                      pad_to_multiple_of=data.pad_to_multiple_of,
                                      name=f"{self.name} {data.train_split}")
-    evaluation = array_input.ArrayInput(eval_features, data.eval_batch_size,
-                                        shuffle=False, process_index=process_index,
-                                        process_count=process_count,
-                                        pad_to_multiple_of=data.pad_to_multiple_of,
-                                        name=f"{self.name} {data.eval_split}")
+    unshuffled = lambda features, split: array_input.ArrayInput(
+        features, data.eval_batch_size, shuffle=False, process_index=process_index,
+        process_count=process_count, pad_to_multiple_of=data.pad_to_multiple_of,
+        name=f"{self.name} {split}")
+    evaluation = unshuffled(eval_features, data.eval_split)
+    predict = None if predict_features is None else unshuffled(predict_features, predict_split)
     if caching:  # the frozen encoder run once per example, here, not in every step
       encoder = feature_cache.FrozenEncoder(self)
       train = feature_cache.CachedLayers(train, encoder.encode(train_features, data.train_split))
@@ -205,11 +213,24 @@ class FinetuningTask:
           evaluation, encoder.encode(eval_features, data.eval_split))
       if select is not None:
         select = feature_cache.CachedLayers(select, encoder.encode(select_features, "held-back"))
+      if predict is not None:
+        predict = feature_cache.CachedLayers(predict,
+                                             encoder.encode(predict_features, predict_split))
     return TaskInputs(train=train, eval=evaluation, steps_per_epoch=train.steps_per_epoch,
                       eval_metadata=eval_metadata,
                       width_examples=tuple(train.width_examples()), select=select,
                       select_metadata=select_metadata,
-                      select_metric=self.select_metric if select is not None else None)
+                      select_metric=self.select_metric if select is not None else None,
+                      predict=predict, predict_metadata=predict_metadata)
+
+  def predict_split(self) -> str | None:
+    """The split of config.data.predict_split to predict (config.predict), if it has a
+    source; None: only the eval split is predicted."""
+    data = self.config.data
+    split = data.get("predict_split") or ""
+    if not (self.config.get("predict") and split and (data.get("sources") or {}).get(split)):
+      return None
+    return split
 
   def row_groups(self, train_metadata):
     """[rows] group ids that a held-back split keeps on one side (None: rows apart)."""
@@ -265,16 +286,24 @@ class FinetuningTask:
 
   # --- evaluation --------------------------------------------------------------------
   def evaluate(self, run_eval, inputs: TaskInputs) -> Evaluation:
-    """Runs every eval batch; scores the outputs of the real rows, concatenated."""
+    """Runs every eval batch; scores the outputs of the real rows, concatenated. With a
+    predict split, its outputs join them, prefixed `predict_` (unscored)."""
+    outputs = self.run_outputs(run_eval, inputs.eval)
+    if inputs.predict is not None:
+      outputs.update({f"predict_{k}": v
+                      for k, v in self.run_outputs(run_eval, inputs.predict).items()})
+    return Evaluation(metrics=self.score(outputs, inputs.eval_metadata), outputs=outputs)
+
+  def run_outputs(self, run_eval, split_input) -> dict[str, np.ndarray]:
+    """The eval outputs of every real row of an unshuffled input, in order."""
     chunks = []
-    for local in inputs.eval.epoch_batches(0):
+    for local in split_input.epoch_batches(0):
       out = jax.device_get(run_eval(local))
       valid = out.pop("valid").astype(bool)
       chunks.append({k: v[valid] for k, v in out.items()})
     chunks = array_input.pad_sequence_outputs(chunks, self.sequence_outputs,
                                               self.config.data.max_seq_length, PADDING_OUTPUT)
-    outputs = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
-    return Evaluation(metrics=self.score(outputs, inputs.eval_metadata), outputs=outputs)
+    return {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
 
   def score(self, outputs, eval_metadata) -> dict:
     raise NotImplementedError

@@ -9,7 +9,8 @@ A tag's id is its index in the column's `labels` (tfds's and HF's class order).
 
 API (the same shape as glue.py, squad.py and swag.py):
   LABELS                              the 9 NER tags (COLUMNS["ner"].labels)
-  get_column(name) -> Column          COLUMNS[name], or a one-line error
+  get_column(name) -> Column          COLUMNS[name], or a one-line error (a Column as it is:
+                                      a user's files' tag column, finetune/tag.py)
   read_examples(source, split="train", *, data_dir=None, column="ner") -> list[Sentence]
       source: a file in the CoNLL-2003 format ("conll2003/valid.txt") or
       "tfds:conll2003" (tfds splits train/dev/test); Sentence.tags are `column`'s.
@@ -65,15 +66,22 @@ class Column:
   """One tag column of the files: where it is, its classes and its official score.
 
   index: its place in `token POS chunk NER`; tfds_feature: its tfds conll2003 feature;
-  labels: its tags in class-id order; score: (gold tags, predicted tags), one sequence
-  per sentence -> {metric: value} (bert_jax/finetune/metrics.py); predictions_file: what
-  write_predictions names its `word gold predicted` file.
+  labels: its tags in class-id order (None: any, while a training file's are read);
+  score: (gold tags, predicted tags), one sequence per sentence -> {metric: value}
+  (bert_jax/finetune/metrics.py); predictions_file: what write_predictions names its
+  `word gold predicted` file. name: the tags' name in messages. width: the fields a line
+  holds (NUM_COLUMNS), None: any number that has `index` (a user's files: finetune/tag.py).
+  check: (a sentence's tags, the lines they are on) -> None, raising DataFormatError on a
+  tag sequence the scheme forbids (None: none checked).
   """
   index: int
   tfds_feature: str
-  labels: tuple[str, ...]
+  labels: tuple[str, ...] | None
   score: Callable[[Sequence[Sequence[str]], Sequence[Sequence[str]]], dict]
   predictions_file: str
+  name: str = ""
+  width: int | None = NUM_COLUMNS
+  check: Callable[[Sequence[str], Sequence[str]], None] | None = None
 
   @property
   def label_ids(self) -> dict[str, int]:
@@ -82,14 +90,18 @@ class Column:
 
 # config.data.column -> the tags a CoNLL-2003 run learns.
 COLUMNS = {
-    "ner": Column(3, "ner", LABELS, metrics.entity_scores, "predictions_conll.txt"),
-    "pos": Column(1, "pos", POS_LABELS, metrics.tag_accuracy, "predictions_conll_pos.txt"),
+    "ner": Column(3, "ner", LABELS, metrics.entity_scores, "predictions_conll.txt", "NER"),
+    "pos": Column(1, "pos", POS_LABELS, metrics.tag_accuracy, "predictions_conll_pos.txt",
+                  "POS"),
     "chunk": Column(2, "chunks", CHUNK_LABELS, metrics.entity_scores,
-                    "predictions_conll_chunk.txt"),
+                    "predictions_conll_chunk.txt", "CHUNK"),
 }
 
 
-def get_column(name: str) -> Column:
+def get_column(name: "str | Column") -> Column:
+  """COLUMNS[name]; a Column as it is (a user's tag column: finetune/tag.py)."""
+  if isinstance(name, Column):
+    return name
   if name not in COLUMNS:
     raise ValueError(f"config.data.column={name!r}: expected one of {sorted(COLUMNS)} (the "
                      "CoNLL-2003 tag column to learn)")
@@ -108,26 +120,29 @@ class TaggingMetadata:
   """What `score` needs besides the logits."""
   sentences: list[Sentence]
   word_index: np.ndarray  # int32 [N, T], as in the features.
-  column: str = "ner"     # The tags' column (COLUMNS).
+  column: "str | Column" = "ner"  # The tags' column (COLUMNS, or a user's: finetune/tag.py).
 
 
 # ------------------------------------------------------------------------------------
 # Reading.
 # ------------------------------------------------------------------------------------
-def read_file(path: str, column: str = "ner") -> list[Sentence]:
-  """Sentences of a space-separated `token POS chunk NER` file, tagged with `column`'s tags.
+def read_file(path: str, column: "str | Column" = "ner") -> list[Sentence]:
+  """Sentences of a space-separated `token POS chunk NER` file (a Column of another width:
+  `token ... tag ...`), tagged with `column`'s tags.
 
   Blank lines end a sentence and -DOCSTART- lines (document breaks) are dropped.
   """
   spec = get_column(column)
-  known = spec.label_ids
-  sentences, words, tags, first_line = [], [], [], 0
+  known = None if spec.labels is None else spec.label_ids
+  sentences, words, tags, lines, first_line = [], [], [], [], 0
 
   def flush():
     if words:
+      if spec.check is not None:
+        spec.check(tags, lines)
       sentences.append(Sentence(tuple(words), tuple(tags), f"{path}:{first_line}"))
-      words.clear()
-      tags.clear()
+      for values in (words, tags, lines):
+        values.clear()
 
   for line_number, text in task_sources.read_lines(path):
     fields = text.split()
@@ -135,17 +150,21 @@ def read_file(path: str, column: str = "ner") -> list[Sentence]:
       flush()
       continue
     where = f"{path}:{line_number}"
-    if len(fields) != NUM_COLUMNS:
-      raise DataFormatError(f"{where}: expected {NUM_COLUMNS} space-separated columns "
+    if spec.width is not None and len(fields) != spec.width:
+      raise DataFormatError(f"{where}: expected {spec.width} space-separated columns "
                             f"(token POS chunk NER), found {len(fields)}.")
+    if spec.width is None and not (len(fields) > 1 and -len(fields) <= spec.index < len(fields)):
+      raise DataFormatError(f"{where}: {len(fields)} space-separated columns, no tag column "
+                            f"{spec.index} (a line is `word ... tag`)")
     tag = fields[spec.index]
-    if tag not in known:
-      raise DataFormatError(f"{where}: {column.upper()} tag {tag!r} is not one of "
+    if known is not None and tag not in known:
+      raise DataFormatError(f"{where}: {spec.name} tag {tag!r} is not one of "
                             f"{list(spec.labels)}.")
     if not words:
       first_line = line_number
     words.append(fields[0])
     tags.append(tag)
+    lines.append(where)
   flush()
   if not sentences:
     raise DataFormatError(f"{path}:1: no sentences (only blank or -DOCSTART- lines).")
@@ -197,7 +216,7 @@ def word_pieces(sentences: Sequence[Sentence], tokenizer) -> list[list[list[int]
 
 
 def featurize(sentences: Sequence[Sentence], tokenizer, max_seq_length: int,
-              column: str = "ner") -> dict[str, np.ndarray]:
+              column: "str | Column" = "ner") -> dict[str, np.ndarray]:
   """Model inputs with `column`'s tag ids on each word's first sub-token (module docstring)."""
   label_ids = get_column(column).label_ids
   if not sentences:

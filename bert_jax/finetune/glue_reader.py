@@ -307,9 +307,11 @@ def check_one_mask(input_ids: np.ndarray, mask_id: int, examples: Sequence[GlueE
 
 
 def featurize(examples: Sequence[GlueExample], dataset: str | GlueDataset, tokenizer,
-              max_seq_length: int, prompt_template: str = "") -> dict[str, np.ndarray]:
+              max_seq_length: int, prompt_template: str = "",
+              labels: np.ndarray | None = None) -> dict[str, np.ndarray]:
   """[CLS] a [SEP] (b [SEP]) model inputs (tokenizer.encode_for_model) plus labels; with a
-  prompt template, b is the template (prompt_texts)."""
+  prompt template, b is the template (prompt_texts). labels: the label feature, when not
+  `label_array`'s (a multi-label file's [N, C] rows: finetune/classify.py)."""
   dataset = get_dataset(dataset)
   if not examples:
     raise ValueError("No examples to featurize.")
@@ -321,7 +323,7 @@ def featurize(examples: Sequence[GlueExample], dataset: str | GlueDataset, token
                                         max_length=max_seq_length)
   if prompt_template:
     check_one_mask(features["input_ids"], tokenizer.mask_id, examples)
-  features["label"] = label_array(examples, dataset)
+  features["label"] = label_array(examples, dataset) if labels is None else labels
   features["example_index"] = np.arange(len(examples), dtype=np.int32)
   return features
 

@@ -4,9 +4,11 @@ Pure numpy/Python, no framework imports. Every function takes plain predictions 
 ids, scores, tag strings, answer strings), never logits; the task readers in
 bert_jax/data turn model outputs into those and call these.
 
-  GLUE       accuracy, f1 (binary, positive class 1), matthews_corrcoef, pearson,
-             spearman; `glue_metrics(names, predictions, labels)` looks them up in
-             GLUE_METRICS (sklearn/scipy semantics, including their 0/NaN corner cases).
+  GLUE       accuracy, f1 (binary, positive class 1), macro_f1, matthews_corrcoef,
+             pearson, spearman; `glue_metrics(names, predictions, labels)` looks them up
+             in GLUE_METRICS (sklearn/scipy semantics, including their 0/NaN corner cases).
+  Multi-label  `micro_f1(predicted, actual)` over [N, C] 0/1 rows (sklearn's
+             average="micro").
   CoNLL      `entity_scores(true_tags, pred_tags)`: seqeval's default (non-strict) mode
              (conlleval's chunking): chunks (type, start, end) from IOB(ES) tags, micro
              P/R/F1 over sets of chunks (NER, syntactic chunks);
@@ -48,6 +50,25 @@ def f1(predictions, labels, positive: int = 1) -> float:
   true_positives = np.sum(predicted & actual)
   denominator = np.sum(predicted) + np.sum(actual)
   return float(2 * true_positives / denominator) if denominator else 0.0
+
+
+def macro_f1(predictions, labels) -> float:
+  """The unweighted mean of each class's F1 over the classes in labels or predictions
+  (sklearn's f1_score(average="macro"): a class never predicted scores 0)."""
+  predictions, labels = _as_pair(predictions, labels)
+  classes = np.union1d(labels, predictions)
+  return float(np.mean([f1(predictions, labels, positive=c) for c in classes]))
+
+
+def micro_f1(predicted, actual) -> float:
+  """F1 of every (example, class) decision pooled: predicted, actual [N, C] of 0/1
+  (sklearn's multi-label f1_score(average="micro"); 0.0 when both are empty)."""
+  predicted, actual = np.asarray(predicted, bool), np.asarray(actual, bool)
+  if predicted.shape != actual.shape or predicted.ndim != 2 or not predicted.size:
+    raise ValueError(f"Expected predicted and actual rows of the same shape [N, C], got "
+                     f"{predicted.shape} and {actual.shape}.")
+  denominator = predicted.sum() + actual.sum()
+  return float(2 * np.sum(predicted & actual) / denominator) if denominator else 0.0
 
 
 def matthews_corrcoef(predictions, labels) -> float:
@@ -99,6 +120,7 @@ def spearman(predictions, labels) -> float:
 GLUE_METRICS: Mapping[str, Callable[..., float]] = {
     "accuracy": accuracy,
     "f1": f1,
+    "macro_f1": macro_f1,
     "matthews_corrcoef": matthews_corrcoef,
     "pearson": pearson,
     "spearman": spearman,

@@ -46,6 +46,15 @@ def resolve_file(source: str, data_dir: str | None) -> str:
   return path
 
 
+def user_file(path: str) -> str:
+  """`path` itself, a user's own file (configs/classify.py, tag.py): as given, relative to the
+  current directory, not the data root; FileNotFoundError saying so when it is missing."""
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f"{path}: no such file (relative paths are read from the current "
+                            f"directory, {os.getcwd()}, not the data root)")
+  return path
+
+
 def read_lines(path: str) -> Iterator[tuple[int, str]]:
   """(1-based line number, text) for each line, split on '\\n' only.
 

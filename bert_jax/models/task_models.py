@@ -129,7 +129,9 @@ class BertForSequenceClassification(nn.Module):
   (FEATURE_MIXES: concatenated, or ELMo's scalar mix), through `feature_head`
   (SENTENCE_FEATURE_HEADS: their [CLS] vector, or a BiLSTM over the tokens);
   `frozen_encoder` stops gradients into the encoder (the feature-based comparison of the
-  BERT paper).
+  BERT paper). `problem_type`: what the logits stand for, in HF's config.problem_type terms
+  (single_label_classification, multi_label_classification, regression; "" unsaid): the
+  HF export writes it (convert/hf.py), the computation does not read it.
   """
   config: BertConfig
   num_labels: int
@@ -139,6 +141,7 @@ class BertForSequenceClassification(nn.Module):
   pooling: str = "pooler"
   feature_mix: str = "concat"
   feature_head: str = "linear"
+  problem_type: str = ""
 
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,

@@ -31,7 +31,7 @@ CPU_STEPS_IN_FLIGHT = 4
 
 # Printed in the final summary line when a task reports them.
 _HEADLINE_METRICS = ("accuracy", "f1", "matthews_corrcoef", "pearson", "spearman",
-                     "exact_match", "exact", "best_f1")
+                     "exact_match", "exact", "best_f1", "macro_f1", "micro_f1")
 
 
 def bound_steps_in_flight(in_flight: collections.deque, outputs) -> None:
@@ -154,7 +154,7 @@ class Evaluator:
     self.task, self.steps, self.inputs = task, steps, inputs
     self.select_every = inputs.steps_per_epoch if inputs.select is not None else 0
     self.held_back = dataclasses.replace(inputs, eval=inputs.select,
-                                         eval_metadata=inputs.select_metadata)
+                                         eval_metadata=inputs.select_metadata, predict=None)
 
   def evaluate(self, params, split=None):
     """The task's Evaluation on split.eval (None without one)."""

@@ -161,7 +161,8 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
   check_vocab_size(config, tokenizer.vocab_size, task.model_config.vocab_size)
   inputs = task.make_inputs(tokenizer, jax.process_index(), jax.process_count())
   total_steps = _total_steps(config, inputs)
-  workdir_lib.check_same_model(workdir, task.model_config.to_json_dict(), task.model_spec())
+  workdir_lib.check_same_model(workdir, task.model_config.to_json_dict(), task.model_spec(),
+                               task.label_names)
 
   # ------------------------------------------------------------------------------------
   # Setup: mesh, model, optimizer, shardings; params and optimizer state initialised

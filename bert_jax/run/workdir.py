@@ -111,10 +111,14 @@ class WorkdirLock:
         storage.remove_empty_folder(self.workdir)  # a refused run leaves no trace
 
 
-def check_same_model(workdir: str, model_fields: dict, model_spec: dict) -> None:
-  """A rerun must train the model the workdir holds: same architecture, same head.
+def check_same_model(workdir: str, model_fields: dict, model_spec: dict,
+                     labels=None) -> None:
+  """A rerun must train the model the workdir holds: same architecture, same head, same
+  classes.
 
-  model_fields: the run's BertConfig fields (to_json_dict); model_spec: its task model.
+  model_fields: the run's BertConfig fields (to_json_dict); model_spec: its task model;
+  labels: its classes in order (Task.label_names), compared where the workdir recorded
+  them (a user's training file whose labels changed would remap the trained head).
   Implementation fields (dtype, scan_layers, remat_policy, attention_impl, and
   projection_init, which only starts a run) may change between runs.
   """
@@ -130,6 +134,8 @@ def check_same_model(workdir: str, model_fields: dict, model_spec: dict) -> None
              if key in saved and key not in free and saved[key] != value]
   if saved.get("model") not in (None, model_spec):
     changed.append(f"model {saved['model']} -> {model_spec}")
+  if "labels" in saved and saved["labels"] != (list(labels) if labels else None):
+    changed.append(f"labels {saved['labels']} -> {list(labels) if labels else None}")
   if changed:
     raise ValueError(f"{workdir} holds a different model than this run's config "
                      f"({'; '.join(changed)}): use a new --workdir, or the workdir's config")
