@@ -66,8 +66,8 @@ tried).
 import os
 
 from bert_jax.models.config import config_for_size
-from configs import tiny
-from configs.common import parse_arg
+from bert_jax.configs import tiny
+from bert_jax.configs.common import parse_arg
 
 MASKED_LM_PROB = 0.3
 

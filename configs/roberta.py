@@ -27,8 +27,8 @@ accuracy (majority class 50.92%).
 """
 import os
 
-from configs import tiny
-from configs.common import parse_arg
+from bert_jax.configs import tiny
+from bert_jax.configs.common import parse_arg
 from bert_jax.models.config import config_for_size
 
 
