@@ -28,8 +28,8 @@ started from the teacher's layer with MLM only (README, Results).
 import os
 
 from bert_jax.pretrain import distillation
-from bert_jax.configs.common import (parse_arg, pretraining_config, shrink_pretraining_for_runlocal,
-                            use_prepared_corpus)
+from bert_jax.configs.common import (parse_arg, pretraining_config,
+                                     shrink_pretraining_for_runlocal, use_prepared_corpus)
 
 
 def get_config(arg=None):
