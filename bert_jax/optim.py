@@ -162,7 +162,7 @@ def clip_by_global_norm(max_norm: float) -> optax.GradientTransformation:
   unchanged; above it they equal optax's to an ulp."""
   def update(updates, state, params=None):
     del params
-    norm = optax.global_norm(updates)
+    norm = optax.tree.norm(updates)
     scale = jnp.minimum(1.0, max_norm / jnp.maximum(norm, jnp.finfo(jnp.float32).tiny))
     return jax.tree.map(lambda u: u * scale.astype(u.dtype), updates), state
   return optax.GradientTransformation(lambda params: optax.EmptyState(), update)

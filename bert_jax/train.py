@@ -11,12 +11,11 @@ import sys
 import threading
 
 from absl import app, flags
-from ml_collections import config_flags
 
 from bert_jax import cli
+from bert_jax import config_flag
 
-_CONFIG = config_flags.DEFINE_config_file("config", None, "Experiment config file.",
-                                          lock_config=True)
+_CONFIG = config_flag.define_config("config", "The experiment config.")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Checkpoints, metrics and logs go here.")
 _DISTRIBUTED = flags.DEFINE_enum("distributed", "off", ["off", "auto", "explicit"],
                                  "auto: jax.distributed.initialize() detects the cluster; "

@@ -33,8 +33,8 @@ params, twice the compute) it reads 64.38 / 70.63 / 69.38% at steps 500 / 750 / 
 """
 from bert_jax import storage
 from bert_jax.models.config import config_for_size
-from configs import tiny
-from configs.common import parse_arg
+from bert_jax.configs import tiny
+from bert_jax.configs.common import parse_arg
 
 
 def get_config(arg=None):

@@ -16,7 +16,7 @@ phase 1's 900k steps no faster than 6.3 hours there, a bound, not a measurement.
 """
 import os
 
-from configs.common import parse_arg, pretraining_config
+from bert_jax.configs.common import parse_arg, pretraining_config
 
 
 def get_config(arg=None):

@@ -42,7 +42,7 @@ it compiling), eval_accuracy 0.8050, eval_macro_f1 0.8050.
 """
 import os
 
-from configs.common import finetuning_config, parse_arg, shrink_for_runlocal
+from bert_jax.configs.common import finetuning_config, parse_arg, shrink_for_runlocal
 
 
 def get_config(arg=None):

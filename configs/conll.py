@@ -39,7 +39,7 @@ BertForTokenClassification at the same settings (bench/hf_tagging_reference.py) 
 and 0.8710 (docs/results/finetuning.md, with the commands).
 """
 from bert_jax.finetune import conll_reader
-from configs.common import finetuning_config, parse_arg, shrink_for_runlocal
+from bert_jax.configs.common import finetuning_config, parse_arg, shrink_for_runlocal
 
 
 def get_config(arg=None):

@@ -32,8 +32,8 @@ import os
 
 from bert_jax import hub, storage
 from bert_jax.weights import load_config
-from configs.common import (parse_arg, pretraining_config, shrink_pretraining_for_runlocal,
-                            use_prepared_corpus)
+from bert_jax.configs.common import (parse_arg, pretraining_config,
+                                     shrink_pretraining_for_runlocal, use_prepared_corpus)
 
 # Family -> (objectives, example_builder, masking, masked_lm_prob): what its pretraining
 # trains (its config in configs/: tiny.py for BERT, roberta.py, albert.py, ...).

@@ -27,8 +27,8 @@ started from the teacher's layer with MLM only (README, Results).
 """
 from bert_jax import storage
 from bert_jax.pretrain import distillation
-from configs.common import (parse_arg, pretraining_config, shrink_pretraining_for_runlocal,
-                            use_prepared_corpus)
+from bert_jax.configs.common import (parse_arg, pretraining_config,
+                                     shrink_pretraining_for_runlocal, use_prepared_corpus)
 
 
 def get_config(arg=None):

@@ -31,8 +31,8 @@ vs the prior's 0.53), generator MLM accuracy 0.142. Before step ~200 it also win
 300-step runs stopped in the gap between the two.
 """
 from bert_jax.pretrain import electra
-from configs.common import (parse_arg, pretraining_config, shrink_pretraining_for_runlocal,
-                            use_prepared_corpus)
+from bert_jax.configs.common import (parse_arg, pretraining_config,
+                                     shrink_pretraining_for_runlocal, use_prepared_corpus)
 
 
 def get_config(arg=None):

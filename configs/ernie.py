@@ -57,8 +57,8 @@ lays the span tags out beside the ids) and knowledge masking: an annotated entit
 is masked whole or not at all, the budget of 15% kept. NSP pairs, the WordPiece vocabulary,
 size, attention guidance and schedule are tiny.py's, so the runs compare.
 """
-from configs import tiny
-from configs.common import parse_arg
+from bert_jax.configs import tiny
+from bert_jax.configs.common import parse_arg
 from bert_jax.models.config import config_for_size
 
 

@@ -27,7 +27,7 @@ train_examples=32000 --config.data.max_seq_length=64 --config.num_train_epochs=1
 `dataset=stsb --config.optim.learning_rate=1e-4`: 537 steps in 34.5 min, dev Pearson 86.30.
 """
 from bert_jax.finetune import glue_reader
-from configs.common import finetuning_config, parse_arg, shrink_for_runlocal
+from bert_jax.configs.common import finetuning_config, parse_arg, shrink_for_runlocal
 
 
 def get_config(arg=None):

@@ -12,8 +12,8 @@ The TPU's own compiler plans less (`--compile_only --target=tpu:v5e-16
 f32b1c4, docs/results/scaling.md): 3.61 GiB per v5e chip at seq 128 and 11.52 GiB at 512
 of its 16, steps of >= 72 ms / 211 ms. `runlocal=True` for a smoke test.
 """
-from configs.base import set_pretraining_data
-from configs.common import parse_arg, pretraining_config
+from bert_jax.configs.base import set_pretraining_data
+from bert_jax.configs.common import parse_arg, pretraining_config
 
 
 def get_config(arg=None):

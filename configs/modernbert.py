@@ -65,8 +65,8 @@ tried).
 """
 from bert_jax import storage
 from bert_jax.models.config import config_for_size
-from configs import tiny
-from configs.common import parse_arg
+from bert_jax.configs import tiny
+from bert_jax.configs.common import parse_arg
 
 MASKED_LM_PROB = 0.3
 

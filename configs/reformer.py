@@ -27,8 +27,8 @@ at this size and budget: an accuracy, not yet a language model.
 """
 from bert_jax import storage
 from bert_jax.models.config import config_for_size
-from configs import tiny
-from configs.common import parse_arg
+from bert_jax.configs import tiny
+from bert_jax.configs.common import parse_arg
 
 
 def get_config(arg=None):

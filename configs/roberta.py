@@ -25,9 +25,9 @@ Measured (docs/results/family.md; `python -m experiments.run family_pretraining 
 MLM accuracy 6.07%; then SST-2 from the workdir (4,000 sentences, 3 epochs) 65.25% dev
 accuracy (majority class 50.92%).
 """
-from configs import tiny
-from configs.common import parse_arg
 from bert_jax import storage
+from bert_jax.configs import tiny
+from bert_jax.configs.common import parse_arg
 from bert_jax.models.config import config_for_size
 
 

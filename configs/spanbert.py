@@ -20,8 +20,8 @@ Measured (docs/results/pretraining.md; 2-core CPU shared with other jobs, 5-11 s
 0.061 / 0.071 at steps 100 / 200 / 300 (MLM 0.047 / 0.071 / 0.083), against 0.0498 for
 always guessing the most frequent token.
 """
-from configs import tiny
-from configs.common import parse_arg
+from bert_jax.configs import tiny
+from bert_jax.configs.common import parse_arg
 
 
 def get_config(arg=None):

@@ -14,7 +14,7 @@ Measured (docs/results/finetuning.md; a 2-core AMD EPYC shared with other jobs,
 --config.num_train_epochs=1 --config.optim.learning_rate=1e-4`, 374 steps, 114.9 min:
 F1 60.69, exact match 41.76 on 1,111 held-back questions.
 """
-from configs.common import finetuning_config, parse_arg, shrink_for_runlocal
+from bert_jax.configs.common import finetuning_config, parse_arg, shrink_for_runlocal
 
 _FILES = {"1.1": "squad/du2017_split/test-v1.1.json",
           "2.0": "squad/v2.0_train_subset/train-v2.0.json"}

@@ -9,7 +9,7 @@ runs end to end (2026-11-22 to 2026-11-24, a7ca5d3: with --config.optim.learning
 6 steps in 0.5 min on a 2-core AMD EPYC, accuracy 90.91 on the 11-row sample it trained on;
 docs/results/finetuning.md).
 """
-from configs.common import finetuning_config, parse_arg
+from bert_jax.configs.common import finetuning_config, parse_arg
 
 
 def get_config(arg=None):

@@ -21,7 +21,7 @@ sentences; `runlocal=True` is a smoke test. Training batches are packed as confi
 """
 import os
 
-from configs.common import finetuning_config, parse_arg, shrink_for_runlocal
+from bert_jax.configs.common import finetuning_config, parse_arg, shrink_for_runlocal
 
 
 def get_config(arg=None):

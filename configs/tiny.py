@@ -23,8 +23,9 @@ Measured (2-core CPU, 9,500-12,000 tokens/s, 1,500 steps in 8-11 minutes): MLM l
 Layer 1 is left unguided: guiding both layers (both heads of each) gave the same MLM
 accuracy but NSP stayed at chance, as [CLS] could no longer look past its neighbours.
 """
-from configs.common import (parse_arg, pretraining_config, shrink_pretraining_for_runlocal,
-                            use_prepared_corpus, use_vocab)
+from bert_jax.configs.common import (parse_arg, pretraining_config,
+                                     shrink_pretraining_for_runlocal, use_prepared_corpus,
+                                     use_vocab)
 
 
 def get_config(arg=None):

@@ -43,7 +43,7 @@ def main():
 
   def loss_and_grad_norm(params, batch):
     loss, grads = jax.value_and_grad(loss_fn)(params, batch)
-    return loss, optax.global_norm(grads)
+    return loss, optax.tree.norm(grads)
 
   results = {}
   for name in MESHES:

@@ -51,6 +51,9 @@ def bad_runs(tmp: str) -> dict[str, tuple[list[str], dict[str, str]]]:
       "bert_jax.train: config arg typo": (
           ["bert_jax.train", "--config=configs/tiny.py:runlocl=True",
            f"--workdir={os.path.join(tmp, 'workdir')}"], {}),
+      "bert_jax.train: unknown config name": (
+          ["bert_jax.train", "--config=glu:dataset=sst2",
+           f"--workdir={os.path.join(tmp, 'workdir')}"], {}),
       "traceback: BERT_JAX_TRACEBACK=1": (
           ["bert_jax.text.prepare", f"--source={missing}",
            f"--output={os.path.join(tmp, 'corpus.txt')}"], {cli.TRACEBACK_ENV: "1"}),
@@ -90,6 +93,8 @@ def last_line(text: str) -> str:
      "'learning_rat' \\(Did you mean \"learning_rate\""),
     ("bert_jax.train: config arg typo", "flag --config=configs/tiny.py:runlocl=True: "
      "ValueError: config arg 'runlocl': expected one of"),
+    ("bert_jax.train: unknown config name", "flag --config=glu:dataset=sst2: no shipped "
+     "config named 'glu': use one of albert, base, .*, tiny, or a path to a .py config file$"),
 ])
 def test_expected_error_is_one_line(results, program, message):
   result = results[program]

@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from bert_jax import config_flag
 from bert_jax.models.config import BertConfig
 from configs import base, large, modernbert, roberta, spanbert, tiny
 
@@ -66,3 +67,57 @@ def test_every_split_has_a_source_to_point_elsewhere():
   assert set(conll.get_config().data.sources) == {"train", "dev", "test"}
   assert set(squad.get_config("version=2.0").data.sources) == {"train", "dev"}
   assert set(swag.get_config().data.sources) == {"train", "dev", "test"}
+
+
+def test_the_package_ships_the_configs_folder_itself():
+  """bert_jax/configs is configs/ (one source, a link): the same files, and each file with a
+  get_config is a name --config takes."""
+  assert os.path.realpath(config_flag.CONFIGS_DIR) == os.path.join(REPO, "configs")
+  files = sorted(f[:-3] for f in os.listdir(os.path.join(REPO, "configs"))
+                 if f.endswith(".py") and f not in ("__init__.py", "common.py"))
+  assert config_flag.shipped_names() == files
+
+
+OWN_CONFIG = """from bert_jax.configs import glue
+from bert_jax.configs.common import parse_arg
+
+
+def get_config(arg=None):
+  arg = parse_arg(arg, lr=1e-4)
+  config = glue.get_config("dataset=rte,runlocal=True")
+  config.optim.learning_rate = arg.lr
+  return config
+"""
+
+
+def parsed_config(value: str):
+  from absl import flags
+  argv = ["prog", f"--config={value}", "--config.num_train_epochs=2"]
+  flag_values = flags.FlagValues()
+  holder = config_flag.define_config("config", "A config.", flag_values=flag_values,
+                                     sys_argv=argv)
+  flag_values(argv)
+  return holder.value
+
+
+def test_a_shipped_config_by_name_or_a_config_of_ones_own(tmp_path, monkeypatch):
+  """From a directory outside the repository: `glue:dataset=mrpc,runlocal=True` is the
+  shipped glue.py with its argument; a config file there (by relative or absolute path,
+  with its own argument) builds on the shipped ones through bert_jax.configs; overrides
+  apply to both."""
+  monkeypatch.chdir(tmp_path)
+  (tmp_path / "my_config.py").write_text(OWN_CONFIG)
+  shipped = parsed_config("glue:dataset=mrpc,runlocal=True")
+  assert (shipped.data.dataset, shipped.data.train_examples) == ("mrpc", 64)
+  assert shipped.num_train_epochs == 2
+  for value in ("my_config.py:lr=0.001", f"{tmp_path}/my_config.py:lr=0.001"):
+    own = parsed_config(value)
+    assert (own.data.dataset, own.optim.learning_rate, own.num_train_epochs) == (
+        "rte", 0.001, 2), value
+
+
+def test_an_unknown_config_name_lists_the_shipped_ones():
+  with pytest.raises(ValueError, match=r"^no shipped config named 'glu': use one of albert, "
+                     r"base, .*, glue, .*, tiny, or a path to a \.py config file$"):
+    config_flag.resolve("glu:dataset=sst2")
+  assert config_flag.resolve("configs/glu.py:x=1") == "configs/glu.py:x=1"  # a path: kept

@@ -16,6 +16,7 @@ import sys
 import tomllib
 
 from packaging.requirements import Requirement
+from packaging.version import Version
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNTIME_ROOTS = ("bert_jax", "configs", "experiments", "scripts")
@@ -109,12 +110,20 @@ def test_an_import_only_the_test_stack_has_is_caught(tmp_path):
       f"bert_jax{os.sep}vectors.py: imports sklearn (distribution scikit-learn)"), problems
 
 
-def test_pyproject_dependencies_match_the_pins():
+def pyproject() -> dict:
   with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
-    project = tomllib.load(f)["project"]
+    return tomllib.load(f)["project"]
+
+
+def dependency_ranges(project: dict) -> dict[str, Requirement]:
+  return {_normalise(Requirement(line).name): Requirement(line)
+          for line in project["dependencies"]}
+
+
+def test_pyproject_dependencies_match_the_pins():
+  project = pyproject()
   pins = requirement_names(os.path.join(REPO, "requirements.txt"))
-  ranges = {_normalise(Requirement(line).name): Requirement(line)
-            for line in project["dependencies"]}
+  ranges = dependency_ranges(project)
   assert set(ranges) == set(pins)
   for name, pin in pins.items():
     version = next(iter(pin.specifier)).version
@@ -125,3 +134,32 @@ def test_pyproject_dependencies_match_the_pins():
   extras = {_normalise(Requirement(line).name): Requirement(line)
             for line in project["optional-dependencies"]["test"]}
   assert set(extras) == set(test_pins)
+
+
+def test_the_newest_set_is_inside_the_ranges():
+  """requirements-newest.txt (what scripts/newest_jax_check.sh installs in place of the
+  pins of the same names) pins distributions of requirements.txt, each at or above its pin
+  and inside its pyproject.toml range: the ranges' newest end is a tested one."""
+  pins = requirement_names(os.path.join(REPO, "requirements.txt"))
+  newest = requirement_names(os.path.join(REPO, "requirements-newest.txt"))
+  ranges = dependency_ranges(pyproject())
+  assert newest and set(newest) <= set(pins), sorted(set(newest) - set(pins))
+  for name, requirement in newest.items():
+    (spec,) = requirement.specifier
+    assert spec.operator == "==", (name, str(requirement))
+    assert Version(spec.version) >= Version(next(iter(pins[name].specifier)).version), name
+    assert ranges[name].specifier.contains(spec.version), (name, str(ranges[name].specifier))
+
+
+def test_accelerator_extras_follow_jax():
+  """[tpu], [cuda12] and [cuda13] are jax's own extras over the range of `dependencies`,
+  and the installed jax (the pin) provides each."""
+  project = pyproject()
+  jax_range = dependency_ranges(project)["jax"].specifier
+  provided = set(importlib.metadata.metadata("jax").get_all("Provides-Extra"))
+  for extra in ("tpu", "cuda12", "cuda13"):
+    (line,) = project["optional-dependencies"][extra]
+    requirement = Requirement(line)
+    assert (requirement.name, requirement.extras) == ("jax", {extra}), line
+    assert requirement.specifier == jax_range, (line, str(jax_range))
+    assert extra in provided, (extra, sorted(provided))

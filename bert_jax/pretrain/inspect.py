@@ -68,9 +68,9 @@ import ml_collections
 import numpy as np
 from absl import app
 from absl import flags
-from ml_collections import config_flags
 
 from bert_jax import cli
+from bert_jax import config_flag
 from bert_jax.pretrain import builders
 from bert_jax.pretrain import masking
 from bert_jax.pretrain import pipeline
@@ -79,7 +79,7 @@ from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import make_tokenizer
 
 if __name__ == "__main__":  # flags exist only when run as a program
-  _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file; reads config.data.")
+  _CONFIG = config_flag.define_config("config", "The config; reads config.data.")
   _BATCHES = flags.DEFINE_integer("batches", 50, "How many batches of epoch 0 to look at.")
   _EXAMPLES = flags.DEFINE_integer("examples", 2, "Decoded examples to print (not with --json).")
   _JSON = flags.DEFINE_bool("json", False, "Print one JSON object of statistics only.")

@@ -34,16 +34,16 @@ import numpy as np
 import scipy.sparse
 from absl import app
 from absl import flags
-from ml_collections import config_flags
 from sklearn.utils.extmath import randomized_svd
 
 from bert_jax import cli
+from bert_jax import config_flag
 from bert_jax.pretrain import pipeline
 from bert_jax.text import corpus as corpus_lib
 from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import make_tokenizer
 
-_CONFIG = config_flags.DEFINE_config_file("config", None, "A pretraining config file.")
+_CONFIG = config_flag.define_config("config", "A pretraining config.")
 _OUTPUT = flags.DEFINE_string("output", None, "The .npz to write.")
 _WINDOW = flags.DEFINE_integer("window", 5, "Context positions counted on each side.")
 _DIM = flags.DEFINE_integer("dim", 0, "Vector size; 0 = the config's word-embedding width.")
