@@ -234,6 +234,15 @@ def test_workers_write_the_same_bytes(data_dir, tmp_path, monkeypatch):
   assert one[0].documents == 60 and one[1].documents == 65
 
 
+def test_workers_import_neither_jax_nor_tensorflow():
+  """A spawned worker imports bert_jax.text.prepare; that takes a fraction of a second."""
+  code = ("import sys, bert_jax.text.prepare\n"
+          "print(sorted(m for m in ('jax', 'flax', 'tensorflow') if m in sys.modules))")
+  result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+  assert result.stdout.strip() == "[]"
+
+
 @pytest.mark.parametrize("options, message", [
     (dict(num_shards=0), "num_shards must be at least 1, not 0"),
     (dict(num_shards=4, shard_index=4), "shard_index must be in 0..3 for num_shards=4, not 4"),
