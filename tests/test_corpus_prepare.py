@@ -243,6 +243,50 @@ def test_workers_import_neither_jax_nor_tensorflow():
   assert result.stdout.strip() == "[]"
 
 
+WIKIPEDIA = ["Mr. Smith went home. He slept.\nNext paragraph here.", "Alone.",
+             "Third doc. Its second sentence.", "\n \n", "Fifth. Last one!"]
+
+
+@pytest.fixture
+def mock_wikipedia():
+  """tfds's `wikipedia` builder with WIKIPEDIA as its examples (no download, no files)."""
+  import tensorflow_datasets as tfds
+
+  def as_dataset_fn(self, split, shuffle_files=False, **kwargs):
+    del self, split, shuffle_files, kwargs
+    return tf.data.Dataset.from_tensor_slices(
+        {"text": WIKIPEDIA, "title": [f"t{i}" for i in range(len(WIKIPEDIA))]})
+  with tfds.testing.mock_data(as_dataset_fn=as_dataset_fn):
+    yield
+
+
+def test_prepare_reads_a_tfds_wikipedia(tmp_path, mock_wikipedia):
+  source = "tfds:wikipedia/20230601.en"
+  output = str(tmp_path / "wiki.txt")
+  counts, = prepare.prepare([source], output, workers=2)
+  assert read_documents(output) == [
+      ["Mr. Smith went home.", "He slept.", "Next paragraph here."], ["Alone."],
+      ["Third doc.", "Its second sentence."], ["Fifth.", "Last one!"]]
+  assert counts.summary() == ("tfds:wikipedia/20230601.en:train: 4 documents, 8 sentences, "
+                              "skipped 0 documentation members and 1 empty documents")
+  # The in-graph reader of corpus.py cuts the same sentences.
+  in_graph = [[s.decode() for s in corpus.tfds_text_to_sentences(tf.constant(text)).numpy()]
+              for text in WIKIPEDIA]
+  assert [d for d in in_graph if d] == read_documents(output)
+  shards = [prepare.prepare([source], output, num_shards=2, shard_index=i)[0].documents
+            for i in range(2)]
+  assert shards == [3, 1]  # examples 0, 2, 4 and 1, 3 (the empty one)
+  assert read_documents(str(tmp_path / "wiki-00001-of-00002.txt")) == [["Alone."]]
+
+
+def test_tfds_source_errors_are_one_line(tmp_path):
+  with pytest.raises(prepare.PrepareError, match=r"^source 'tfds:' names no tfds dataset"):
+    prepare.prepare(["tfds:"], str(tmp_path / "out.txt"))
+  with pytest.raises(prepare.PrepareError,
+                     match=r"^tfds:no_such_dataset_here:train: tfds cannot read it \(\w+"):
+    prepare.prepare(["tfds:no_such_dataset_here"], str(tmp_path / "out.txt"))
+
+
 @pytest.mark.parametrize("options, message", [
     (dict(num_shards=0), "num_shards must be at least 1, not 0"),
     (dict(num_shards=4, shard_index=4), "shard_index must be in 0..3 for num_shards=4, not 4"),

@@ -23,6 +23,11 @@ or given as `--source=PATH:FORMAT`:
                                                      `@-@ @,@ @.@` joined, `<unk>` dropped
   plain       anything else       a blank-line       its lines (already the plain format)
                                   separated block
+  tfds        tfds:NAME[:SPLIT]   an example's       each line cut by the rule (what
+              (split: train)      `text`             corpus.py's in-graph reader does)
+
+A tfds source (e.g. `--source=tfds:wikipedia/20230601.en`) is read from tfds's data dir
+(TFDS_DATA_DIR, else ~/tensorflow_datasets), already prepared there: nothing is downloaded.
 
 The sentence rule (`split_sentences`; corpus.py's in-graph tfds reader applies the same
 patterns): a sentence ends after a run of `.`, `!` or `?` (plus closing quotes/brackets)
@@ -98,6 +103,8 @@ _WIKITEXT_TITLE_RE = re.compile(r"= [^=].* =")      # fullmatch on the stripped 
 _WIKITEXT_HEADING_RE = re.compile(r"=( =)+ .* =( =)+")
 _DOCUMENTATION_MEMBERS = frozenset({"README", "CONTENTS", "cats.txt"})
 FORMATS = ("zip", "zip_lines", "zip_tagged", "wikitext", "plain")
+TFDS_PREFIX = "tfds:"
+TFDS_TEXT_FIELD = "text"  # wikipedia's and bookcorpus's document field
 INVALID_UTF8_POLICIES = ("replace", "skip", "error")
 _INVALID_UTF8_DONE = {"replace": "bytes replaced", "skip": "lines skipped"}
 
@@ -182,7 +189,13 @@ def guess_format(path: str) -> str:
 
 
 def parse_source(spec: str, data_dir: str | None) -> tuple[str, str]:
-  """`PATH` or `PATH:FORMAT` -> (resolved path, format)."""
+  """`PATH`, `PATH:FORMAT` or `tfds:NAME[:SPLIT]` -> (resolved path, format)."""
+  if spec.startswith(TFDS_PREFIX):
+    name, _, split = spec[len(TFDS_PREFIX):].partition(":")
+    if not name:
+      raise PrepareError(f"source '{spec}' names no tfds dataset; e.g. "
+                         f"{TFDS_PREFIX}wikipedia/20230601.en:train")
+    return f"{TFDS_PREFIX}{name}:{split or 'train'}", "tfds"
   path, fmt = spec, ""
   head, colon, tail = spec.rpartition(":")
   if colon and tail in FORMATS:
@@ -261,6 +274,32 @@ def _plain_documents(text: str, shard: "Shard") -> Iterator[tuple[str, bool]]:
       yield block, True
 
 
+def _tfds_documents(source: str, policy: str, counts: SourceCounts,
+                    shard: "Shard") -> Iterator[tuple[str, bool]]:
+  """Each example's text of `tfds:NAME:SPLIT`, in the dataset's order; every shard reads
+  them all and decodes only its own."""
+  import tensorflow_datasets as tfds  # Only this format needs it.
+  name, split = source[len(TFDS_PREFIX):].rsplit(":", 1)
+  try:
+    examples = tfds.load(name, split=split, shuffle_files=False, download=False)
+  except Exception as error:  # pylint: disable=broad-except  # tfds's many kinds, one line
+    message = str(error).strip().split("\n")[0]
+    raise PrepareError(f"{source}: tfds cannot read it ({type(error).__name__}: "
+                       f"{message})") from None
+  if TFDS_TEXT_FIELD not in examples.element_spec:
+    raise PrepareError(f"{source}: its examples have no '{TFDS_TEXT_FIELD}' field; they "
+                       f"have {sorted(examples.element_spec)}")
+  for number, example in enumerate(tfds.as_numpy(examples.map(
+      lambda example: example[TFDS_TEXT_FIELD]))):
+    if shard.keeps_next():
+      yield _decode(example, f"{source}#{number}", policy, counts), True
+
+
+def _tfds_sentences(text: str) -> list[str]:
+  """Every line a paragraph, cut by the sentence rule."""
+  return [sentence for line in text.split("\n") for sentence in split_sentences(line)]
+
+
 def _wikitext_sentences(article: str) -> list[str]:
   """An article's stripped lines -> sentences: headings dropped, the rest detokenized."""
   sentences = []
@@ -281,6 +320,7 @@ CLEANERS = {
     "zip_tagged": _tagged_prose_to_sentences,
     "wikitext": _wikitext_sentences,
     "plain": lines_to_sentences,
+    "tfds": _tfds_sentences,
 }
 
 
@@ -293,6 +333,8 @@ def raw_documents(path: str, fmt: str, invalid_utf8: str, counts: SourceCounts,
                   shard: "Shard") -> Iterator[tuple[str, bool]]:
   """(raw text, empty counts) for each document of one source that `shard` keeps, in
   order; `empty counts`: whether an empty result is a skipped empty document."""
+  if fmt == "tfds":
+    return _tfds_documents(path, invalid_utf8, counts, shard)
   if fmt not in FORMATS:
     raise PrepareError(f"{path}: unknown format '{fmt}'; expected one of {FORMATS}")
   if fmt.startswith("zip"):
