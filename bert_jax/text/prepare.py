@@ -52,15 +52,17 @@ reader reads it with config.data.spans=True.
 
 Pod scale (`--num_shards=N --shard_index=I`, `--workers=K`): every run is given the same
 --source list; the raw documents of all sources (zip members, WikiText articles, plain
-blocks, before empty ones are dropped) are numbered 0, 1, ... in source order, and shard I
-keeps those numbered I modulo N, in that order, in X-0000I-of-0000N.txt for
---output=X.txt (the glob X-*-of-0000N.txt is the whole set for config.data.train_files). The N files hold each
-document of the 1-shard output once. A zip member another shard keeps is not even read;
-whole files are read by every shard, and shard 0 alone counts what all of them see
-(documentation members, invalid UTF-8 lines of whole files), so the shards' counts add up
-to a 1-shard run's. K worker processes (spawned: fresh interpreters) clean and split
-documents in tasks of about a MiB of text while this process reads, decodes and writes in
-order: the output is the same bytes for any K.
+blocks, tfds examples, before empty ones are dropped) are numbered 0, 1, ... in source
+order, and shard I keeps those numbered I modulo N, in that order, in X-0000I-of-0000N.txt
+for --output=X.txt (the glob X-*-of-0000N.txt is the whole set for
+config.data.train_files). The N files hold each document of the 1-shard output once. A
+zip member another shard keeps is not even read; whole files (and tfds examples) are read
+by every shard, and shard 0 alone counts what all of them see (documentation members,
+invalid UTF-8 lines of whole files), so the shards' counts add up to a 1-shard run's. K
+worker processes (spawned: fresh interpreters that import this module and the calling
+program's main module, here neither JAX nor TensorFlow) clean and split documents in tasks
+of about a MiB of text while this process reads, decodes and writes in order: the output
+is the same bytes for any K.
 
   python -m bert_jax.text.prepare --source=wiki.txt --output=runs/corpus/wiki.txt \
       --num_shards=16 --shard_index=3 --workers=8      # -> runs/corpus/wiki-00003-of-00016.txt
