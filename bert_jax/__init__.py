@@ -10,7 +10,20 @@ from bert_jax import quiet
 
 quiet.install()
 
-from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
-from bert_jax.weights import load_pretrained  # noqa: E402
-
 __all__ = ["BertConfig", "config_for_size", "load_pretrained"]
+
+# Name -> the module that defines it, imported on first use: a program that needs no JAX
+# (text/prepare.py and its worker processes) imports the package without it.
+_LAZY = {"BertConfig": "bert_jax.models.config", "config_for_size": "bert_jax.models.config",
+         "load_pretrained": "bert_jax.weights"}
+
+
+def __getattr__(name: str):
+  if name not in _LAZY:
+    raise AttributeError(f"module 'bert_jax' has no attribute '{name}'")
+  import importlib  # pylint: disable=import-outside-toplevel
+  return getattr(importlib.import_module(_LAZY[name]), name)
+
+
+def __dir__():
+  return sorted([*globals(), *__all__])

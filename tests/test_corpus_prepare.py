@@ -1,4 +1,5 @@
 """prepare.py (raw sources -> plain format) and corpus.py (plain / tfds -> TokenizedCorpus)."""
+import collections
 import os
 import subprocess
 import sys
@@ -177,6 +178,133 @@ def test_prepare_cli(tmp_path):
        f"--output={output}"], capture_output=True, text=True, check=True)
   assert "wrote 2 documents, 3 sentences" in result.stdout
   assert read_documents(output) == [["A one. A two."], ["B one.", "B two."]]
+
+
+def test_prepare_cli_shard_with_workers(tmp_path):
+  source = write(tmp_path / "plain.txt", "A one.\n\nB one.\nB two.\n\nC one.\n")
+  output = tmp_path / "corpus.txt"
+  result = subprocess.run(
+      [sys.executable, "-m", "bert_jax.text.prepare", f"--source={source}",
+       f"--output={output}", "--num_shards=2", "--shard_index=1", "--workers=2"],
+      capture_output=True, text=True, check=True)
+  shard = tmp_path / "corpus-00001-of-00002.txt"
+  assert f"wrote 1 documents, 2 sentences to {shard}" in result.stdout
+  assert read_documents(shard) == [["B one.", "B two."]]
+  assert not output.exists()
+
+
+# ------------------------------------------------------------------ pod scale
+def document_counts(path):
+  with open(path, encoding="utf-8") as f:
+    return collections.Counter(f.read().strip("\n").split("\n\n"))
+
+
+def test_shards_together_hold_the_documents_of_one_run(data_dir, tmp_path):
+  """Raw document n goes to shard n % N: the union of the shards is the 1-shard output."""
+  empty_block = write(tmp_path / "blocks.txt", "A.\n\n \t\n\nB.\nB2.\n\nC.\n\nD.\n")
+  sources = ["nltk_corpora/inaugural.zip", "wikitext-2/valid.txt", empty_block]
+  whole = prepare.prepare(sources, str(tmp_path / "one.txt"), data_dir)
+  shards = [prepare.prepare(sources, str(tmp_path / "s.txt"), data_dir, num_shards=3,
+                            shard_index=i) for i in range(3)]
+  files = corpus.expand_file_patterns(["s-*-of-00003.txt"], str(tmp_path))
+  assert [os.path.basename(f) for f in files] == [f"s-0000{i}-of-00003.txt" for i in range(3)]
+  union = sum((document_counts(f) for f in files), collections.Counter())
+  assert union == document_counts(tmp_path / "one.txt")
+  assert sum(union.values()) == 59 + 60 + 4 and set(union.values()) == {1}  # each once
+  for field in ("documents", "sentences", "skipped_members", "skipped_empty_documents"):
+    assert [sum(getattr(shard[s], field) for shard in shards) for s in range(3)] == [
+        getattr(counts, field) for counts in whole], field
+  assert [sum(sum(shard[0].invalid_utf8_lines.values()) for shard in shards)] == [
+      sum(whole[0].invalid_utf8_lines.values())]
+  # Within a shard, documents keep the 1-shard order.
+  with open(tmp_path / "one.txt", encoding="utf-8") as f:
+    ordered = f.read().strip("\n").split("\n\n")
+  with open(files[1], encoding="utf-8") as f:
+    assert f.read().strip("\n").split("\n\n") == [
+        d for d in ordered if d in document_counts(files[1])]
+
+
+def test_workers_write_the_same_bytes(data_dir, tmp_path, monkeypatch):
+  monkeypatch.setattr(prepare, "_CHUNK_CHARS", 1 << 16)  # many tasks in flight
+  sources = ["wikitext-2/valid.txt", "nltk_corpora/state_union.zip"]
+  one = prepare.prepare(sources, str(tmp_path / "k1.txt"), data_dir, workers=1)
+  two = prepare.prepare(sources, str(tmp_path / "k2.txt"), data_dir, workers=2)
+  assert (tmp_path / "k1.txt").read_bytes() == (tmp_path / "k2.txt").read_bytes()
+  assert [c.summary() for c in one] == [c.summary() for c in two]
+  assert one[0].documents == 60 and one[1].documents == 65
+
+
+def test_workers_import_neither_jax_nor_tensorflow():
+  """A spawned worker imports bert_jax.text.prepare; that takes a fraction of a second."""
+  code = ("import sys, bert_jax.text.prepare\n"
+          "print(sorted(m for m in ('jax', 'flax', 'tensorflow') if m in sys.modules))")
+  result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+  assert result.stdout.strip() == "[]"
+
+
+WIKIPEDIA = ["Mr. Smith went home. He slept.\nNext paragraph here.", "Alone.",
+             "Third doc. Its second sentence.", "\n \n", "Fifth. Last one!"]
+
+
+@pytest.fixture
+def mock_wikipedia():
+  """tfds's `wikipedia` builder with WIKIPEDIA as its examples (no download, no files)."""
+  import tensorflow_datasets as tfds
+
+  def as_dataset_fn(self, split, shuffle_files=False, **kwargs):
+    del self, split, shuffle_files, kwargs
+    return tf.data.Dataset.from_tensor_slices(
+        {"text": WIKIPEDIA, "title": [f"t{i}" for i in range(len(WIKIPEDIA))]})
+  with tfds.testing.mock_data(as_dataset_fn=as_dataset_fn):
+    yield
+
+
+def test_prepare_reads_a_tfds_wikipedia(tmp_path, mock_wikipedia):
+  source = "tfds:wikipedia/20230601.en"
+  output = str(tmp_path / "wiki.txt")
+  counts, = prepare.prepare([source], output, workers=2)
+  assert read_documents(output) == [
+      ["Mr. Smith went home.", "He slept.", "Next paragraph here."], ["Alone."],
+      ["Third doc.", "Its second sentence."], ["Fifth.", "Last one!"]]
+  assert counts.summary() == ("tfds:wikipedia/20230601.en:train: 4 documents, 8 sentences, "
+                              "skipped 0 documentation members and 1 empty documents")
+  # The in-graph reader of corpus.py cuts the same sentences.
+  in_graph = [[s.decode() for s in corpus.tfds_text_to_sentences(tf.constant(text)).numpy()]
+              for text in WIKIPEDIA]
+  assert [d for d in in_graph if d] == read_documents(output)
+  shards = [prepare.prepare([source], output, num_shards=2, shard_index=i)[0].documents
+            for i in range(2)]
+  assert shards == [3, 1]  # examples 0, 2, 4 and 1, 3 (the empty one)
+  assert read_documents(str(tmp_path / "wiki-00001-of-00002.txt")) == [["Alone."]]
+
+
+def test_tfds_source_errors_are_one_line(tmp_path):
+  with pytest.raises(prepare.PrepareError, match=r"^source 'tfds:' names no tfds dataset"):
+    prepare.prepare(["tfds:"], str(tmp_path / "out.txt"))
+  with pytest.raises(prepare.PrepareError,
+                     match=r"^tfds:no_such_dataset_here:train: tfds cannot read it \(\w+"):
+    prepare.prepare(["tfds:no_such_dataset_here"], str(tmp_path / "out.txt"))
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(num_shards=0), "num_shards must be at least 1, not 0"),
+    (dict(num_shards=4, shard_index=4), "shard_index must be in 0..3 for num_shards=4, not 4"),
+    (dict(shard_index=-1), "shard_index must be in 0..0 for num_shards=1, not -1"),
+    (dict(workers=0), "workers must be at least 1, not 0"),
+])
+def test_shard_and_worker_options_are_checked(tmp_path, options, message):
+  source = write(tmp_path / "plain.txt", "A.\n")
+  with pytest.raises(prepare.PrepareError, match=f"^{message}$"):
+    prepare.prepare([source], str(tmp_path / "out.txt"), **options)
+
+
+def test_a_shard_without_documents_is_an_error(tmp_path):
+  source = write(tmp_path / "plain.txt", "A.\n\nB.\n")
+  with pytest.raises(prepare.PrepareError, match=r"no text found in .*plain.txt'\] for "
+                                                  r"shard 2 of 3"):
+    prepare.prepare([source], str(tmp_path / "out.txt"), num_shards=3, shard_index=2)
+  assert os.listdir(tmp_path) == ["plain.txt"]
 
 
 # ------------------------------------------------------------------ corpus

@@ -57,6 +57,21 @@ def _statistics(data_config, tokenizer, batches=8):
   return stats
 
 
+def test_prepare_shards_carry_their_own_span_files(tmp_path):
+  def documents(path):  # (texts, span lines) of each document
+    with open(path) as f, open(spans.span_path(path)) as g:
+      return list(zip(f.read().split("\n\n")[:-1], g.read().split("\n{}\n")[:-1]))
+  source = _write_corpus(str(tmp_path), documents=5, sentences=2)
+  out = str(tmp_path / "out" / "corpus.txt")
+  prepare.prepare([source], out, with_spans=True)
+  whole = documents(out)
+  assert len(whole) == 5
+  for i in range(2):
+    counts, = prepare.prepare([source], out, with_spans=True, num_shards=2, shard_index=i)
+    assert counts.documents == (3, 2)[i]
+    assert documents(str(tmp_path / "out" / f"corpus-0000{i}-of-00002.txt")) == whole[i::2]
+
+
 def test_prepare_carries_spans_and_the_corpus_tags_every_piece(tmp_path, tokenizer):
   source = _write_corpus(str(tmp_path), documents=3, sentences=2)
   out = str(tmp_path / "out" / "corpus.txt")

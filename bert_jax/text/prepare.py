@@ -23,6 +23,11 @@ or given as `--source=PATH:FORMAT`:
                                                      `@-@ @,@ @.@` joined, `<unk>` dropped
   plain       anything else       a blank-line       its lines (already the plain format)
                                   separated block
+  tfds        tfds:NAME[:SPLIT]   an example's       each line cut by the rule (what
+              (split: train)      `text`             corpus.py's in-graph reader does)
+
+A tfds source (e.g. `--source=tfds:wikipedia/20230601.en`) is read from tfds's data dir
+(TFDS_DATA_DIR, else ~/tensorflow_datasets), already prepared there: nothing is downloaded.
 
 The sentence rule (`split_sentences`; corpus.py's in-graph tfds reader applies the same
 patterns): a sentence ends after a run of `.`, `!` or `?` (plus closing quotes/brackets)
@@ -45,12 +50,31 @@ reader reads it with config.data.spans=True.
 
   python -m bert_jax.text.prepare --with_spans --source=tagged.txt --output=runs/corpus/k.txt
 
+Pod scale (`--num_shards=N --shard_index=I`, `--workers=K`): every run is given the same
+--source list; the raw documents of all sources (zip members, WikiText articles, plain
+blocks, tfds examples, before empty ones are dropped) are numbered 0, 1, ... in source
+order, and shard I keeps those numbered I modulo N, in that order, in X-0000I-of-0000N.txt
+for --output=X.txt (the glob X-*-of-0000N.txt is the whole set for
+config.data.train_files). The N files hold each document of the 1-shard output once. A
+zip member another shard keeps is not even read; whole files (and tfds examples) are read
+by every shard, and shard 0 alone counts what all of them see (documentation members,
+invalid UTF-8 lines of whole files), so the shards' counts add up to a 1-shard run's. K
+worker processes (spawned: fresh interpreters that import this module and the calling
+program's main module, here neither JAX nor TensorFlow) clean and split documents in tasks
+of about a MiB of text while this process reads, decodes and writes in order: the output
+is the same bytes for any K.
+
+  python -m bert_jax.text.prepare --source=wiki.txt --output=runs/corpus/wiki.txt \
+      --num_shards=16 --shard_index=3 --workers=8      # -> runs/corpus/wiki-00003-of-00016.txt
+
 The printed summary counts, per source, documents, sentences, skipped documentation
 members (README, CONTENTS, cats.txt), skipped empty documents and, per file, the lines
 with invalid UTF-8.
 """
+import collections
 import contextlib
 import dataclasses
+import multiprocessing
 import os
 import re
 import zipfile
@@ -81,6 +105,8 @@ _WIKITEXT_TITLE_RE = re.compile(r"= [^=].* =")      # fullmatch on the stripped 
 _WIKITEXT_HEADING_RE = re.compile(r"=( =)+ .* =( =)+")
 _DOCUMENTATION_MEMBERS = frozenset({"README", "CONTENTS", "cats.txt"})
 FORMATS = ("zip", "zip_lines", "zip_tagged", "wikitext", "plain")
+TFDS_PREFIX = "tfds:"
+TFDS_TEXT_FIELD = "text"  # wikipedia's and bookcorpus's document field
 INVALID_UTF8_POLICIES = ("replace", "skip", "error")
 _INVALID_UTF8_DONE = {"replace": "bytes replaced", "skip": "lines skipped"}
 
@@ -165,7 +191,13 @@ def guess_format(path: str) -> str:
 
 
 def parse_source(spec: str, data_dir: str | None) -> tuple[str, str]:
-  """`PATH` or `PATH:FORMAT` -> (resolved path, format)."""
+  """`PATH`, `PATH:FORMAT` or `tfds:NAME[:SPLIT]` -> (resolved path, format)."""
+  if spec.startswith(TFDS_PREFIX):
+    name, _, split = spec[len(TFDS_PREFIX):].partition(":")
+    if not name:
+      raise PrepareError(f"source '{spec}' names no tfds dataset; e.g. "
+                         f"{TFDS_PREFIX}wikipedia/20230601.en:train")
+    return f"{TFDS_PREFIX}{name}:{split or 'train'}", "tfds"
   path, fmt = spec, ""
   head, colon, tail = spec.rpartition(":")
   if colon and tail in FORMATS:
@@ -207,60 +239,123 @@ def _decode(raw: bytes, where: str, policy: str, counts: SourceCounts) -> str:
   return "\n".join(lines)
 
 
-def _zip_documents(path: str, fmt: str, policy: str,
-                   counts: SourceCounts) -> Iterator[list[str]]:
-  to_sentences = lines_to_sentences if fmt == "zip_lines" else prose_to_sentences
+def _zip_documents(path: str, policy: str, counts: SourceCounts,
+                   shard: "Shard") -> Iterator[tuple[str, bool]]:
+  """The raw text of each member this shard keeps; only those are read and decoded."""
   with zipfile.ZipFile(path) as archive:
     for member in sorted(archive.namelist()):
       base = os.path.basename(member)
       if member.endswith("/") or not base or base.startswith("."):
         continue
       if base in _DOCUMENTATION_MEMBERS:
-        counts.skipped_members += 1
+        counts.skipped_members += shard.reports_whole_sources
         continue
-      text = _decode(archive.read(member), f"{path}!{member}", policy, counts)
-      if fmt == "zip_tagged":
-        text = strip_pos_tags(text)
-      yield to_sentences(text)
+      if shard.keeps_next():
+        yield _decode(archive.read(member), f"{path}!{member}", policy, counts), True
 
 
-def _wikitext_documents(text: str) -> Iterator[list[str]]:
-  document, in_article = [], False
+def _wikitext_documents(text: str, shard: "Shard") -> Iterator[tuple[str, bool]]:
+  """Each article's non-title lines, stripped, joined by newlines. Lines before the first
+  title are a document too when they make sentences (not counted as empty when not)."""
+  lines, in_article = [], False
   for line in text.splitlines():
     stripped = line.strip()
     if _WIKITEXT_TITLE_RE.fullmatch(stripped):
-      if in_article or document:
-        yield document
-      document, in_article = [], True
-    elif stripped and not _WIKITEXT_HEADING_RE.fullmatch(stripped):
-      document.extend(split_sentences(detokenize_wikitext(stripped)))
-  if in_article or document:
-    yield document
+      if (in_article or lines) and shard.keeps_next():
+        yield "\n".join(lines), in_article
+      lines, in_article = [], True
+    elif stripped:
+      lines.append(stripped)
+  if (in_article or lines) and shard.keeps_next():
+    yield "\n".join(lines), in_article
 
 
-def _plain_documents(text: str) -> Iterator[list[str]]:
+def _plain_documents(text: str, shard: "Shard") -> Iterator[tuple[str, bool]]:
   for block in _BLANK_LINES_RE.split(text.replace("\r\n", "\n")):
-    yield lines_to_sentences(block)
+    if shard.keeps_next():
+      yield block, True
 
 
-def read_source(path: str, fmt: str, invalid_utf8: str,
-                counts: SourceCounts) -> Iterator[list[str]]:
-  """Yields the non-empty documents (lists of sentences) of one source; updates counts."""
+def _tfds_documents(source: str, policy: str, counts: SourceCounts,
+                    shard: "Shard") -> Iterator[tuple[str, bool]]:
+  """Each example's text of `tfds:NAME:SPLIT`, in the dataset's order; every shard reads
+  them all and decodes only its own."""
+  import tensorflow_datasets as tfds  # Only this format needs it.
+  name, split = source[len(TFDS_PREFIX):].rsplit(":", 1)
+  try:
+    examples = tfds.load(name, split=split, shuffle_files=False, download=False)
+  except Exception as error:  # pylint: disable=broad-except  # tfds's many kinds, one line
+    message = str(error).strip().split("\n")[0]
+    raise PrepareError(f"{source}: tfds cannot read it ({type(error).__name__}: "
+                       f"{message})") from None
+  if TFDS_TEXT_FIELD not in examples.element_spec:
+    raise PrepareError(f"{source}: its examples have no '{TFDS_TEXT_FIELD}' field; they "
+                       f"have {sorted(examples.element_spec)}")
+  for number, example in enumerate(tfds.as_numpy(examples.map(
+      lambda example: example[TFDS_TEXT_FIELD]))):
+    if shard.keeps_next():
+      yield _decode(example, f"{source}#{number}", policy, counts), True
+
+
+def _tfds_sentences(text: str) -> list[str]:
+  """Every line a paragraph, cut by the sentence rule."""
+  return [sentence for line in text.split("\n") for sentence in split_sentences(line)]
+
+
+def _wikitext_sentences(article: str) -> list[str]:
+  """An article's stripped lines -> sentences: headings dropped, the rest detokenized."""
+  sentences = []
+  for line in article.split("\n"):
+    if line and not _WIKITEXT_HEADING_RE.fullmatch(line):
+      sentences.extend(split_sentences(detokenize_wikitext(line)))
+  return sentences
+
+
+def _tagged_prose_to_sentences(text: str) -> list[str]:
+  return prose_to_sentences(strip_pos_tags(text))
+
+
+# Format -> raw document text -> its sentences: the cleaning that --workers runs in parallel.
+CLEANERS = {
+    "zip": prose_to_sentences,
+    "zip_lines": lines_to_sentences,
+    "zip_tagged": _tagged_prose_to_sentences,
+    "wikitext": _wikitext_sentences,
+    "plain": lines_to_sentences,
+    "tfds": _tfds_sentences,
+}
+
+
+def clean_documents(fmt: str, texts: list[str]) -> list[list[str]]:
+  """Raw document texts of one format -> their sentences (a worker's task)."""
+  return [CLEANERS[fmt](text) for text in texts]
+
+
+def raw_documents(path: str, fmt: str, invalid_utf8: str, counts: SourceCounts,
+                  shard: "Shard") -> Iterator[tuple[str, bool]]:
+  """(raw text, empty counts) for each document of one source that `shard` keeps, in
+  order; `empty counts`: whether an empty result is a skipped empty document."""
+  if fmt == "tfds":
+    return _tfds_documents(path, invalid_utf8, counts, shard)
   if fmt not in FORMATS:
     raise PrepareError(f"{path}: unknown format '{fmt}'; expected one of {FORMATS}")
   if fmt.startswith("zip"):
-    documents = _zip_documents(path, fmt, invalid_utf8, counts)
-  else:
-    with open(path, "rb") as f:
-      text = _decode(f.read(), path, invalid_utf8, counts)
-    documents = _wikitext_documents(text) if fmt == "wikitext" else _plain_documents(text)
-  for document in documents:
-    if document:
-      counts.documents += 1
-      counts.sentences += len(document)
-      yield document
-    else:
-      counts.skipped_empty_documents += 1
+    return _zip_documents(path, invalid_utf8, counts, shard)
+  with open(path, "rb") as f:  # every shard reads it all; the first one counts its lines
+    text = _decode(f.read(), path, invalid_utf8,
+                   counts if shard.reports_whole_sources else SourceCounts(path))
+  split = _wikitext_documents if fmt == "wikitext" else _plain_documents
+  return split(text, shard)
+
+
+def _count(document: list[str], empty_counts: bool, counts: SourceCounts) -> bool:
+  """Counts a cleaned document (or an empty one); whether it goes to the output."""
+  if document:
+    counts.documents += 1
+    counts.sentences += len(document)
+  elif empty_counts:
+    counts.skipped_empty_documents += 1
+  return bool(document)
 
 
 def read_annotated_source(path: str, fmt: str,
@@ -284,15 +379,118 @@ def read_annotated_source(path: str, fmt: str,
     yield document
 
 
-def prepare(sources: list[str], output: str, data_dir: str | None = None,
-            invalid_utf8: str = "replace", with_spans: bool = False) -> list[SourceCounts]:
-  """Converts `sources` into one plain-format file at `output`; returns per-source counts.
-  with_spans: the sources' span files go to the output's (module docstring)."""
+@dataclasses.dataclass
+class Shard:
+  """Which raw documents one run keeps: those numbered `index` modulo `count` (module
+  docstring). `keeps_next()` numbers the next raw document and says whether it is kept."""
+  count: int = 1
+  index: int = 0
+  _next: int = 0
+
+  @property
+  def reports_whole_sources(self) -> bool:
+    """Shard 0 alone counts what every shard sees (documentation members, the invalid
+    UTF-8 lines of whole-file sources), so that the shards' counts add up."""
+    return self.index == 0
+
+  def keeps_next(self) -> bool:
+    number, self._next = self._next, self._next + 1
+    return number % self.count == self.index
+
+  def path(self, output: str) -> str:
+    """The file this shard writes: `output` itself for one shard, else the shard's number
+    before the extension, X.txt -> X-00003-of-00016.txt (the glob X-*-of-00016.txt reads
+    the set; each shard's span file, X-00003-of-00016.spans.jsonl, is its own)."""
+    if self.count == 1:
+      return output
+    root, extension = os.path.splitext(output)
+    return f"{root}-{self.index:05d}-of-{self.count:05d}{extension}"
+
+
+_CHUNK_CHARS = 1 << 20  # raw text per worker task: big enough to hide the hand-over
+
+
+def _chunks(resolved, invalid_utf8: str, shard: Shard, all_counts: list):
+  """(counts, empty-counts flags, format, raw texts) tasks over all sources, in order."""
+  for path, fmt in resolved:
+    counts = SourceCounts(path, invalid_utf8_policy=invalid_utf8)
+    all_counts.append(counts)
+    texts, flags, size = [], [], 0
+    for text, empty_counts in raw_documents(path, fmt, invalid_utf8, counts, shard):
+      texts.append(text)
+      flags.append(empty_counts)
+      size += len(text)
+      if size >= _CHUNK_CHARS:
+        yield counts, flags, fmt, texts
+        texts, flags, size = [], [], 0
+    if texts:
+      yield counts, flags, fmt, texts
+
+
+def _cleaned(chunks, workers: int):
+  """Each task with its texts' sentences, in task order: inline for one worker, else on
+  `workers` spawned processes (fresh interpreters: no TensorFlow or JAX state of this
+  one is inherited; they run only CLEANERS), a bounded number of tasks ahead."""
+  if workers == 1:
+    for counts, flags, fmt, texts in chunks:
+      yield counts, flags, clean_documents(fmt, texts)
+    return
+  with multiprocessing.get_context("spawn").Pool(workers) as pool:
+    pending = collections.deque()
+    for counts, flags, fmt, texts in chunks:
+      pending.append((counts, flags, pool.apply_async(clean_documents, (fmt, texts))))
+      if len(pending) >= 2 * workers:
+        counts, flags, result = pending.popleft()
+        yield counts, flags, result.get()
+    while pending:
+      counts, flags, result = pending.popleft()
+      yield counts, flags, result.get()
+
+
+def _raw_sources_documents(resolved, invalid_utf8: str, shard: Shard, workers: int,
+                           all_counts: list) -> Iterator[list[tuple[str, list]]]:
+  for counts, flags, documents in _cleaned(
+      _chunks(resolved, invalid_utf8, shard, all_counts), workers):
+    for empty_counts, document in zip(flags, documents):
+      if _count(document, empty_counts, counts):
+        yield [(sentence, []) for sentence in document]
+
+
+def _annotated_sources_documents(resolved, shard: Shard,
+                                 all_counts: list) -> Iterator[list[tuple[str, list]]]:
+  for path, fmt in resolved:
+    counts = SourceCounts(path)
+    all_counts.append(counts)
+    for document in read_annotated_source(path, fmt, counts):
+      if shard.keeps_next():
+        _count(document, True, counts)
+        yield document
+
+
+def _check_options(invalid_utf8: str, num_shards: int, shard_index: int, workers: int):
   if invalid_utf8 not in INVALID_UTF8_POLICIES:
     raise PrepareError(f"invalid_utf8 must be one of {INVALID_UTF8_POLICIES}")
+  if num_shards < 1:
+    raise PrepareError(f"num_shards must be at least 1, not {num_shards}")
+  if not 0 <= shard_index < num_shards:
+    raise PrepareError(f"shard_index must be in 0..{num_shards - 1} for num_shards="
+                       f"{num_shards}, not {shard_index}")
+  if workers < 1:
+    raise PrepareError(f"workers must be at least 1, not {workers}")
+
+
+def prepare(sources: list[str], output: str, data_dir: str | None = None,
+            invalid_utf8: str = "replace", with_spans: bool = False, num_shards: int = 1,
+            shard_index: int = 0, workers: int = 1) -> list[SourceCounts]:
+  """Converts `sources` into one plain-format file, `Shard(num_shards, shard_index).path(
+  output)`; returns per-source counts. with_spans: the sources' span files go to the
+  output's (module docstring). workers: processes that clean documents (same bytes)."""
+  _check_options(invalid_utf8, num_shards, shard_index, workers)
   if not sources:
     raise PrepareError("no --source given")
   resolved = [parse_source(spec, data_dir) for spec in sources]
+  shard = Shard(num_shards, shard_index)
+  output = shard.path(output)
   os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
   all_counts = []
   outputs = {output: output + ".tmp"}
@@ -302,30 +500,21 @@ def prepare(sources: list[str], output: str, data_dir: str | None = None,
     out, *span_out = (files.enter_context(open(temporary, "w", encoding="utf-8"))
                       for temporary in outputs.values())
     span_out = span_out[0] if span_out else None
-    for path, fmt in resolved:
-      counts = SourceCounts(path, invalid_utf8_policy=invalid_utf8)
-      documents = (_counted(read_annotated_source(path, fmt, counts), counts) if with_spans
-                   else ([(sentence, []) for sentence in document]
-                         for document in read_source(path, fmt, invalid_utf8, counts)))
-      for document in documents:
-        out.write("\n".join(sentence for sentence, _ in document) + "\n\n")
-        if span_out:
-          span_out.write("\n".join(spans_lib.format_line(s) for _, s in document) + "\n{}\n")
-      all_counts.append(counts)
+    documents = (_annotated_sources_documents(resolved, shard, all_counts) if with_spans
+                 else _raw_sources_documents(resolved, invalid_utf8, shard, workers,
+                                             all_counts))
+    for document in documents:
+      out.write("\n".join(sentence for sentence, _ in document) + "\n\n")
+      if span_out:
+        span_out.write("\n".join(spans_lib.format_line(s) for _, s in document) + "\n{}\n")
   if sum(c.documents for c in all_counts) == 0:
     for temporary in outputs.values():
       os.remove(temporary)
-    raise PrepareError(f"no text found in {[path for path, _ in resolved]}")
+    where = f" for shard {shard_index} of {num_shards}" if num_shards > 1 else ""
+    raise PrepareError(f"no text found in {[path for path, _ in resolved]}{where}")
   for final, temporary in outputs.items():
     os.replace(temporary, final)
   return all_counts
-
-
-def _counted(documents, counts: SourceCounts):
-  for document in documents:
-    counts.documents += 1
-    counts.sentences += len(document)
-    yield document
 
 
 # All the pretraining text in the data root (shared/data/README.md): the default --source.
@@ -348,6 +537,16 @@ if __name__ == "__main__":  # flags exist only when run as a program
   _WITH_SPANS = flags.DEFINE_bool(
       "with_spans", False, "Plain sources with span files beside them (bert_jax/text/"
       "spans.py); the output gets its span file, line for line.")
+  _NUM_SHARDS = flags.DEFINE_integer(
+      "num_shards", 1, "Split the raw documents into this many shards (one per host or "
+      "process, each with the same --source list); >1 writes X-IIIII-of-NNNNN.txt for "
+      "--output=X.txt.")
+  _SHARD_INDEX = flags.DEFINE_integer(
+      "shard_index", 0, "The shard this run writes: raw documents numbered "
+      "shard_index modulo num_shards, across all sources in order.")
+  _WORKERS = flags.DEFINE_integer(
+      "workers", 1, "Processes that clean and split documents; the output is the same "
+      "bytes for any number.")
 
 
 def main(argv):
@@ -356,11 +555,13 @@ def main(argv):
     raise app.UsageError("--output is required")
   data_dir = _DATA_DIR.value
   all_counts = prepare(_SOURCES.value, _OUTPUT.value, data_dir, _INVALID_UTF8.value,
-                       _WITH_SPANS.value)
+                       _WITH_SPANS.value, _NUM_SHARDS.value, _SHARD_INDEX.value,
+                       _WORKERS.value)
   for counts in all_counts:
     print(counts.summary())
+  output = Shard(_NUM_SHARDS.value, _SHARD_INDEX.value).path(_OUTPUT.value)
   print(f"wrote {sum(c.documents for c in all_counts)} documents, "
-        f"{sum(c.sentences for c in all_counts)} sentences to {_OUTPUT.value}")
+        f"{sum(c.sentences for c in all_counts)} sentences to {output}")
 
 
 if __name__ == "__main__":
