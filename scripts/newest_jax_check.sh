@@ -35,7 +35,7 @@ newest_names="$(sed -e 's/#.*//' -e 's/[=<>!~ ].*//' requirements-newest.txt | g
 KEY="$({ "$PYTHON312" -VV; cat "$WORK/requirements.txt"; } | sha1sum | cut -c1-12)"
 VENV="${XDG_CACHE_HOME:-$HOME/.cache}/bert_jax/newest-$KEY"
 if [ ! -f "$VENV/.complete" ]; then  # a venv is not relocatable: built in place, marked when done
-  stamp "a Python 3.12 environment with the newest JAX stack: $VENV"
+  stamp "a $("$PYTHON312" -V) environment with the newest JAX stack: $VENV"
   rm -rf "$VENV" "${VENV%-*}"-*  # this one half built, or those of other lists
   "$PYTHON312" -m venv "$VENV"
   "$VENV/bin/python" -m pip install "${PIP_FLAGS[@]}" -r "$WORK/requirements.txt"
