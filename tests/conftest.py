@@ -93,8 +93,9 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def data_dir():
   root = default_data_dir()
-  if root is None or not os.path.isdir(root):
-    pytest.skip("no data root: set BERT_JAX_DATA_DIR or place ../shared/data")
+  if not os.path.isdir(root):
+    pytest.skip(f"no data root at {root}: set BERT_JAX_DATA_DIR, place ../shared/data, or "
+                "fetch it (python -m bert_jax.download all)")
   return root
 
 
