@@ -220,6 +220,11 @@ def test_without_shared_data_the_root_is_the_cache(monkeypatch, tmp_path):
       tmp_path / ".cache" / "bert_jax" / "data" / "glue" / "SST-2" / "dev.tsv")
 
 
+def test_a_source_missing_from_the_data_root_names_the_command(tmp_path):
+  with pytest.raises(prepare.PrepareError, match=r"not found at .*python -m bert_jax.download"):
+    prepare.parse_source("wikitext-2/valid.txt", str(tmp_path))
+
+
 # Runs a module as `python -m` does, recording every file Python opens under the folders
 # given (`:`-separated).
 _WATCHED = """
