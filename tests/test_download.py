@@ -8,6 +8,7 @@ import http.server
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -225,54 +226,55 @@ def test_a_source_missing_from_the_data_root_names_the_command(tmp_path):
     prepare.parse_source("wikitext-2/valid.txt", str(tmp_path))
 
 
-# Runs a module as `python -m` does, recording every file Python opens under the folders
-# given (`:`-separated).
-_WATCHED = """
-import os, runpy, sys
-watched, log = sys.argv.pop(1).split(":"), sys.argv.pop(1)
-def hook(event, args):
-  if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+# A sitecustomize for every Python process of the job: it records each file opened under
+# the folders of BERT_JAX_TEST_WATCHED (`:`-separated) into BERT_JAX_TEST_OPENED.
+_WATCH = """
+import os, sys
+_watched = os.environ["BERT_JAX_TEST_WATCHED"].split(":")
+def _hook(event, args):
+  if event == "open" and isinstance(args[0], (str, bytes)):
     path = os.path.realpath(os.fsdecode(args[0]))
-    if any(path.startswith(folder + os.sep) for folder in watched):
-      with open(log, "a") as f:
+    if any(path.startswith(folder + os.sep) for folder in _watched):
+      with open(os.environ["BERT_JAX_TEST_OPENED"], "a") as f:
         f.write(path + "\\n")
-sys.addaudithook(hook)
-module = sys.argv.pop(1)
-sys.argv[0] = module
-runpy.run_module(module, run_name="__main__", alter_sys=True)
+sys.addaudithook(_hook)
 """
 
 
 @pytest.mark.slow
-def test_the_quick_main_jobs_first_steps_from_a_fetched_root(mirror, data_dir, tmp_path):
-  """QUICK=1 scripts/main_job.sh's download line, then its prepare and learn_vocab steps,
-  with BERT_JAX_DATA_DIR at a root that did not exist: nothing is read from the data root
-  the mirror serves."""
+def test_the_quick_main_job_from_a_root_it_fetches(mirror, data_dir, tmp_path):
+  """QUICK=1 scripts/main_job.sh, all of it but its install step (scripts/setup.sh), in a
+  copy of the repository, with BERT_JAX_DATA_DIR at a root that does not exist yet and the
+  mirror serving the data root: it fetches its files in one line, runs every step, and
+  no process of it opens a file under the served data root. About 4.5 minutes on 2 cores."""
   with open(os.path.join(REPO, "scripts", "main_job.sh")) as f:
     job = f.read()
-  quick_sets = re.search(r'QUICK:-0.*?DATASETS=\(([^)]*)\)', job, re.S).group(1).split()
-  assert 'python -m bert_jax.download --quiet "${DATASETS[@]}"' in job
-  root, log = tmp_path / "root", tmp_path / "opened.txt"
-  env = _env(BERT_JAX_DATA_DIR=str(root), BERT_JAX_DATA_MIRROR=mirror.url)
+  assert job.count("\nbash scripts/setup.sh\n") == 1
+  copy = tmp_path / "repo"
+  for folder in ("bert_jax", "configs", "scripts"):
+    shutil.copytree(os.path.join(REPO, folder), copy / folder,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+  (tmp_path / "hook").mkdir()
+  (tmp_path / "hook" / "sitecustomize.py").write_text(_WATCH)
+  root, opened = tmp_path / "root", tmp_path / "opened.txt"
   shared, new = os.path.realpath(data_dir), os.path.realpath(root)
-
-  def step(module, *args):
-    result = subprocess.run([sys.executable, "-c", _WATCHED, f"{shared}:{new}", str(log),
-                             module, *args],
-                            cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout
-
-  fetched = step("bert_jax.download", "--quiet", *quick_sets)
-  assert fetched.startswith(f"data root {root} lacks 4 file(s) of wikitext2 sst2: fetching")
-  assert len(fetched.splitlines()) == 1
-  corpus = tmp_path / "corpus" / "pretrain.txt"
-  prepared = step("bert_jax.text.prepare", "--source=wikitext-2/valid.txt", f"--output={corpus}")
-  assert "wrote 60 documents" in prepared, prepared
-  step("bert_jax.text.learn_vocab", "--kind=bpe", f"--input={corpus}", "--vocab_size=2000",
-       f"--output={tmp_path / 'corpus' / 'bpe-2k'}")
-  assert os.listdir(tmp_path / "corpus" / "bpe-2k")  # the vocabulary's folder
-  assert step("bert_jax.download", "--quiet", *quick_sets) == ""
-  opened = set(log.read_text().splitlines())
-  assert os.path.join(new, "wikitext-2", "valid.txt") in opened  # the hook sees the reads
-  assert [path for path in opened if path.startswith(shared + os.sep)] == []
+  env = _env(QUICK="1", BERT_JAX_DATA_DIR=str(root), BERT_JAX_DATA_MIRROR=mirror.url,
+             JAX_COMPILATION_CACHE_DIR=str(tmp_path / "xla_cache"),
+             PYTHONPATH=str(tmp_path / "hook"), BERT_JAX_TEST_OPENED=str(opened),
+             BERT_JAX_TEST_WATCHED=f"{shared}:{new}")
+  result = subprocess.run(  # $0 is the copy's script: the job cds to the copy
+      ["bash", "-c", job.replace("\nbash scripts/setup.sh\n", "\n"),
+       str(copy / "scripts" / "main_job.sh")], capture_output=True, text=True, env=env,
+      timeout=1200)
+  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+  lines = result.stdout.splitlines()
+  assert lines[0].startswith(f"data root {root} lacks 4 file(s) of wikitext2 sst2: fetching")
+  assert lines[1] == f"{root}/wikitext-2/valid.txt: 60 documents, 7735 sentences, skipped 0 " \
+                     "documentation members and 0 empty documents", lines[:3]
+  assert lines[-1].startswith("  paired by seed (pretrained - random init"), lines[-5:]
+  assert os.path.isfile(copy / "runs" / "quick" / "modernbert_vectors_sst2_random_s0" /
+                        "eval_results.json")
+  files = set(opened.read_text().splitlines())
+  assert {os.path.join(new, "wikitext-2", "valid.txt"),
+          os.path.join(new, "glue", "SST-2", "train.tsv")} <= files  # the hook sees reads
+  assert [path for path in files if path.startswith(shared + os.sep)] == []
