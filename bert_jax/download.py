@@ -18,6 +18,7 @@ this fetched. `--mirror` (or BERT_JAX_DATA_MIRROR) replaces the
 https://raw.githubusercontent.com prefix of every URL. Only the standard library's urllib
 is used. Imports nothing of bert_jax but the data-root helper and `cli` (its error lines).
 """
+import functools
 import hashlib
 import http.client
 import json
@@ -114,21 +115,31 @@ def _network_error(url: str, reason: str, target: str) -> DownloadError:
       f"--mirror (or {MIRROR_ENV}) naming a mirror of {RAW}, or copy the file to {target}")
 
 
-def _stream(url: str, partial: str, limit: int, target: str) -> tuple[int, str]:
-  """Writes at most `limit` bytes of `url` to `partial`: (bytes written, their sha256)."""
-  digest, size = hashlib.sha256(), 0
+def _network(url: str, target: str, call):
+  """`call()`, its network errors (not the local file's) as one DownloadError line."""
   try:
-    with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response, open(partial, "wb") as f:
-      while size < limit and (block := response.read(min(_BLOCK, limit - size))):
-        digest.update(block)
-        f.write(block)
-        size += len(block)
+    return call()
   except urllib.error.HTTPError as error:
     raise _network_error(url, f"HTTP {error.code} {error.reason}", target) from None
   except urllib.error.URLError as error:
     raise _network_error(url, str(error.reason), target) from None
   except (OSError, http.client.HTTPException) as error:
     raise _network_error(url, str(error) or type(error).__name__, target) from None
+
+
+def _stream(url: str, partial: str, limit: int, target: str) -> tuple[int, str]:
+  """Writes at most `limit` bytes of `url` to `partial`: (bytes written, their sha256)."""
+  digest, size = hashlib.sha256(), 0
+  with open(partial, "wb") as f:
+    with _network(url, target, lambda: urllib.request.urlopen(url, timeout=TIMEOUT_S)) as response:
+      while size < limit:
+        block = _network(url, target, functools.partial(response.read,
+                                                        min(_BLOCK, limit - size)))
+        if not block:
+          break
+        digest.update(block)
+        f.write(block)
+        size += len(block)
   return size, digest.hexdigest()
 
 
