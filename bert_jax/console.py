@@ -20,6 +20,7 @@ PROGRAMS = {
     "bert-jax-learn-vocab": "bert_jax.text.learn_vocab",
     "bert-jax-word-vectors": "bert_jax.pretrain.word_vectors",
     "bert-jax-inspect": "bert_jax.pretrain.inspect",
+    "bert-jax-download": "bert_jax.download",
 }
 
 
@@ -58,3 +59,7 @@ def word_vectors():
 
 def inspect():
   _run("bert-jax-inspect")
+
+
+def download():
+  _run("bert-jax-download")

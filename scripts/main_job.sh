@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: set up, turn the real text of ../shared/data into the
+# The main job on a fresh machine: set up, fetch the data root's files it reads when they are
+# missing (bert_jax.download, one line then), turn the real text of the data root into the
 # plain pretraining format, learn a byte-level BPE vocabulary from it, count word vectors
 # from it (PPMI + SVD, seconds), pretrain ModernBERT-Tiny on it (configs/modernbert.py;
 # CPU, minutes) starting its word table from those vectors at std 0.1, show its MLM head's
@@ -20,6 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=runs
 SOURCES=()  # all the pretraining text of the data root
+DATASETS=(pretraining_text sst2)  # what the steps read (bert_jax.download fetches any missing)
 VOCAB_SIZE=8192
 TRAIN_EXAMPLES=8000
 EXTRA_CORPUS=()  # overrides of the corpus' config, for the vectors and the pretraining
@@ -28,6 +30,7 @@ EXTRA_FINETUNE=()
 if [ "${QUICK:-0}" = 1 ]; then
   RUNS=runs/quick
   SOURCES=(--source=wikitext-2/valid.txt)
+  DATASETS=(wikitext2 sst2)
   VOCAB_SIZE=2000
   TRAIN_EXAMPLES=300
   EXTRA_CORPUS=(--config.data.eval_held_out_docs=6)  # of its 60 documents
@@ -43,6 +46,7 @@ CONFIG="configs/modernbert.py:corpus=$RUNS/corpus/pretrain.txt,vocab=$VOCAB,voca
 # The fine-tunings of one seed compile the same programs: XLA's persistent cache keeps them.
 export JAX_COMPILATION_CACHE_DIR="${JAX_COMPILATION_CACHE_DIR:-$PWD/runs/xla_cache}"
 bash scripts/setup.sh
+python -m bert_jax.download --quiet "${DATASETS[@]}"  # silent when the data root has them
 python -m bert_jax.text.prepare "${SOURCES[@]}" --output="$RUNS/corpus/pretrain.txt"
 python -m bert_jax.text.learn_vocab --kind=bpe --input="$RUNS/corpus/pretrain.txt" \
     --vocab_size="$VOCAB_SIZE" --output="$VOCAB"

@@ -53,8 +53,8 @@ from bert_jax.text.paths import default_data_dir  # noqa: E402
 # many short ones fill in at the end; xdist's default order (most tests first) put the
 # notebooks, five tests and the longest file, last, one worker running them alone.
 _COSTLIEST_FIRST = (
-    "test_notebooks.py", "test_scale_out.py", "test_reformer.py", "test_quiet.py",
-    "test_cli_errors.py", "test_family_configs.py", "test_targets.py",
+    "test_notebooks.py", "test_scale_out.py", "test_download.py", "test_reformer.py",
+    "test_quiet.py", "test_cli_errors.py", "test_family_configs.py", "test_targets.py",
     "test_family_finetune_hf.py", "test_pretraining_input.py", "test_modernbert.py",
     "test_prompt.py", "test_reliability.py", "test_packing.py", "test_task_heads_hf.py",
     "test_hub.py", "test_hf_layouts.py",
@@ -93,8 +93,9 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def data_dir():
   root = default_data_dir()
-  if root is None or not os.path.isdir(root):
-    pytest.skip("no data root: set BERT_JAX_DATA_DIR or place ../shared/data")
+  if not os.path.isdir(root):
+    pytest.skip(f"no data root at {root}: set BERT_JAX_DATA_DIR, place ../shared/data, or "
+                "fetch it (python -m bert_jax.download all)")
   return root
 
 

@@ -15,7 +15,8 @@ COMMAND_LINES = ("bert_jax", "bert_jax.train", "bert_jax.fill_mask", "bert_jax.e
                  "bert_jax.tag_spans", "bert_jax.convert.__main__", "bert_jax.text.prepare",
                  "bert_jax.text.learn_vocab", "bert_jax.pretrain.word_vectors",
                  "bert_jax.pretrain.inspect", "bert_jax.probe.syntax_heads",
-                 "bert_jax.run.compile_report", "bert_jax.tasks", "bert_jax.console")
+                 "bert_jax.run.compile_report", "bert_jax.tasks", "bert_jax.console",
+                 "bert_jax.download")
 
 
 def _run(code: str) -> subprocess.CompletedProcess:

@@ -4,8 +4,11 @@
 one joins the data root, which is `data_dir` when given (config.data.data_dir, --data_dir)
 and otherwise `default_data_dir()`:
   1. the environment variable BERT_JAX_DATA_DIR;
-  2. `../shared/data` next to the working directory, or next to this repository's checkout;
-  3. None (configs then have to set `data_dir` explicitly).
+  2. `../shared/data` next to the working directory, or next to this repository's checkout,
+     when that folder exists;
+  3. otherwise `~/.cache/bert_jax/data` (CACHE_DIR), where `python -m bert_jax.download`
+     puts the files when none of the above is there.
+Readers and the downloader use this same rule, so what the downloader fetched is found.
 """
 import os
 import pathlib
@@ -14,9 +17,11 @@ from bert_jax import storage
 
 ENV_VAR = "BERT_JAX_DATA_DIR"
 _REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+CACHE_DIR = os.path.join("~", ".cache", "bert_jax", "data")
 
 
-def default_data_dir() -> str | None:
+def default_data_dir() -> str:
+  """The data root when no `data_dir` is given (module docstring: env, ../shared/data, cache)."""
   env = os.environ.get(ENV_VAR)
   if env:
     return env
@@ -24,7 +29,7 @@ def default_data_dir() -> str | None:
     candidate = base.parent / "shared" / "data"
     if candidate.is_dir():
       return str(candidate)
-  return None
+  return os.path.expanduser(CACHE_DIR)
 
 
 def resolve(data_dir: str | None, relative_path: str) -> str:
@@ -36,9 +41,4 @@ def resolve(data_dir: str | None, relative_path: str) -> str:
   storage.local_only(relative_path, "reading data files")
   if os.path.isabs(relative_path):
     return relative_path
-  data_dir = data_dir or default_data_dir()
-  if not data_dir:
-    raise ValueError(
-        f"No data root: cannot resolve '{relative_path}'. Set --config.data_dir or the "
-        f"{ENV_VAR} environment variable.")
-  return os.path.join(data_dir, relative_path)
+  return os.path.join(data_dir or default_data_dir(), relative_path)

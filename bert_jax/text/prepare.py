@@ -207,7 +207,10 @@ def parse_source(spec: str, data_dir: str | None) -> tuple[str, str]:
   if os.path.isdir(resolved):
     raise PrepareError(_directory_message(spec, resolved))
   if not os.path.isfile(resolved):
-    raise PrepareError(f"source '{spec}' not found at '{resolved}'")
+    fetch = ("" if os.path.isabs(path) else
+             " (`python -m bert_jax.download NAME` fetches the data root's files; "
+             "`all` fetches every set)")
+    raise PrepareError(f"source '{spec}' not found at '{resolved}'{fetch}")
   return resolved, fmt
 
 
