@@ -1,4 +1,4 @@
-"""Scale-out (issue 5): the same training on any mesh, across processes and after a move.
+"""Scale-out: the same training on any mesh, across processes and after a move.
 
 Every run trains `small_config` (tests/scale_out_worker.py: configs/tiny.py shrunk to hidden
 32, seq 32, global batch 16, 20 steps) and losses are compared step by step to 1e-5
