@@ -38,8 +38,8 @@ shorter, n-gram masking (n <= 3), 20 predictions per row, a 30,000-piece Sentenc
 vocabulary; no dropout; the projection starts as HF's (normal); bf16 compute, fp32 params
 and LAMB state, no attention guidance:
 
-  python -m bert_jax.train --config=configs/albert.py:size=base,corpus=/data/*.txt,\
-      vocab=/models/albert-base-v2 --workdir=gs://bucket/albert_base
+  python -m bert_jax.train --workdir=gs://bucket/albert_base \
+      --config=configs/albert.py:size=base,corpus=/data/*.txt,vocab=/models/albert-base-v2
 
 `vocab` is a folder with spiece.model (HF albert-base-v2's, or `learn_vocab
 --kind=sentencepiece --vocab_size=30000`); `tfds=NAME` reads a tfds dataset instead of
