@@ -44,10 +44,13 @@ and LAMB state, no attention guidance:
 `vocab` is a folder with spiece.model (HF albert-base-v2's, or `learn_vocab
 --kind=sentencepiece --vocab_size=30000`); `tfds=NAME` reads a tfds dataset instead of
 `corpus`, `seq=N` another row length, `runlocal=True` the same model for a smoke test (T64,
-batch 8, 20 steps). Planned for a TPU v6e-8 (`--compile_only --target=tpu:v6e-8
---config.mesh.fsdp=8 --config.model.attention_impl=splash --config.grad_accum_steps=16`:
-256 rows per micro-batch, as the 30.73 GiB ALBERT-xxlarge row of docs/results/scaling.md):
-that plan is the compiler's estimate, not a run.
+batch 8, 20 steps).
+Planned (not run) for a TPU v6e-8 by its own compiler on a CPU machine (`--compile_only
+--target=tpu:v6e-8 --config.mesh.data=1 --config.mesh.fsdp=8
+--config.model.attention_impl=splash --config.grad_accum_steps=16`; 2026-12-01, 47695de,
+libtpu 0.0.42.1, on a shared 2-core CPU): `size=xxlarge`'s 4,096 x 512 step as 16
+micro-batches of 256 needs 30.74 GiB per chip of v6e's 32 (30.42 of it temporaries; the
+sharded fp32 params and LAMB state 0.31), 190 s of compile. A compiler estimate, not a run.
 """
 from bert_jax import storage
 from bert_jax.models.config import config_for_size

@@ -42,11 +42,14 @@ no attention guidance:
       --workdir=gs://bucket/electra_base
 
 `tfds=NAME` reads a tfds dataset instead of `corpus`, `seq=N` another row length,
-`runlocal=True` the same models for a smoke test (T64, batch 8, 20 steps). Planned for a TPU
-v5p-8 (`--compile_only --target=tpu:v5p-8 --config.mesh.fsdp=4
+`runlocal=True` the same models for a smoke test (T64, batch 8, 20 steps).
+Planned (not run) for a TPU v5p-8 by its own compiler on a CPU machine (`--compile_only
+--target=tpu:v5p-8 --config.mesh.data=1 --config.mesh.fsdp=4
 --config.model.attention_impl=splash --config.model.attention_probs_dropout_prob=0`, and
-`--config.grad_accum_steps=8` for Large's 2048 rows: 256 per micro-batch, as the 32.36 GiB
-ELECTRA-large row of docs/results/scaling.md): that plan is the compiler's estimate, not a run.
+`--config.grad_accum_steps=8` for Large's 2,048 rows; 2026-12-01, 107da01, libtpu 0.0.42.1,
+on a shared 2-core CPU): `size=base`'s 256 x 512 step (generator and discriminator) needs
+16.59 GiB per chip of v5p's 95 (16.21 of it temporaries; the sharded fp32 params and Adam
+state 0.34), 271 s of compile. A compiler estimate, not a run.
 """
 from bert_jax.pretrain import electra
 from bert_jax.configs.base import set_pretraining_data
