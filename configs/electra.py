@@ -49,7 +49,9 @@ Planned (not run) for a TPU v5p-8 by its own compiler on a CPU machine (`--compi
 `--config.grad_accum_steps=8` for Large's 2,048 rows; 2026-12-01, 107da01, libtpu 0.0.42.1,
 on a shared 2-core CPU): `size=base`'s 256 x 512 step (generator and discriminator) needs
 16.59 GiB per chip of v5p's 95 (16.21 of it temporaries; the sharded fp32 params and Adam
-state 0.34), 271 s of compile. A compiler estimate, not a run.
+state 0.34), 271 s of compile; `size=large`'s 2,048 x 512 as 8 micro-batches of 256 needs
+33.59 GiB (32.57 temporaries, 0.99 params and Adam state), 439 s. A compiler estimate, not
+a run.
 """
 from bert_jax.pretrain import electra
 from bert_jax.configs.base import set_pretraining_data
