@@ -85,6 +85,39 @@ def shrink_pretraining_for_runlocal(config: ml_collections.ConfigDict) -> None:
   config.checkpoint_every_steps = 10
 
 
+def paper_scale(config: ml_collections.ConfigDict, recipes: dict, arg) -> None:
+  """A family config's paper-scale variant (`size=NAME`, big_vision style): `recipes[NAME]`
+  sets the paper's values on `config`; then the numerics every such recipe shares:
+  bfloat16 compute with float32 params and optimizer state (BertConfig.dtype), and no
+  CPU-scale aid (attention guidance off). `runlocal` keeps the architecture and shrinks
+  steps, batch and rows for a smoke test (shrink_pretraining_for_runlocal's)."""
+  if arg.size not in recipes:
+    raise ValueError(f"config arg size={arg.size!r}: expected one of {sorted(recipes)} "
+                     "(or no size: the 2-core CPU recipe)")
+  recipes[arg.size](config)
+  config.model.dtype = "bfloat16"
+  config.attention_guidance.weight = 0.0
+  if arg.runlocal:
+    shrink_pretraining_for_runlocal(config)
+    config.grad_accum_steps = 1
+
+
+def recipe_data_arg(arg, seq: int) -> ml_collections.ConfigDict:
+  """What configs/base.py's set_pretraining_data reads (corpus, tfds, seq) for a recipe
+  whose paper trains at `seq` tokens (`seq=N` overrides it); `tfds=NAME` reads that dataset
+  in place of the corpus (whose argument has a default)."""
+  corpus = "" if arg.tfds else arg.corpus
+  return ml_collections.ConfigDict(dict(corpus=corpus, tfds=arg.tfds, seq=arg.seq or seq))
+
+
+def refuse_paper_args(arg) -> None:
+  """The CPU recipe (no `size=`) reads neither tfds nor seq: refused rather than ignored."""
+  given = [name for name in ("tfds", "seq") if arg[name]]
+  if given:
+    raise ValueError(f"config arg {given[0]}={arg[given[0]]!r} needs a paper-scale size= "
+                     "(the CPU recipe reads the prepared corpus at its own length)")
+
+
 # Config-file arguments that were renamed: (old spelling, the one to use); the old one is
 # refused with the new one named.
 RENAMED_ARGS = dict((("task", "dataset"),))

@@ -142,3 +142,21 @@ def test_a_run_learns_and_resumes_after_sigkill_to_the_same_losses(corpus, tmp_p
   jax.tree.map(np.testing.assert_array_equal, params["bert"]["encoder"],
                saved["bert"]["encoder"])
   assert any("rtd_head" in note for note in notes), notes
+
+
+def test_the_generator_initialises_the_same_under_splash_attention():
+  """The generator's params are traced on a [1, 1] row; with the model's attention_impl
+  "splash" (which refuses rows that are not multiples of 128) they still initialise, to
+  the same tree of shapes as under einsum attention."""
+  from bert_jax.models.config import config_for_size
+  ids = jnp.zeros((1, 128), jnp.int32)
+  trees = []
+  for impl in ("einsum", "splash"):
+    config = config_for_size("electra-tiny", attention_impl=impl,
+                             attention_probs_dropout_prob=0.0)
+    model = task_models.ElectraForPreTraining(config)
+    trees.append(jax.eval_shape(lambda: model.init(jax.random.key(0), ids))["params"]
+                 ["generator"])
+  assert jax.tree.structure(trees[0]) == jax.tree.structure(trees[1])
+  assert [x.shape for x in jax.tree.leaves(trees[0])] == [
+      x.shape for x in jax.tree.leaves(trees[1])]

@@ -385,6 +385,13 @@ SIZES = {
                             num_attention_heads=2),
     "albert-base-v2": dict(_ALBERT, num_hidden_layers=12, hidden_size=768,
                            num_attention_heads=12),
+    # google-research/albert config/large/albert_config.json: L24/H1024/A16, E128.
+    "albert-large-v2": dict(_ALBERT, num_hidden_layers=24, hidden_size=1024,
+                            num_attention_heads=16),
+    # ALBERT-xxlarge (Lan et al. 2020, Table 1: L12/H4096, E128; 64 heads and I = 4H as HF's
+    # albert-xxlarge-v2 config.json).
+    "albert-xxlarge-v2": dict(_ALBERT, num_hidden_layers=12, hidden_size=4096,
+                              num_attention_heads=64),
     "albert-tiny": dict(_ALBERT, num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
                         embedding_size=64),
     "electra-small": dict(_ELECTRA, num_hidden_layers=12, hidden_size=256,
@@ -394,6 +401,12 @@ SIZES = {
     # happens to be discriminator-sized). `generator_config` derives one from any size.
     "electra-small-generator": dict(_ELECTRA, num_hidden_layers=12, hidden_size=64,
                                     num_attention_heads=1),
+    # ELECTRA-Base and -Large (Clark et al. 2020, Table 6; google-research/electra
+    # configure_pretraining.py): embeddings as wide as H (E = 768 / 1024).
+    "electra-base": dict(_ELECTRA, num_hidden_layers=12, hidden_size=768,
+                         num_attention_heads=12, embedding_size=768),
+    "electra-large": dict(_ELECTRA, num_hidden_layers=24, hidden_size=1024,
+                          num_attention_heads=16, embedding_size=1024),
     "electra-tiny": dict(_ELECTRA, num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
                          embedding_size=64),
     "electra-tiny-generator": dict(_ELECTRA, num_hidden_layers=2, hidden_size=32,

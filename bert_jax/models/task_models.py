@@ -372,8 +372,13 @@ class ElectraForPreTraining(nn.Module):
                               sentence_heads=(), parent=None)
 
   def _init_generator(self, rng) -> dict:
-    """The generator's own params: its module's initialisation less the shared ones."""
-    params = self._generator_model().init(rng, jnp.zeros((1, 1), jnp.int32))["params"]
+    """The generator's own params: its module's initialisation less the shared ones,
+    traced on one [1, 1] row through einsum attention (the params do not depend on the
+    attention path, and splash refuses rows that are not multiples of 128 tokens)."""
+    config = generator_config(self.config, self.generator_fraction)
+    model = BertForPreTraining(config.replace(attention_impl="einsum"), sentence_heads=(),
+                               parent=None)
+    params = model.init(rng, jnp.zeros((1, 1), jnp.int32))["params"]
     return _without_shared(params)
 
   def discriminate(self, input_ids, token_type_ids=None, attention_mask=None, *,

@@ -1,0 +1,111 @@
+"""The family configs' paper-scale variants (`configs/NAME.py:size=...`) hold their papers'
+key values, so that a drift fails here; `runlocal` keeps each architecture; bad arguments
+are refused in one line. No compiler: configs/NAME.py is only parsed (tests/test_targets.py
+compiles each variant for a TPU)."""
+import importlib
+
+import pytest
+
+from bert_jax.models import families
+from bert_jax.models.config import BertConfig
+
+# (config, size) -> the paper's values: family, model shape (L, H, A, E), vocabulary (kind,
+# size), rows (batch, seq, predictions), steps, optimizer (name, peak lr, warmup, b2, eps,
+# weight decay, clipping), objectives.
+PAPER = {
+    ("roberta", "base"): dict(
+        family="roberta", shape=(12, 768, 12, None), vocab=("bpe", 50265),
+        rows=(8192, 512, 80), steps=500_000,
+        optim=("adamw", 6e-4, 24_000, 0.98, 1e-6, 0.01, 0.0), objectives="mlm"),
+    **{("electra", size): dict(
+        family="electra", shape=shape, vocab=("wordpiece", 30522), rows=rows, steps=steps,
+        optim=("adamw", lr, 10_000, 0.999, 1e-6, 0.01, 1.0), objectives="mlm:1,rtd:50")
+       for size, shape, rows, steps, lr in (
+           ("small", (12, 256, 4, 128), (128, 128, 19), 1_000_000, 5e-4),
+           ("base", (12, 768, 12, 768), (256, 512, 79), 766_000, 2e-4),
+           ("large", (24, 1024, 16, 1024), (2048, 512, 130), 400_000, 2e-4))},
+    **{("albert", size): dict(
+        family="albert", shape=shape, vocab=("sentencepiece", 30000), rows=(4096, 512, 20),
+        steps=125_000, optim=("lamb", 0.00176, 3125, 0.999, 1e-6, 0.01, 1.0),
+        objectives="mlm,sop")
+       for size, shape in (("base", (12, 768, 12, 128)), ("large", (24, 1024, 16, 128)),
+                           ("xxlarge", (12, 4096, 64, 128)))},
+}
+# ELECTRA's generator widths (fraction of the discriminator's) and masking rates.
+ELECTRA = {"small": (0.25, 0.15), "base": (1 / 3, 0.15), "large": (0.25, 0.25)}
+
+
+def _config(name, arg):
+  return importlib.import_module(f"configs.{name}").get_config(arg)
+
+
+@pytest.mark.parametrize("name,size", sorted(PAPER))
+def test_paper_variant_has_the_papers_values(name, size):
+  want, config = PAPER[name, size], _config(name, f"size={size}")
+  model = BertConfig(**config.model)  # a valid model config
+  assert model.family == want["family"]
+  assert (model.num_hidden_layers, model.hidden_size, model.num_attention_heads,
+          model.embedding_size) == want["shape"]
+  kind, vocab_size = want["vocab"]
+  assert config.data.tokenizer == "" and families.tokenizer_kinds(model.family)[0] == kind
+  assert model.vocab_size == vocab_size
+  assert (config.data.batch_size, config.data.max_seq_length,
+          config.data.max_predictions_per_seq) == want["rows"]
+  assert config.num_train_steps == want["steps"] and config.grad_accum_steps == 1
+  optim = config.optim
+  assert (optim.name, optim.learning_rate, optim.warmup_steps, optim.b2, optim.eps,
+          optim.weight_decay, optim.grad_clip_norm) == want["optim"]
+  assert (optim.schedule, optim.end_learning_rate, optim.b1) == ("linear", 0.0, 0.9)
+  assert config.objectives == want["objectives"]
+  # Paper scale: dynamic masking, bf16 compute over fp32 params, no CPU-scale aid.
+  assert config.data.dupe_factor == 0 and model.dtype == "bfloat16"
+  assert config.attention_guidance.weight == 0.0 and model.projection_init == "normal"
+  assert model.max_position_embeddings >= config.data.max_seq_length
+
+
+def test_each_familys_own_choices():
+  roberta = _config("roberta", "size=base")
+  assert (roberta.data.example_builder, roberta.data.lower_case, roberta.data.masking) == (
+      "full_sentences", False, "token")
+  assert roberta.model.hidden_dropout_prob == roberta.model.attention_probs_dropout_prob == 0.1
+  for size, (fraction, masked) in ELECTRA.items():
+    config = _config("electra", f"size={size}")
+    assert config.task == "electra" and config.electra.generator_fraction == fraction
+    assert config.data.masked_lm_prob == masked and config.electra.temperature == 1.0
+    assert config.data.vocab_path.endswith("bert/uncased_L-12_H-768_A-12/vocab.txt")
+  for size in ("base", "large", "xxlarge"):
+    albert = _config("albert", f"size={size}")
+    assert (albert.data.example_builder, albert.data.masking, albert.data.short_seq_prob,
+            albert.data.lower_case) == ("sop", "ngram", 0.1, True)
+    assert (albert.model.layer_sharing, albert.model.hidden_act,
+            albert.model.hidden_dropout_prob, albert.model.attention_probs_dropout_prob) == (
+                "all", "gelu_tanh", 0.0, 0.0)
+
+
+@pytest.mark.parametrize("name,size", sorted(PAPER))
+def test_runlocal_keeps_the_architecture_and_shrinks_the_run(name, size):
+  full, local = _config(name, f"size={size}"), _config(name, f"size={size},runlocal=True")
+  assert local.model.to_dict() == full.model.to_dict()
+  assert local.objectives == full.objectives and local.optim.name == full.optim.name
+  assert (local.data.batch_size, local.data.max_seq_length, local.num_train_steps,
+          local.grad_accum_steps) == (8, 64, 20, 1)
+
+
+def test_arguments_choose_data_length_and_vocabulary(tmp_path):
+  config = _config("roberta", f"size=base,tfds=wikipedia/20230601.en,seq=128,vocab={tmp_path},"
+                   "vocab_size=50000")
+  assert (config.data.tfds_name, config.data.max_seq_length) == ("wikipedia/20230601.en", 128)
+  assert (config.data.vocab_path, config.model.vocab_size) == (str(tmp_path), 50000)
+  assert _config("albert", "size=large,sharing=none").model.layer_sharing == "none"
+
+
+@pytest.mark.parametrize("name,arg,match", [
+    ("roberta", "size=large", r"size='large': expected one of \['base'\]"),
+    ("electra", "size=xl", r"expected one of \['base', 'large', 'small'\]"),
+    ("albert", "size=xlarge", r"expected one of \['base', 'large', 'xxlarge'\]"),
+    ("electra", "seq=512", "seq=512.* needs a paper-scale size="),
+    ("roberta", "tfds=wikipedia", "tfds='wikipedia' needs a paper-scale size="),
+])
+def test_bad_recipe_arguments_are_refused(name, arg, match):
+  with pytest.raises(ValueError, match=match):
+    _config(name, arg)
