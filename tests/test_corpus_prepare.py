@@ -12,6 +12,7 @@ import tensorflow as tf
 from bert_jax.pretrain import pipeline
 from bert_jax.text import corpus
 from bert_jax.text import prepare
+from bert_jax.text import sentences as sentence_rule
 from bert_jax.text.wordpiece import WordPieceTokenizer
 
 
@@ -38,13 +39,13 @@ def write(path, text, mode="w"):
     ("   ", []),
 ])
 def test_split_sentences(paragraph, sentences):
-  assert prepare.split_sentences(paragraph) == sentences
+  assert sentence_rule.split_sentences(paragraph) == sentences
 
 
 def test_in_graph_split_matches_python_rule():
   text = ("Mr. Smith met Dr. Who. Then W. N. Francis left! lower stays. \"Quoted.\" Next one?"
           "\nA second paragraph.  With   spaces. (Bracket.) Done")
-  expected = [s for line in text.split("\n") for s in prepare.split_sentences(line)]
+  expected = [s for line in text.split("\n") for s in sentence_rule.split_sentences(line)]
   got = [s.decode() for s in corpus.tfds_text_to_sentences(tf.constant(text)).numpy()]
   assert got == expected
 

@@ -6,7 +6,7 @@ Two sources, one path:
     `tf.data.TextLineDataset`.
   * a `tfds.load` dataset with a text field (wikipedia, bookcorpus, ...): one example is one
     document. Its text is split in-graph: every line is a paragraph, and paragraphs are cut
-    into sentences with prepare.py's two regexes.
+    into sentences with sentences.py's two regexes.
 Both become one tf.data stream of lines (source index, line number, text), where a blank
 line ends a document. The stream is checked for UTF-8, tokenized in batches by the in-graph
 tokenizer (`tokenizer.tokenize(tf.string [N]) -> tf.RaggedTensor int32 [N, (pieces)]`) and
@@ -50,7 +50,7 @@ import numpy as np
 
 from bert_jax.lazy import tensorflow as tf
 from bert_jax.text import paths
-from bert_jax.text import prepare
+from bert_jax.text import sentences
 from bert_jax.text import spans as spans_lib
 
 _TOKENIZE_BATCH_LINES = 2048
@@ -248,14 +248,14 @@ def read_tfds(name: str, split: str, text_field: str, tokenizer: Tokenizer,
 
 
 def tfds_text_to_sentences(text: tf.Tensor) -> tf.Tensor:
-  """A document's text (scalar) -> its sentences [S], by prepare.split_sentences's rule.
+  """A document's text (scalar) -> its sentences [S], by sentences.split_sentences's rule.
 
   Invalid UTF-8 passes through unchanged, so tokenize_lines can report it.
   """
-  text = tf.strings.regex_replace(text, prepare.ABBREVIATION, prepare.ABBREVIATION_REPLACEMENT)
+  text = tf.strings.regex_replace(text, sentences.ABBREVIATION, sentences.ABBREVIATION_REPLACEMENT)
   text = tf.strings.regex_replace(
-      text, prepare.SENTENCE_BOUNDARY, prepare.SENTENCE_BOUNDARY_REPLACEMENT)
-  text = tf.strings.regex_replace(text, prepare.ABBREVIATION_GUARD, " ")
+      text, sentences.SENTENCE_BOUNDARY, sentences.SENTENCE_BOUNDARY_REPLACEMENT)
+  text = tf.strings.regex_replace(text, sentences.ABBREVIATION_GUARD, " ")
   pieces = tf.strings.strip(tf.strings.split(text, "\n"))
   pieces = tf.strings.regex_replace(pieces, r"[ \t\r\f\v]+", " ")
   return tf.boolean_mask(pieces, tf.strings.length(pieces) > 0)

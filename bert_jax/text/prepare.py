@@ -29,8 +29,8 @@ or given as `--source=PATH:FORMAT`:
 A tfds source (e.g. `--source=tfds:wikipedia/20230601.en`) is read from tfds's data dir
 (TFDS_DATA_DIR, else ~/tensorflow_datasets), already prepared there: nothing is downloaded.
 
-The sentence rule (`split_sentences`; corpus.py's in-graph tfds reader applies the same
-patterns): a sentence ends after a run of `.`, `!` or `?` (plus closing quotes/brackets)
+The sentence rule (bert_jax/text/sentences.py; corpus.py's in-graph tfds reader applies the
+same patterns): a sentence ends after a run of `.`, `!` or `?` (plus closing quotes/brackets)
 followed by whitespace and a character that is not a lowercase ASCII letter, unless the
 word before the period is a common title or an initial (`ABBREVIATION`: "Mr. Smith" and
 "W. N. Francis" stay whole). Crude, but good enough for NSP pairs.
@@ -86,23 +86,9 @@ from absl import flags
 from bert_jax import cli
 from bert_jax.text import paths
 from bert_jax.text import spans as spans_lib
+from bert_jax.text.sentences import BLANK_LINES_RE, clean_documents
 
-# RE2 (tf.strings.regex_replace) and Python `re` read these patterns and replacements
-# the same way. First the space after an abbreviation becomes a \x1f guard, then a line
-# break goes in at each sentence boundary, then the guards turn back into spaces.
-ABBREVIATION = (r"\b(Mr|Mrs|Ms|Dr|St|Mt|Jr|Sr|Messrs|Prof|Gen|Col|Capt|Lt|Sgt|Rev|Gov|"
-                r"Sen|Rep|Hon|vs|Vol|No|[A-Z])\.[ \t]+")
-ABBREVIATION_REPLACEMENT = "\\1.\x1f"
-SENTENCE_BOUNDARY = r"""([.!?]+["')\]]*)[ \t\r\n\f\v]+([^ \t\r\n\f\v a-z])"""
-SENTENCE_BOUNDARY_REPLACEMENT = "\\1\n\\2"
-ABBREVIATION_GUARD = "\x1f"
-
-_ABBREVIATION_RE = re.compile(ABBREVIATION)
-_SENTENCE_BOUNDARY_RE = re.compile(SENTENCE_BOUNDARY)
-_WHITESPACE_RE = re.compile(r"\s+")
-_BLANK_LINES_RE = re.compile(r"\n[ \t\r\f\v]*\n")
 _WIKITEXT_TITLE_RE = re.compile(r"= [^=].* =")      # fullmatch on the stripped line
-_WIKITEXT_HEADING_RE = re.compile(r"=( =)+ .* =( =)+")
 _DOCUMENTATION_MEMBERS = frozenset({"README", "CONTENTS", "cats.txt"})
 FORMATS = ("zip", "zip_lines", "zip_tagged", "wikitext", "plain")
 TFDS_PREFIX = "tfds:"
@@ -137,44 +123,6 @@ class SourceCounts:
                + ", ".join(f"{where[member:] or where} ({n})"
                            for where, n in self.invalid_utf8_lines.items()))
     return line
-
-
-def split_sentences(paragraph: str) -> list[str]:
-  """One paragraph (any internal line breaks) -> its sentences, whitespace collapsed."""
-  text = _WHITESPACE_RE.sub(" ", paragraph).strip()
-  if not text:
-    return []
-  text = _ABBREVIATION_RE.sub(ABBREVIATION_REPLACEMENT, text)
-  text = _SENTENCE_BOUNDARY_RE.sub(SENTENCE_BOUNDARY_REPLACEMENT, text)
-  text = text.replace(ABBREVIATION_GUARD, " ")
-  return [s.strip() for s in text.split("\n") if s.strip()]
-
-
-def prose_to_sentences(text: str) -> list[str]:
-  """A document of wrapped prose: paragraphs at blank lines, each split into sentences."""
-  sentences = []
-  for paragraph in _BLANK_LINES_RE.split(text.replace("\r\n", "\n")):
-    sentences.extend(split_sentences(paragraph))
-  return sentences
-
-
-def lines_to_sentences(text: str) -> list[str]:
-  """A document that already has one sentence per line (movie_reviews)."""
-  return [_WHITESPACE_RE.sub(" ", line).strip() for line in text.splitlines() if line.strip()]
-
-
-def strip_pos_tags(text: str) -> str:
-  """Brown's `word/tag` tokens -> `word`; its `` and '' quotes -> `"`. Layout is kept."""
-  def untag(match: re.Match) -> str:
-    word = match.group(0).rsplit("/", 1)[0]
-    return '"' if word in ("``", "''") else word
-  return re.sub(r"\S+/\S+", untag, text)
-
-
-def detokenize_wikitext(line: str) -> str:
-  """WikiText's split number marks `1 @,@ 000` -> `1,000`; `<unk>` placeholders dropped."""
-  line = line.replace(" @-@ ", "-").replace(" @,@ ", ",").replace(" @.@ ", ".")
-  return line.replace("<unk>", " ")
 
 
 def guess_format(path: str) -> str:
@@ -274,7 +222,7 @@ def _wikitext_documents(text: str, shard: "Shard") -> Iterator[tuple[str, bool]]
 
 
 def _plain_documents(text: str, shard: "Shard") -> Iterator[tuple[str, bool]]:
-  for block in _BLANK_LINES_RE.split(text.replace("\r\n", "\n")):
+  for block in BLANK_LINES_RE.split(text.replace("\r\n", "\n")):
     if shard.keeps_next():
       yield block, True
 
@@ -298,40 +246,6 @@ def _tfds_documents(source: str, policy: str, counts: SourceCounts,
       lambda example: example[TFDS_TEXT_FIELD]))):
     if shard.keeps_next():
       yield _decode(example, f"{source}#{number}", policy, counts), True
-
-
-def _tfds_sentences(text: str) -> list[str]:
-  """Every line a paragraph, cut by the sentence rule."""
-  return [sentence for line in text.split("\n") for sentence in split_sentences(line)]
-
-
-def _wikitext_sentences(article: str) -> list[str]:
-  """An article's stripped lines -> sentences: headings dropped, the rest detokenized."""
-  sentences = []
-  for line in article.split("\n"):
-    if line and not _WIKITEXT_HEADING_RE.fullmatch(line):
-      sentences.extend(split_sentences(detokenize_wikitext(line)))
-  return sentences
-
-
-def _tagged_prose_to_sentences(text: str) -> list[str]:
-  return prose_to_sentences(strip_pos_tags(text))
-
-
-# Format -> raw document text -> its sentences: the cleaning that --workers runs in parallel.
-CLEANERS = {
-    "zip": prose_to_sentences,
-    "zip_lines": lines_to_sentences,
-    "zip_tagged": _tagged_prose_to_sentences,
-    "wikitext": _wikitext_sentences,
-    "plain": lines_to_sentences,
-    "tfds": _tfds_sentences,
-}
-
-
-def clean_documents(fmt: str, texts: list[str]) -> list[list[str]]:
-  """Raw document texts of one format -> their sentences (a worker's task)."""
-  return [CLEANERS[fmt](text) for text in texts]
 
 
 def raw_documents(path: str, fmt: str, invalid_utf8: str, counts: SourceCounts,
