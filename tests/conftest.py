@@ -2,10 +2,8 @@
 and the tiny pretraining config the end-to-end tests train."""
 import gc
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -46,6 +44,7 @@ if os.environ.get("BERT_JAX_TARGETS_SITE"):
   os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 from bert_jax.text.paths import default_data_dir  # noqa: E402
+from tests.helpers.runs import REPO  # noqa: E402
 
 # The costliest test files, costliest first (CI's per-file times; scale_out's
 # own subprocesses come on top of its time). `--dist loadfile` hands whole files to the
@@ -119,8 +118,6 @@ def tokenizer(vocab_path):
   return WordPieceTokenizer(vocab_path)
 
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory, data_dir):
@@ -132,43 +129,21 @@ def corpus(tmp_path_factory, data_dir):
   return str(out)
 
 
-def set_fields(config, changes: dict):
-  """config with each dotted `changes` key ("data.batch_size") set; returns config."""
-  for key, value in changes.items():
-    node = config
-    *parents, leaf = key.split(".")
-    for p in parents:
-      node = node[p]
-    node[leaf] = value
-  return config
+@pytest.fixture(scope="module")
+def small_bert(tmp_path_factory, vocab_path):
+  """A random L2/H32 encoder saved as a bert_jax model with the real vocab (once per test
+  module): the stand-in for pretrained weights in fine-tuning tests."""
+  import jax
+  import numpy as np
+  from flax import linen as nn
 
-
-# Tiny shapes for end-to-end pretraining tests: H32, T32, 12 steps, log every step.
-TINY_PRETRAINING = {"model.hidden_size": 32, "model.intermediate_size": 64,
-                    "model.num_attention_heads": 2, "model.max_position_embeddings": 64,
-                    "data.max_seq_length": 32, "data.max_predictions_per_seq": 5,
-                    "num_train_steps": 12, "log_every_steps": 1,
-                    "checkpoint_every_steps": 4}
-
-
-def tiny_pretraining_config(corpus, **changes):
-  """configs/tiny.py's runlocal variant at TINY_PRETRAINING shapes, plus `changes`.
-
-  Its tokenized corpus is cached beside the corpus (keyed by the file's path, size and
-  mtime, the vocab and the casing), so the worker's end-to-end tests tokenize it once.
-  """
-  from configs import tiny
-  config = tiny.get_config(f"corpus={corpus},runlocal=True")
-  cache = os.path.join(os.path.dirname(os.path.abspath(corpus)), "token_cache")
-  return set_fields(config, {**TINY_PRETRAINING, "data.cache_dir": cache, **changes})
-
-
-def sigkill_when(cmd: list[str], ready, timeout_s: float = 300) -> None:
-  """Runs cmd (a training command) from the repository root and kills it with SIGKILL
-  as soon as ready() is true (polled every 50 ms), or when timeout_s has passed."""
-  proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-  deadline = time.time() + timeout_s
-  while time.time() < deadline and proc.poll() is None and not ready():
-    time.sleep(0.05)
-  proc.send_signal(signal.SIGKILL)
-  proc.wait()
+  from bert_jax import checkpoint
+  from bert_jax.models.bert import BertModel
+  from bert_jax.models.config import BertConfig
+  config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
+                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
+  ids = np.zeros((1, 4), np.int32)
+  params = nn.unbox(BertModel(config).init(jax.random.key(0), ids)["params"])
+  folder = str(tmp_path_factory.mktemp("small_bert"))
+  checkpoint.save_model(folder, config, jax.device_get(params), vocab_path=vocab_path)
+  return folder

@@ -75,7 +75,7 @@ def test_losses_equal_the_pinned_ones(tmp_path, vocab_path):
 
 def record():
   import tempfile
-  from tests.conftest import default_data_dir
+  from bert_jax.text.paths import default_data_dir
   vocab = os.path.join(default_data_dir(), "bert/uncased_L-12_H-768_A-12/vocab.txt")
   with tempfile.TemporaryDirectory() as tmp:
     result = run_both(tmp, vocab)

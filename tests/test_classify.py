@@ -18,8 +18,8 @@ from bert_jax.finetune.sources import DataFormatError
 from bert_jax.run import trainer
 from bert_jax.text.tokenizers import make_tokenizer
 from configs import classify as classify_config
-from tests.conftest import REPO
-from tests.test_finetune import small_bert  # noqa: F401  (the fixture)
+from tests.helpers.runs import REPO
+
 
 SENTIMENT = ("negative", "positive")
 

@@ -22,7 +22,7 @@ from bert_jax.run import trainer
 from bert_jax.models.config import BertConfig
 from bert_jax.models.task_models import PreTrainingOutput
 from bert_jax.pretrain import distillation
-from tests.conftest import tiny_pretraining_config
+from tests.helpers.runs import tiny_pretraining_config
 
 STUDENT_LAYERS = "0,2"
 
@@ -40,7 +40,7 @@ def teacher(corpus, tmp_path_factory):
 def student_config(corpus, teacher, **changes):
   """configs/distilbert.py's runlocal variant at the tests' tiny shapes."""
   from configs import distilbert
-  from tests.conftest import TINY_PRETRAINING, set_fields
+  from tests.helpers.runs import TINY_PRETRAINING, set_fields
   config = distilbert.get_config(f"corpus={corpus},teacher={teacher},runlocal=True")
   return set_fields(config, {**TINY_PRETRAINING, "eval_every_steps": 0,
                              "distillation.student_layers": STUDENT_LAYERS,

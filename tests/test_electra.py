@@ -21,7 +21,7 @@ from bert_jax import checkpoint, weights
 from bert_jax.run import trainer
 from bert_jax.models import task_models
 from bert_jax.models.task_models import SHARED_EMBEDDINGS
-from tests.conftest import TINY_PRETRAINING, set_fields
+from tests.helpers.runs import set_fields, TINY_PRETRAINING
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OVERRIDES = {**TINY_PRETRAINING, "model.embedding_size": 16, "eval_every_steps": 0,

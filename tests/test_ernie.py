@@ -25,9 +25,9 @@ from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
 from bert_jax.models.task_models import BertForPreTraining  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402
-from tests.hf_reference import hf_config, hf_state, random_hf_model  # noqa: E402
-from tests.test_family_parity import (_assert_bit_identical, _batch,  # noqa: E402
-                                      _hf_from_pretrained, _max_diff, _perturbed)
+from tests.helpers.hf_reference import (assert_bit_identical, hf_config,  # noqa: E402
+                                        hf_from_pretrained, hf_state, max_diff, perturbed,
+                                        random_batch, random_hf_model)
 
 TOL = 1e-5
 CONFIGS = {
@@ -62,15 +62,15 @@ def _hf_call(model, ids, types, mask, tasks, **kwargs):
 
 
 def _assert_encoder_parity(out, ref, mask):
-  diffs = {f"hidden_states[{i}]": _max_diff(a, b, mask)
+  diffs = {f"hidden_states[{i}]": max_diff(a, b, mask)
            for i, (a, b) in enumerate(zip(out.hidden_states, ref.hidden_states, strict=True))}
   assert max(diffs.values()) < TOL, diffs
 
 
 def _assert_pretraining_parity(out, ref, mask):
   _assert_encoder_parity(out, ref, mask)
-  assert _max_diff(out.mlm_logits, ref.prediction_logits, mask) < TOL
-  assert _max_diff(out.sentence_logits["nsp"], ref.seq_relationship_logits) < TOL
+  assert max_diff(out.mlm_logits, ref.prediction_logits, mask) < TOL
+  assert max_diff(out.sentence_logits["nsp"], ref.seq_relationship_logits) < TOL
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -79,7 +79,7 @@ def test_hf_pretraining_model_to_ours_and_back(name, tmp_path):
   TOL, task ids read; ours -> HF: the HF class loads our export with nothing missing and
   gives our outputs; back to ours bit-identical."""
   config = CONFIGS[name]
-  ids, types, mask = _batch(config, [11, 5, 1], 11, seed=1)
+  ids, types, mask = random_batch(config, [11, 5, 1], 11, seed=1)
   types = types % config.type_vocab_size
   tasks = _task_ids(config, ids.shape, seed=2)
   reference = random_hf_model(config, seed=0, cls_name="ErnieForPreTraining")
@@ -95,23 +95,23 @@ def test_hf_pretraining_model_to_ours_and_back(name, tmp_path):
   if tasks is not None:  # the task ids change the outputs: the table is read
     other = model.apply({"params": params}, ids, types, mask,
                         task_type_ids=(tasks + 1) % config.task_type_vocab_size)
-    assert _max_diff(other.mlm_logits, out.mlm_logits, mask) > 1e-3
+    assert max_diff(other.mlm_logits, out.mlm_logits, mask) > 1e-3
 
-  ours = _perturbed(nn.unbox(model.init(jax.random.key(3), ids)["params"]), seed=5)
+  ours = perturbed(nn.unbox(model.init(jax.random.key(3), ids)["params"]), seed=5)
   folder = str(tmp_path / "ours")
   hf.save(folder, config, ours)
   with open(f"{folder}/config.json") as f:
     raw = json.load(f)
   assert raw["architectures"] == ["ErnieForPreTraining"]
   assert raw["use_task_id"] == (config.task_type_vocab_size > 0)
-  exported = _hf_from_pretrained(folder, "ErnieForPreTraining")
+  exported = hf_from_pretrained(folder, "ErnieForPreTraining")
   out = model.apply({"params": ours}, ids, types, mask, output_hidden_states=True,
                     task_type_ids=tasks)
   _assert_pretraining_parity(
       out, _hf_call(exported, ids, types, mask, tasks, output_hidden_states=True), mask)
   loaded, variables = load_pretrained(folder)
   assert loaded.config == config and type(loaded).__name__ == "BertForPreTraining"
-  _assert_bit_identical(ours, variables["params"])
+  assert_bit_identical(ours, variables["params"])
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -120,25 +120,25 @@ def test_masked_lm_exports_as_ernie_for_masked_lm(name, tmp_path):
   ErnieForMaskedLM: loaded with nothing missing, the MLM logits at every position within
   TOL (task ids left to both sides' default, 0)."""
   config = CONFIGS[name]
-  ids, types, mask = _batch(config, [10, 3], 10, seed=4)
+  ids, types, mask = random_batch(config, [10, 3], 10, seed=4)
   types = types % config.type_vocab_size
   model = task_models.BertForPromptClassification(config, label_token_ids=(3, 4),
                                                   mask_token_id=2)
-  params = _perturbed(nn.unbox(model.init(jax.random.key(1), ids)["params"]), seed=2)
+  params = perturbed(nn.unbox(model.init(jax.random.key(1), ids)["params"]), seed=2)
   spec = {"task_model": "prompt_classification", "label_token_ids": [3, 4],
           "mask_token_id": 2}
   hf.save(str(tmp_path / "mlm"), config, params, spec=spec)
-  exported = _hf_from_pretrained(str(tmp_path / "mlm"), "ErnieForMaskedLM")
+  exported = hf_from_pretrained(str(tmp_path / "mlm"), "ErnieForMaskedLM")
   ours = model.apply({"params": params}, ids, types, mask, method="masked_lm")
   theirs = _hf_call(exported, ids, types, mask, None).logits
-  assert _max_diff(ours, theirs, mask) < TOL
+  assert max_diff(ours, theirs, mask) < TOL
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_hf_encoder_to_ours_and_back(name, tmp_path):
   """ErnieModel (with its pooler) both ways; load_pretrained keeps family and config."""
   config = CONFIGS[name]
-  ids, types, mask = _batch(config, [9, 4], 9, seed=3)
+  ids, types, mask = random_batch(config, [9, 4], 9, seed=3)
   types = types % config.type_vocab_size
   tasks = _task_ids(config, ids.shape, seed=4)
   reference = random_hf_model(config, seed=1, cls_name="ErnieModel")
@@ -149,20 +149,20 @@ def test_hf_encoder_to_ours_and_back(name, tmp_path):
   out = BertModel(config).apply({"params": params}, ids, types, mask,
                                 output_hidden_states=True, task_type_ids=tasks)
   _assert_encoder_parity(out, ref, mask)
-  assert _max_diff(out.pooled_output, ref.pooler_output) < TOL
+  assert max_diff(out.pooled_output, ref.pooler_output) < TOL
 
   encoder = BertModel(config)
-  ours = _perturbed(nn.unbox(encoder.init(jax.random.key(4), ids)["params"]), seed=6)
+  ours = perturbed(nn.unbox(encoder.init(jax.random.key(4), ids)["params"]), seed=6)
   hf.save(str(tmp_path / "encoder"), config, ours)
-  exported = _hf_from_pretrained(str(tmp_path / "encoder"), "ErnieModel")
+  exported = hf_from_pretrained(str(tmp_path / "encoder"), "ErnieModel")
   ref = _hf_call(exported, ids, types, mask, tasks, output_hidden_states=True)
   out = encoder.apply({"params": ours}, ids, types, mask, output_hidden_states=True,
                       task_type_ids=tasks)
   _assert_encoder_parity(out, ref, mask)
-  assert _max_diff(out.pooled_output, ref.pooler_output) < TOL
+  assert max_diff(out.pooled_output, ref.pooler_output) < TOL
   loaded, variables = load_pretrained(str(tmp_path / "encoder"))
   assert loaded.config == config
-  _assert_bit_identical(ours, variables["params"])
+  assert_bit_identical(ours, variables["params"])
 
 
 def _task_outputs(out, task):
@@ -207,11 +207,11 @@ def test_hf_task_classes_in_and_out(task, tmp_path):
             if task == "question_answering" else (theirs.logits.numpy(),))
   for a, b in zip(ours, theirs, strict=True):
     real = mask if task in ("token_classification", "question_answering") else None
-    assert _max_diff(a, b, real) < TOL, task
+    assert max_diff(a, b, real) < TOL, task
 
   convert(str(tmp_path / "hf"), str(tmp_path / "ours"))
   convert(str(tmp_path / "ours"), str(tmp_path / "back"), to="hf")
-  exported = _hf_from_pretrained(str(tmp_path / "back"), cls_name)
+  exported = hf_from_pretrained(str(tmp_path / "back"), cls_name)
   original, back = hf_state(reference), hf_state(exported)
   assert original.keys() == back.keys()
   for key in original:

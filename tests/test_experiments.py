@@ -417,7 +417,7 @@ def test_sop_rows_carry_the_order_their_labels_claim_and_the_probe_reads_it(tmp_
   from bert_jax.pretrain import pipeline
   from bert_jax.text.wordpiece import WordPieceTokenizer
   from experiments import ordered_corpus, sop_probe
-  from tests.conftest import tiny_pretraining_config
+  from tests.helpers.runs import tiny_pretraining_config
   path = str(tmp_path / "ordered.txt")
   ordered_corpus.main([f"--output={path}", "--documents=100"])
   config = tiny_pretraining_config(path, **{

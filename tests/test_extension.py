@@ -28,10 +28,10 @@ from bert_jax.text.tokenizers import make_tokenizer, model_tokenizer
 from bert_jax.weights import load_pretrained
 from configs import roberta
 from configs.common import finetuning_config
-from tests.conftest import TINY_PRETRAINING, set_fields, tiny_pretraining_config
+from tests.helpers.runs import set_fields, TINY_PRETRAINING, tiny_pretraining_config
 from tests.extension import fragment_masking, tsv_classification, xlm_roberta
-from tests.hf_reference import hf_state, random_hf_model
-from tests.test_family_tables import assert_every_param_maps
+from tests.helpers.hf_reference import hf_state, random_hf_model
+from tests.helpers.family_tables import assert_every_param_maps
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

@@ -4,31 +4,15 @@ workdir fine-tunes on SST-2 through the same CLI with the tokenizer it saved (Mo
 also exports to HF with equal logits)."""
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _cli(*args):
-  out = subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True)
-  assert out.returncode == 0, out.stderr[-3000:]
-  return out.stdout
-
-
-def _learn_vocab(kind, corpus, tmp_path_factory):
-  """A 1,000-entry vocabulary of `kind` learned from the corpus: its folder."""
-  folder = tmp_path_factory.mktemp(kind) / "vocab-1k"
-  _cli("-m", "bert_jax.text.learn_vocab", f"--kind={kind}", f"--input={corpus}",
-       "--vocab_size=1000", f"--output={folder}")
-  return str(folder)
+from tests.helpers.runs import learn_vocab, run_python
 
 
 def _fine_tunes_on_sst2(workdir, data_dir, finetuned):
   """configs/glue.py's runlocal SST-2 run from the pretrained workdir scores its dev set."""
-  _cli("-m", "bert_jax.train", "--config=configs/glue.py:dataset=sst2,runlocal=True",
+  run_python("-m", "bert_jax.train", "--config=configs/glue.py:dataset=sst2,runlocal=True",
        f"--config.init_from={workdir}", f"--config.data.data_dir={data_dir}",
        f"--workdir={finetuned}")
   with open(os.path.join(finetuned, "eval_results.json")) as f:
@@ -37,7 +21,7 @@ def _fine_tunes_on_sst2(workdir, data_dir, finetuned):
 
 @pytest.fixture(scope="module")
 def sentencepiece_vocab(corpus, tmp_path_factory):
-  return _learn_vocab("sentencepiece", corpus, tmp_path_factory)
+  return learn_vocab("sentencepiece", corpus, tmp_path_factory)
 
 
 def test_albert_config_pretrains_and_its_workdir_fine_tunes(corpus, sentencepiece_vocab,
@@ -45,7 +29,7 @@ def test_albert_config_pretrains_and_its_workdir_fine_tunes(corpus, sentencepiec
   """configs/albert.py pretrains with its shared layer scanned; the workdir fine-tunes on
   SST-2 unrolled (the params are the same tree either way)."""
   workdir = str(tmp_path / "albert")
-  _cli("-m", "bert_jax.train",
+  run_python("-m", "bert_jax.train",
        f"--config=configs/albert.py:corpus={corpus},vocab={sentencepiece_vocab},"
        "vocab_size=1000,runlocal=True", f"--workdir={workdir}",
        "--config.num_train_steps=6", "--config.eval_every_steps=0", "--config.data.cache_dir=",
@@ -64,7 +48,7 @@ def test_albert_config_pretrains_and_its_workdir_fine_tunes(corpus, sentencepiec
 
 @pytest.fixture(scope="module")
 def bpe_vocab(corpus, tmp_path_factory):
-  return _learn_vocab("bpe", corpus, tmp_path_factory)
+  return learn_vocab("bpe", corpus, tmp_path_factory)
 
 
 def test_modernbert_config_pretrains_exports_to_hf_and_fine_tunes(corpus, bpe_vocab, data_dir,
@@ -78,7 +62,7 @@ def test_modernbert_config_pretrains_exports_to_hf_and_fine_tunes(corpus, bpe_vo
   from bert_jax.weights import load_pretrained
 
   workdir = str(tmp_path / "modernbert")
-  _cli("-m", "bert_jax.train",
+  run_python("-m", "bert_jax.train",
        f"--config=configs/modernbert.py:corpus={corpus},vocab={bpe_vocab},vocab_size=1000,"
        "runlocal=True", f"--workdir={workdir}", "--config.num_train_steps=12",
        "--config.log_every_steps=1", "--config.eval_every_steps=0", "--config.data.cache_dir=",
@@ -96,7 +80,7 @@ def test_modernbert_config_pretrains_exports_to_hf_and_fine_tunes(corpus, bpe_vo
   assert os.path.isfile(os.path.join(workdir, "merges.txt"))  # the tokenizer travels along
 
   folder = str(tmp_path / "modernbert_hf")
-  _cli("-m", "bert_jax.convert", f"--input={workdir}", f"--output={folder}", "--to=hf")
+  run_python("-m", "bert_jax.convert", f"--input={workdir}", f"--output={folder}", "--to=hf")
   hf_model = transformers.ModernBertForMaskedLM.from_pretrained(
       folder, attn_implementation="eager").eval()
   ids = np.random.default_rng(0).integers(4, 1000, size=(2, 40)).astype(np.int32)
@@ -128,7 +112,7 @@ def test_continued_pretraining_takes_the_checkpoints_model_tokenizer_and_heads(
   from bert_jax.text.bpe import BPETokenizer
   from configs import continued
   folder = tmp_path / "roberta"
-  tokenizer = BPETokenizer.from_pretrained_dir(_learn_vocab("bpe", corpus, tmp_path_factory))
+  tokenizer = BPETokenizer.from_pretrained_dir(learn_vocab("bpe", corpus, tmp_path_factory))
   tokenizer.save(str(folder))
   model_config = config_for_size("roberta-tiny", vocab_size=tokenizer.vocab_size,
                                  pad_token_id=tokenizer.pad_id, num_hidden_layers=1)

@@ -29,9 +29,10 @@ from bert_jax.models.layers import attention_probs  # noqa: E402
 from bert_jax.models.task_models import (BertForPreTraining,  # noqa: E402
                                          BertForReplacedTokenDetection)
 from bert_jax.weights import load_pretrained  # noqa: E402
-from tests.hf_reference import hf_state, random_hf_model  # noqa: E402
+from tests.helpers.hf_reference import (assert_bit_identical, assert_parity,  # noqa: E402
+                                        hf_forward, hf_from_pretrained, hf_state, max_diff,
+                                        perturbed, random_batch, random_hf_model, TOL)
 
-TOL = 1e-5
 CONFIGS = {
     # pad_token_id 1 as roberta-base; one segment row (token_type_ids are ignored).
     "roberta_h48_l3": BertConfig(
@@ -76,52 +77,6 @@ CONFIGS = {
 FAMILIES = ("roberta", "distilbert", "albert", "electra")
 
 
-def _batch(config, lengths, max_len, seed):
-  """ids (real tokens never the pad id; padding is the pad id), token types, mask."""
-  rng = np.random.default_rng(seed)
-  pad = config.pad_token_id
-  ids = rng.integers(0, config.vocab_size - 1, size=(len(lengths), max_len))
-  ids = np.where(ids >= pad, ids + 1, ids).astype(np.int32)
-  mask = (np.arange(max_len)[None] < np.asarray(lengths)[:, None]).astype(np.int32)
-  ids = np.where(mask == 1, ids, pad).astype(np.int32)
-  types = (rng.integers(0, 2, size=ids.shape) * mask).astype(np.int32)
-  return ids, types, mask
-
-
-def _hf_forward(model, config, ids, types, mask):
-  """HF outputs; token types only where HF reads them (RoBERTa gets zeros for one row)."""
-  kwargs = dict(input_ids=torch.tensor(ids, dtype=torch.long),
-                attention_mask=torch.tensor(mask, dtype=torch.long))
-  if config.type_vocab_size:
-    hf_types = types if config.type_vocab_size > 1 else np.zeros_like(types)
-    kwargs["token_type_ids"] = torch.tensor(hf_types, dtype=torch.long)
-  with torch.no_grad():
-    return model(**kwargs, output_hidden_states=True)
-
-
-def _max_diff(ours, theirs, mask=None):
-  ours, theirs = np.asarray(ours), np.asarray(theirs)
-  assert ours.shape == theirs.shape, (ours.shape, theirs.shape)
-  diff = np.abs(ours - theirs)
-  if mask is not None:
-    diff = diff * mask.reshape(mask.shape + (1,) * (diff.ndim - mask.ndim))
-  return float(diff.max())
-
-
-def _assert_parity(out, ref, config, mask, logits=None):
-  """All hidden states (and the MLM logits, the SOP logits where HF has them) within TOL
-  at the real tokens."""
-  assert len(out.hidden_states) == len(ref.hidden_states) == config.num_hidden_layers + 1
-  diffs = {f"hidden_states[{i}]": _max_diff(a, b, mask)
-           for i, (a, b) in enumerate(zip(out.hidden_states, ref.hidden_states))}
-  if logits is not None:
-    diffs["mlm_logits"] = _max_diff(out.mlm_logits, logits, mask)
-  if getattr(ref, "sop_logits", None) is not None:
-    diffs["sop_logits"] = _max_diff(out.sentence_logits["sop"], ref.sop_logits)
-  assert max(diffs.values()) < TOL, diffs
-  return diffs
-
-
 def _mlm_logits(ref):
   """HF's MLM logits (AlbertForPreTraining calls them prediction_logits)."""
   return ref.logits if hasattr(ref, "logits") else ref.prediction_logits
@@ -129,8 +84,8 @@ def _mlm_logits(ref):
 
 def _assert_discriminator_parity(out, ref, config, mask):
   """ELECTRA's discriminator: hidden states and the per-token logits [B, T] within TOL."""
-  _assert_parity(out, ref, config, mask)
-  assert _max_diff(out.logits, ref.logits, mask) < TOL
+  assert_parity(out, ref, config, mask)
+  assert max_diff(out.logits, ref.logits, mask) < TOL
 
 
 # Dense layers feeding an activation (HF names): their weights are scaled up in the HF ->
@@ -149,15 +104,6 @@ def _sharpened(model, factor=30.0):
   return model
 
 
-def _perturbed(params, seed):
-  """Non-zero biases and LayerNorms (so mapping mistakes show), float32."""
-  leaves, tree = jax.tree.flatten(params)
-  rng = np.random.default_rng(seed)
-  leaves = [np.asarray(x) + rng.normal(0, 0.1, np.shape(x)).astype(np.float32)
-            for x in leaves]
-  return jax.tree.unflatten(tree, leaves)
-
-
 # --- HF -> ours -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -165,18 +111,18 @@ def test_hf_to_ours_parity(name):
   config = CONFIGS[name]
   family = family_of(config)
   classes = hf_families.FAMILIES[config.family]
-  ids, types, mask = _batch(config, [11, 5, 1], 11, seed=1)
+  ids, types, mask = random_batch(config, [11, 5, 1], 11, seed=1)
 
   hf_mlm = _sharpened(random_hf_model(config, seed=0, cls_name=classes.pretraining_class))
   state = hf.normalize_names(hf_state(hf_mlm), "t", config.family)
   params, with_heads = hf.state_to_params(state, config, "t")
   assert with_heads and ("pooler" in params["bert"]) == family.pretraining_pooler
-  ref = _hf_forward(hf_mlm, config, ids, types, mask)
+  ref = hf_forward(hf_mlm, config, ids, types, mask)
   out = BertForPreTraining(config).apply({"params": params}, ids, types, mask,
                                          output_hidden_states=True)
   assert sorted(out.sentence_logits) == sorted(family.sentence_heads)
   assert (out.pooled_output is None) == (not family.pretraining_pooler)
-  _assert_parity(out, ref, config, mask, _mlm_logits(ref))
+  assert_parity(out, ref, config, mask, _mlm_logits(ref))
 
   # The bare encoder (RobertaModel and AlbertModel have a pooler, DistilBertModel and
   # ElectraModel none), unprefixed names.
@@ -184,12 +130,12 @@ def test_hf_to_ours_parity(name):
   state = hf.normalize_names(hf_state(hf_encoder), "t", config.family)
   params, with_heads = hf.state_to_params(state, config, "t")
   assert not with_heads
-  ref = _hf_forward(hf_encoder, config, ids, types, mask)
+  ref = hf_forward(hf_encoder, config, ids, types, mask)
   out = BertModel(config).apply({"params": params}, ids, types, mask,
                                 output_hidden_states=True)
-  _assert_parity(out, ref, config, mask)
+  assert_parity(out, ref, config, mask)
   if family.pooler:
-    assert _max_diff(out.pooled_output, ref.pooler_output) < TOL
+    assert max_diff(out.pooled_output, ref.pooler_output) < TOL
   else:
     assert out.pooled_output is None and "pooler" not in params
 
@@ -199,7 +145,7 @@ def test_hf_to_ours_parity(name):
     state = hf.normalize_names(hf_state(hf_model), "t", config.family)
     params, with_heads = hf.state_to_params(state, config, "t")
     assert with_heads and task_model == "replaced_token_detection"
-    ref = _hf_forward(hf_model, config, ids, types, mask)
+    ref = hf_forward(hf_model, config, ids, types, mask)
     out = BertForReplacedTokenDetection(config).apply({"params": params}, ids, types, mask,
                                                       output_hidden_states=True)
     _assert_discriminator_parity(out, ref, config, mask)
@@ -211,12 +157,12 @@ def test_albert_shared_layer_scans_equal_to_hf_and_the_unrolled_model():
   the MLM and SOP logits within TOL of HF's ALBERT; attention weights and gradients equal
   to the unrolled model's. Part-shared layers cannot scan (a one-line error)."""
   config = CONFIGS["albert_h48_l3"]
-  ids, types, mask = _batch(config, [11, 5, 1], 11, seed=1)
+  ids, types, mask = random_batch(config, [11, 5, 1], 11, seed=1)
   hf_mlm = _sharpened(random_hf_model(config, seed=0, cls_name="AlbertForPreTraining"))
   params, _ = hf.state_to_params(hf.normalize_names(hf_state(hf_mlm), "t", "albert"),
                                  config, "t")
   assert layout.stack_layers(params, *layout.stacked_layout(config)) == params
-  ref = _hf_forward(hf_mlm, config, ids, types, mask)
+  ref = hf_forward(hf_mlm, config, ids, types, mask)
   _, unrolled = BertForPreTraining(config).apply(
       {"params": params}, ids, types, mask, mutable=["intermediates"])
 
@@ -230,7 +176,7 @@ def test_albert_shared_layer_scans_equal_to_hf_and_the_unrolled_model():
     out, state = BertForPreTraining(scan).apply(
         {"params": params}, ids, types, mask, output_hidden_states=True,
         mutable=["intermediates"])
-    _assert_parity(out, ref, config, mask, _mlm_logits(ref))
+    assert_parity(out, ref, config, mask, _mlm_logits(ref))
     for ours, theirs in zip(attention_probs(state["intermediates"], 3),
                             attention_probs(unrolled["intermediates"], 3), strict=True):
       np.testing.assert_allclose(ours, theirs, atol=1e-6)
@@ -257,74 +203,60 @@ def test_roberta_position_ids_count_real_tokens_from_pad_plus_one():
 
 # --- ours -> HF -> ours ---------------------------------------------------------------
 
-def _hf_from_pretrained(folder, cls_name):
-  """HF's class loads our folder with no missing or unexpected keys."""
-  model, info = getattr(transformers, cls_name).from_pretrained(
-      folder, output_loading_info=True, attn_implementation="eager")
-  assert not info["missing_keys"] and not info["unexpected_keys"], info
-  return model.eval()
-
-
-def _assert_bit_identical(params, back):
-  flat_a, flat_b = mapping.flatten(params), mapping.flatten(jax.device_get(back))
-  assert flat_a.keys() == flat_b.keys()
-  for k in flat_a:
-    np.testing.assert_array_equal(flat_a[k], flat_b[k], err_msg=k)
-
 
 @pytest.mark.parametrize("name", ["roberta_h48_l3", "distilbert_h48_l3", "albert_h48_l3",
                                   "electra_h48_l3"])
 def test_ours_to_hf_parity_and_round_trip(name, tmp_path):
   config = CONFIGS[name]
   classes = hf_families.FAMILIES[config.family]
-  ids, types, mask = _batch(config, [9, 4], 9, seed=2)
+  ids, types, mask = random_batch(config, [9, 4], 9, seed=2)
   model = BertForPreTraining(config)
-  params = _perturbed(nn.unbox(model.init(jax.random.key(3), ids)["params"]), seed=5)
+  params = perturbed(nn.unbox(model.init(jax.random.key(3), ids)["params"]), seed=5)
   hf.save(str(tmp_path / "mlm"), config, params)
   with open(tmp_path / "mlm" / "config.json") as f:
     assert json.load(f)["architectures"] == [classes.pretraining_class]
-  hf_mlm = _hf_from_pretrained(str(tmp_path / "mlm"), classes.pretraining_class)
-  ref = _hf_forward(hf_mlm, config, ids, types, mask)
+  hf_mlm = hf_from_pretrained(str(tmp_path / "mlm"), classes.pretraining_class)
+  ref = hf_forward(hf_mlm, config, ids, types, mask)
   out = model.apply({"params": params}, ids, types, mask, output_hidden_states=True)
-  _assert_parity(out, ref, config, mask, _mlm_logits(ref))
+  assert_parity(out, ref, config, mask, _mlm_logits(ref))
   # ours -> HF -> ours is bit-identical, through load_pretrained (config.json picks the
   # family) as through hf.load.
   loaded, variables = load_pretrained(str(tmp_path / "mlm"))
   assert loaded.config == config and type(loaded).__name__ == "BertForPreTraining"
-  _assert_bit_identical(params, variables["params"])
+  assert_bit_identical(params, variables["params"])
 
   # The bare encoder: the family's HF encoder class loads it with nothing missing.
   encoder = BertModel(config)
-  enc_params = _perturbed(nn.unbox(encoder.init(jax.random.key(4), ids)["params"]), seed=6)
+  enc_params = perturbed(nn.unbox(encoder.init(jax.random.key(4), ids)["params"]), seed=6)
   hf.save(str(tmp_path / "encoder"), config, enc_params)
-  hf_encoder = _hf_from_pretrained(str(tmp_path / "encoder"), classes.encoder_class)
-  ref = _hf_forward(hf_encoder, config, ids, types, mask)
+  hf_encoder = hf_from_pretrained(str(tmp_path / "encoder"), classes.encoder_class)
+  ref = hf_forward(hf_encoder, config, ids, types, mask)
   out = encoder.apply({"params": enc_params}, ids, types, mask, output_hidden_states=True)
-  _assert_parity(out, ref, config, mask)
+  assert_parity(out, ref, config, mask)
   if family_of(config).pooler:
-    assert _max_diff(out.pooled_output, ref.pooler_output) < TOL
+    assert max_diff(out.pooled_output, ref.pooler_output) < TOL
   _, back, _ = hf.load(str(tmp_path / "encoder"))
-  _assert_bit_identical(enc_params, back)
+  assert_bit_identical(enc_params, back)
 
   # ELECTRA's discriminator: ElectraForPreTraining loads it; load_pretrained gives it back.
   for task_model, cls_name in classes.other_head_classes:
     disc = BertForReplacedTokenDetection(config)
-    disc_params = _perturbed(nn.unbox(disc.init(jax.random.key(5), ids)["params"]), seed=7)
+    disc_params = perturbed(nn.unbox(disc.init(jax.random.key(5), ids)["params"]), seed=7)
     folder = str(tmp_path / task_model)
     hf.save(folder, config, disc_params)
-    ref = _hf_forward(_hf_from_pretrained(folder, cls_name), config, ids, types, mask)
+    ref = hf_forward(hf_from_pretrained(folder, cls_name), config, ids, types, mask)
     out = disc.apply({"params": disc_params}, ids, types, mask, output_hidden_states=True)
     _assert_discriminator_parity(out, ref, config, mask)
     loaded, variables = load_pretrained(folder)
     assert type(loaded).__name__ == "BertForReplacedTokenDetection"
-    _assert_bit_identical(disc_params, variables["params"])
+    assert_bit_identical(disc_params, variables["params"])
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_convert_cli_round_trip_keeps_the_family(family, tmp_path):
   from bert_jax.convert.__main__ import convert
   config = CONFIGS[f"{family}_h48_l3"]
-  params = _perturbed(nn.unbox(BertForPreTraining(config).init(
+  params = perturbed(nn.unbox(BertForPreTraining(config).init(
       jax.random.key(0), np.zeros((1, 4), np.int32))["params"]), seed=1)
   hf.save(str(tmp_path / "hf"), config, params)
   convert(str(tmp_path / "hf"), str(tmp_path / "native"), to="native")
@@ -435,8 +367,8 @@ def test_layer_sharing_param_trees_and_outputs(sharing, shared, own):
   the rest; with every layer's own params equal to the shared layer's, each sharing mode
   computes exactly the all-shared model (so each applies attention, then FFN, L times)."""
   base = CONFIGS["albert_h48_l3"]
-  ids, types, mask = _batch(base, [7, 3], 7, seed=3)
-  all_params = _perturbed(nn.unbox(BertModel(base).init(jax.random.key(0), ids)["params"]), 1)
+  ids, types, mask = random_batch(base, [7, 3], 7, seed=3)
+  all_params = perturbed(nn.unbox(BertModel(base).init(jax.random.key(0), ids)["params"]), 1)
   config = base.replace(layer_sharing=sharing)
   model = BertModel(config)
   params = nn.unbox(model.init(jax.random.key(0), ids)["params"])

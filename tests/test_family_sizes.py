@@ -4,10 +4,7 @@ roberta-base, distilbert-base-uncased, albert-base-v2 and electra-small (and ELE
 generator sizes) as `config_for_size` gives them, against HF's configs; parameter counts of
 every encoder and pretraining model counted from shapes only (no weights allocated).
 """
-import jax
-import numpy as np
 import pytest
-from flax import linen as nn
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -17,6 +14,7 @@ from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import config_for_size, generator_config  # noqa: E402
 from bert_jax.models.task_models import (BertForPreTraining,  # noqa: E402
                                          BertForReplacedTokenDetection)
+from tests.helpers.hf_reference import hf_param_count, our_param_count  # noqa: E402
 
 
 def test_published_sizes():
@@ -44,16 +42,6 @@ def test_published_sizes():
 
 # --- parameter counts at the published sizes ------------------------------------------
 
-def _our_count(module):
-  shapes = jax.eval_shape(lambda: module.init(jax.random.key(0), np.zeros((1, 8), np.int32)))
-  return sum(x.size for x in jax.tree.leaves(nn.unbox(shapes["params"])))
-
-
-def _hf_count(cls, hf_config):
-  with torch.device("meta"):  # shapes only, no memory
-    model = cls(hf_config)
-  return sum(p.numel() for p in model.parameters())  # tied tensors counted once
-
 
 def test_parameter_counts_equal_hf_at_published_sizes():
   # HF's defaults, plus roberta-base's published differences from them (its config.json).
@@ -62,14 +50,14 @@ def test_parameter_counts_equal_hf_at_published_sizes():
   distil_hf = transformers.DistilBertConfig()  # = distilbert-base-uncased
   roberta, distil = config_for_size("roberta-base"), config_for_size("distilbert-base-uncased")
   counts = {
-      "roberta encoder": (_our_count(BertModel(roberta)),
-                          _hf_count(transformers.RobertaModel, roberta_hf)),
-      "roberta mlm": (_our_count(BertForPreTraining(roberta)),
-                      _hf_count(transformers.RobertaForMaskedLM, roberta_hf)),
-      "distilbert encoder": (_our_count(BertModel(distil)),
-                             _hf_count(transformers.DistilBertModel, distil_hf)),
-      "distilbert mlm": (_our_count(BertForPreTraining(distil)),
-                         _hf_count(transformers.DistilBertForMaskedLM, distil_hf)),
+      "roberta encoder": (our_param_count(BertModel(roberta)),
+                          hf_param_count(transformers.RobertaModel, roberta_hf)),
+      "roberta mlm": (our_param_count(BertForPreTraining(roberta)),
+                      hf_param_count(transformers.RobertaForMaskedLM, roberta_hf)),
+      "distilbert encoder": (our_param_count(BertModel(distil)),
+                             hf_param_count(transformers.DistilBertModel, distil_hf)),
+      "distilbert mlm": (our_param_count(BertForPreTraining(distil)),
+                         hf_param_count(transformers.DistilBertForMaskedLM, distil_hf)),
   }
   # albert-base-v2: HF AlbertConfig's defaults at base sizes; electra-small: ElectraConfig's.
   albert_hf = transformers.AlbertConfig(hidden_size=768, num_attention_heads=12,
@@ -77,16 +65,16 @@ def test_parameter_counts_equal_hf_at_published_sizes():
   electra_hf = transformers.ElectraConfig()
   albert, electra = config_for_size("albert-base-v2"), config_for_size("electra-small")
   counts.update({
-      "albert encoder": (_our_count(BertModel(albert)),
-                         _hf_count(transformers.AlbertModel, albert_hf)),
-      "albert pretraining": (_our_count(BertForPreTraining(albert)),
-                             _hf_count(transformers.AlbertForPreTraining, albert_hf)),
-      "electra encoder": (_our_count(BertModel(electra)),
-                          _hf_count(transformers.ElectraModel, electra_hf)),
-      "electra discriminator": (_our_count(BertForReplacedTokenDetection(electra)),
-                                _hf_count(transformers.ElectraForPreTraining, electra_hf)),
-      "electra generator": (_our_count(BertForPreTraining(electra)),
-                            _hf_count(transformers.ElectraForMaskedLM, electra_hf)),
+      "albert encoder": (our_param_count(BertModel(albert)),
+                         hf_param_count(transformers.AlbertModel, albert_hf)),
+      "albert pretraining": (our_param_count(BertForPreTraining(albert)),
+                             hf_param_count(transformers.AlbertForPreTraining, albert_hf)),
+      "electra encoder": (our_param_count(BertModel(electra)),
+                          hf_param_count(transformers.ElectraModel, electra_hf)),
+      "electra discriminator": (our_param_count(BertForReplacedTokenDetection(electra)),
+                                hf_param_count(transformers.ElectraForPreTraining, electra_hf)),
+      "electra generator": (our_param_count(BertForPreTraining(electra)),
+                            hf_param_count(transformers.ElectraForMaskedLM, electra_hf)),
   })
   for name, (ours, theirs) in counts.items():
     assert ours == theirs, (name, ours, theirs)

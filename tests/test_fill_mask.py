@@ -11,7 +11,7 @@ from bert_jax.text.wordpiece import WordPieceTokenizer
 from bert_jax.fill_mask import fill_mask
 from bert_jax.models.config import BertConfig
 from bert_jax.weights import load_pretrained
-from hf_reference import random_hf_model
+from tests.helpers.hf_reference import random_hf_model
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEXTS = ["the cat sat on the [MASK] .", "paris is the [MASK] of [MASK] ."]

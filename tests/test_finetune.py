@@ -3,13 +3,10 @@
 A small random BERT with the real uncased vocab stands in for pretrained weights (fast
 compiles); tests/test_finetune_quality.py checks real scores from real weights.
 """
-import json
 import os
 
-import jax
 import numpy as np
 import pytest
-from flax import linen as nn
 
 import bert_jax
 from bert_jax import checkpoint
@@ -18,34 +15,14 @@ from bert_jax.finetune import base, glue_reader
 from bert_jax.models import task_models
 from bert_jax.text.tokenizers import make_tokenizer
 from bert_jax.models.config import BertConfig
-from bert_jax.models.bert import BertModel
 from configs import conll, glue, squad, swag
-
-
-@pytest.fixture(scope="module")
-def small_bert(tmp_path_factory, vocab_path):
-  """A random L2/H32 encoder saved as a bert_jax model with the real vocab."""
-  config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
-                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
-  ids = np.zeros((1, 4), np.int32)
-  params = nn.unbox(BertModel(config).init(jax.random.key(0), ids)["params"])
-  folder = str(tmp_path_factory.mktemp("small_bert"))
-  checkpoint.save_model(folder, config, jax.device_get(params), vocab_path=vocab_path)
-  return folder
-
-
-def _run(config, workdir, small_bert):
-  config.init_from = small_bert
-  config.data.max_seq_length = min(config.data.max_seq_length, 64)
-  trainer.train_and_evaluate(config, str(workdir))
-  with open(os.path.join(workdir, "eval_results.json")) as f:
-    return json.load(f)
+from tests.helpers.runs import run_finetune
 
 
 def test_glue_sst2_classification_and_predictions(small_bert, tmp_path):
   config = glue.get_config("dataset=sst2,runlocal=True")
   config.predict = True
-  results = _run(config, tmp_path, small_bert)
+  results = run_finetune(config, tmp_path, small_bert)
   assert 0.0 <= results["eval_accuracy"] <= 1.0 and results["step"] == 8
   with open(tmp_path / "predictions_sst2.tsv") as f:
     rows = f.read().splitlines()
@@ -61,7 +38,7 @@ def test_glue_sst2_classification_and_predictions(small_bert, tmp_path):
 
 
 def test_glue_stsb_regression(small_bert, tmp_path):
-  results = _run(glue.get_config("dataset=stsb,runlocal=True"), tmp_path, small_bert)
+  results = run_finetune(glue.get_config("dataset=stsb,runlocal=True"), tmp_path, small_bert)
   assert {"eval_pearson", "eval_spearman"} <= set(results)
 
 
@@ -69,7 +46,7 @@ def test_glue_mrpc_reads_the_bom_file(small_bert, tmp_path):
   config = glue.get_config("dataset=mrpc,runlocal=True")
   config.data.sources.dev = config.data.sources.train  # MRPC dev is withheld
   config.data.eval_split = "train"
-  results = _run(config, tmp_path, small_bert)
+  results = run_finetune(config, tmp_path, small_bert)
   assert {"eval_f1", "eval_accuracy"} <= set(results)
 
 
@@ -79,7 +56,7 @@ def test_conll_tagging(small_bert, tmp_path, column, metric):
   workdir = tmp_path / "conll"
   config = conll.get_config(f"column={column},runlocal=True")
   config.predict = True
-  results = _run(config, workdir, small_bert)
+  results = run_finetune(config, workdir, small_bert)
   assert 0.0 <= results[metric] <= 1.0
   labels = list(conll_reader.COLUMNS[column].labels)
   rows = (workdir / conll_reader.COLUMNS[column].predictions_file).read_text().splitlines()
@@ -104,12 +81,12 @@ def test_conll_tagging(small_bert, tmp_path, column, metric):
 def test_squad(small_bert, tmp_path, version, key):
   config = squad.get_config(f"version={version},runlocal=True")
   config.data.heldout_fraction = 0.03
-  results = _run(config, tmp_path, small_bert)
+  results = run_finetune(config, tmp_path, small_bert)
   assert key in results and "eval_f1" in results
 
 
 def test_swag_multiple_choice(small_bert, tmp_path):
-  results = _run(swag.get_config("runlocal=True"), tmp_path, small_bert)
+  results = run_finetune(swag.get_config("runlocal=True"), tmp_path, small_bert)
   assert 0.0 <= results["eval_accuracy"] <= 1.0
 
 
@@ -126,7 +103,7 @@ def test_frozen_encoder_trains_only_the_head(small_bert, tmp_path):
   config = glue.get_config("dataset=sst2,runlocal=True")
   config.freeze_encoder = True
   config.feature_layers = "-2,-1"
-  _run(config, tmp_path, small_bert)
+  run_finetune(config, tmp_path, small_bert)
   _, before, _ = load_params(small_bert)
   _, after, _ = load_params(str(tmp_path))
   enc_before, enc_after = flatten(before), flatten(after["bert"])
@@ -142,7 +119,7 @@ def test_random_init_takes_the_architecture_but_not_the_weights(small_bert, tmp_
   config = glue.get_config("dataset=sst2,runlocal=True")
   config.random_init = True
   config.num_train_epochs = 0.01  # one step: the weights stay near their initialisation
-  _run(config, tmp_path, small_bert)
+  run_finetune(config, tmp_path, small_bert)
   _, pretrained, _ = load_params(small_bert)
   _, trained, _ = load_params(str(tmp_path))
   embeddings = flatten(trained["bert"])["embeddings/word_embeddings/embedding"]
@@ -154,10 +131,10 @@ def test_zero_steps_evaluates_a_fine_tuned_model_as_it_is(small_bert, tmp_path):
   """num_train_steps=0 with num_train_epochs=0 from a fine-tuned model: its own eval, no
   step taken; from a model without the task's head: refused before anything is written."""
   config = glue.get_config("dataset=sst2,runlocal=True")
-  tuned = _run(config, tmp_path / "tuned", small_bert)
+  tuned = run_finetune(config, tmp_path / "tuned", small_bert)
   again = glue.get_config("dataset=sst2,runlocal=True")
   again.num_train_epochs = 0
-  results = _run(again, tmp_path / "eval_only", str(tmp_path / "tuned"))
+  results = run_finetune(again, tmp_path / "eval_only", str(tmp_path / "tuned"))
   assert results == {"step": 0, "eval_accuracy": tuned["eval_accuracy"]}
   # GLUE's submission file for an unlabeled test file: predictions, no metrics.
   test = tmp_path / "test.tsv"
@@ -165,14 +142,14 @@ def test_zero_steps_evaluates_a_fine_tuned_model_as_it_is(small_bert, tmp_path):
   submit = glue.get_config("dataset=sst2,runlocal=True")
   submit.num_train_epochs, submit.predict = 0, True
   submit.data.sources.test, submit.data.eval_split = str(test), "test"
-  assert _run(submit, tmp_path / "test_run", str(tmp_path / "tuned")) == {"step": 0}
+  assert run_finetune(submit, tmp_path / "test_run", str(tmp_path / "tuned")) == {"step": 0}
   rows = (tmp_path / "test_run" / "predictions_sst2.tsv").read_text().splitlines()
   assert rows[0] == "index\tprediction" and len(rows) == 3
   fresh = glue.get_config("dataset=sst2,runlocal=True")
   fresh.num_train_epochs = 0
   with pytest.raises(ValueError, match=r"evaluates init_from .* as it is, but the model would "
                      r"have newly initialised \[.*'classifier'\]"):
-    _run(fresh, tmp_path / "refused", small_bert)
+    run_finetune(fresh, tmp_path / "refused", small_bert)
   assert not os.path.exists(tmp_path / "refused")
 
 

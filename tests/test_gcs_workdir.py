@@ -28,7 +28,7 @@ from bert_jax import storage
 from bert_jax.run import trainer
 from bert_jax.run.workdir import WorkdirLock, WorkdirLocked
 from configs import tiny
-from tests.conftest import REPO, set_fields
+from tests.helpers.runs import REPO, set_fields
 
 BUCKET = "runs"
 # configs/tiny.py:runlocal=True at test_train's kill-run shapes, a checkpoint every 8 steps:

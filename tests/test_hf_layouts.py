@@ -16,7 +16,7 @@ transformers = pytest.importorskip("transformers")
 
 from bert_jax.models.config import BertConfig  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402
-from tests.hf_reference import hf_config  # noqa: E402
+from tests.helpers.hf_reference import hf_config  # noqa: E402
 
 TOL = 1e-5
 _SHAPE = dict(hidden_size=36, num_hidden_layers=2, num_attention_heads=3,

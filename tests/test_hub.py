@@ -22,8 +22,8 @@ transformers = pytest.importorskip("transformers")
 from bert_jax import hub  # noqa: E402
 from bert_jax.models.config import BertConfig  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402
-from tests.hf_reference import hf_config  # noqa: E402
-from tests.hub_server import HubServer  # noqa: E402
+from tests.helpers.hf_reference import hf_config  # noqa: E402
+from tests.helpers.hub_server import HubServer  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOL = 1e-5

@@ -192,7 +192,7 @@ def test_ernie_config_pretrains_with_knowledge_masking_and_exports_to_hf(tmp_pat
   from bert_jax.run import trainer
   from bert_jax.convert.__main__ import convert
   from configs import ernie
-  from tests.conftest import TINY_PRETRAINING, set_fields
+  from tests.helpers.runs import TINY_PRETRAINING, set_fields
   corpus = _write_corpus(str(tmp_path))
   config = set_fields(ernie.get_config(f"corpus={corpus},runlocal=True"),
                       {**TINY_PRETRAINING, "num_train_steps": 3, "eval_every_steps": 0,

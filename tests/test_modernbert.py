@@ -26,10 +26,9 @@ from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
 from bert_jax.models.layers import attention_probs  # noqa: E402
 from bert_jax.models.task_models import TASK_MODELS, BertForPreTraining  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402
-from tests.hf_reference import hf_state, random_hf_model  # noqa: E402
-from tests.test_family_sizes import _hf_count, _our_count  # noqa: E402
-from tests.test_family_parity import (TOL, _assert_parity, _batch,  # noqa: E402
-                                      _hf_forward, _max_diff)
+from tests.helpers.hf_reference import (assert_parity, hf_forward,  # noqa: E402
+                                        hf_param_count, hf_state, max_diff, our_param_count,
+                                        random_batch, random_hf_model, TOL)
 
 CONFIGS = {
     # The released models' structure (no biases): layers 0 and 2 global, layer 1 local with
@@ -68,30 +67,30 @@ def _random_hf(config, seed, cls_name):
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_hf_to_ours_parity(name):
   config = CONFIGS[name]
-  ids, types, mask = _batch(config, LENGTHS, MAX_LEN, seed=1)
+  ids, types, mask = random_batch(config, LENGTHS, MAX_LEN, seed=1)
   hf_mlm = _random_hf(config, 0, "ModernBertForMaskedLM")
   state = hf.normalize_names(hf_state(hf_mlm), "t", "modernbert")
   params, with_heads = hf.state_to_params(state, config, "t")
   assert with_heads and "pooler" not in params["bert"]
   assert "attention_layer_norm" not in params["bert"]["encoder"]["layer_0"]
-  ref = _hf_forward(hf_mlm, config, ids, types, mask)
+  ref = hf_forward(hf_mlm, config, ids, types, mask)
   model = BertForPreTraining(config)
   out = model.apply({"params": params}, ids, types, mask, output_hidden_states=True)
   assert out.sentence_logits == {} and out.pooled_output is None
-  _assert_parity(out, ref, config, mask, ref.logits)
+  assert_parity(out, ref, config, mask, ref.logits)
   # The test can fail: all-global attention (no window) is far from HF's.
   no_window = BertForPreTraining(config.replace(global_attn_every_n_layers=1))
   wrong = no_window.apply({"params": params}, ids, types, mask)
-  assert _max_diff(wrong.mlm_logits, ref.logits, mask) > 10 * TOL
+  assert max_diff(wrong.mlm_logits, ref.logits, mask) > 10 * TOL
 
   hf_encoder = _random_hf(config, 4, "ModernBertModel")
   state = hf.normalize_names(hf_state(hf_encoder), "t", "modernbert")
   params, with_heads = hf.state_to_params(state, config, "t")
   assert not with_heads and "pooler" not in params
-  ref = _hf_forward(hf_encoder, config, ids, types, mask)
+  ref = hf_forward(hf_encoder, config, ids, types, mask)
   out = BertModel(config).apply({"params": params}, ids, types, mask,
                                 output_hidden_states=True)
-  _assert_parity(out, ref, config, mask)
+  assert_parity(out, ref, config, mask)
   assert out.pooled_output is None
 
 
@@ -113,7 +112,7 @@ def test_scanned_layers_equal_hf_and_the_unrolled_model(remat_policy):
   re-initialising the top layer placed on the stacked axis."""
   config = CONFIGS["modernbert_h48_l3"]
   scan = config.replace(scan_layers=True, remat_policy=remat_policy)
-  ids, types, mask = _batch(config, LENGTHS, MAX_LEN, seed=1)
+  ids, types, mask = random_batch(config, LENGTHS, MAX_LEN, seed=1)
   hf_mlm = _random_hf(config, 0, "ModernBertForMaskedLM")
   params, _ = hf.state_to_params(hf.normalize_names(hf_state(hf_mlm), "t", "modernbert"),
                                  config, "t")
@@ -126,11 +125,11 @@ def test_scanned_layers_equal_hf_and_the_unrolled_model(remat_policy):
   unstacked = layout.unstack_layers(stacked, *layout.stacked_layout(scan))
   assert jax.tree.all(jax.tree.map(np.array_equal, unstacked, params))
 
-  ref = _hf_forward(hf_mlm, config, ids, types, mask)
+  ref = hf_forward(hf_mlm, config, ids, types, mask)
   out, state = BertForPreTraining(scan).apply(
       {"params": stacked}, ids, types, mask, output_hidden_states=True,
       mutable=["intermediates"])
-  _assert_parity(out, ref, config, mask, ref.logits)
+  assert_parity(out, ref, config, mask, ref.logits)
   _, unrolled_state = BertForPreTraining(config).apply(
       {"params": params}, ids, types, mask, mutable=["intermediates"])
   probs = attention_probs(state["intermediates"], 3)
@@ -234,14 +233,14 @@ def test_wrong_shape_names_tensor_and_both_shapes(tmp_path, family_parity):
 def test_parameter_count_equals_hf_at_base_size():
   base = config_for_size("modernbert-base")
   hf_config = transformers.ModernBertConfig()
-  ours = _our_count(BertModel(base))
-  assert ours == _hf_count(transformers.ModernBertModel, hf_config) == 149_014_272
-  assert (_our_count(BertForPreTraining(base))
-          == _hf_count(transformers.ModernBertForMaskedLM, hf_config))
+  ours = our_param_count(BertModel(base))
+  assert ours == hf_param_count(transformers.ModernBertModel, hf_config) == 149_014_272
+  assert (our_param_count(BertForPreTraining(base))
+          == hf_param_count(transformers.ModernBertForMaskedLM, hf_config))
 
 
 def test_every_kernel_has_logical_axes_the_rules_cover():
-  from tests.test_sharding import ruled_partition_specs
+  from tests.helpers.partition import ruled_partition_specs
   specs = ruled_partition_specs(CONFIGS["modernbert_h48_l3"])
   layer = specs["bert/encoder/layer_1/attention/qkv/kernel"]
   assert tuple(layer) == ("embed", None, "heads", "kv")
@@ -289,7 +288,7 @@ def test_task_models_run_on_the_modernbert_encoder(task_model):
   config = CONFIGS["modernbert_h48_l3"]
   spec = {"multiple_choice": {}, "question_answering": {}}.get(task_model, {"num_labels": 3})
   model = TASK_MODELS[task_model](config, **spec)
-  ids, types, mask = _batch(config, [9, 4], 9, seed=0)
+  ids, types, mask = random_batch(config, [9, 4], 9, seed=0)
   if task_model == "multiple_choice":
     ids, types, mask = ids[:, None], types[:, None], mask[:, None]
   variables = model.init(jax.random.key(0), ids, types, mask)

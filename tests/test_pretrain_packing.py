@@ -12,13 +12,12 @@ from bert_jax import tasks
 from bert_jax.run import trainer
 from bert_jax.pretrain import builders
 from bert_jax.pretrain import inspect as inspect_lib
-from bert_jax.pretrain import nsp_pairs
 from bert_jax.pretrain import pipeline
 from bert_jax.pretrain import sentence_blocks
 from bert_jax.text.corpus import TokenizedCorpus
 from bert_jax.text.wordpiece import WordPieceTokenizer
-from tests.conftest import tiny_pretraining_config
-from tests.test_nsp_pairs import synthetic_corpus
+from tests.helpers.runs import tiny_pretraining_config
+from tests.helpers.corpora import synthetic_corpus
 
 CLS, SEP, PAD = -2, -1, -3  # the synthetic corpus's token i has id i >= 0
 

@@ -19,7 +19,7 @@ from bert_jax.pretrain import objectives
 from bert_jax.pretrain import selectors
 from bert_jax.pretrain import pipeline
 from bert_jax.text.wordpiece import WordPieceTokenizer
-from tests.conftest import tiny_pretraining_config
+from tests.helpers.runs import tiny_pretraining_config
 
 def small_config(corpus, **changes):
   return tiny_pretraining_config(corpus, **{"num_train_steps": 3, "eval_every_steps": 0,

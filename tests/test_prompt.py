@@ -191,8 +191,8 @@ def test_prompt_model_exports_as_the_familys_masked_lm(name, tmp_path):
   torch = pytest.importorskip("torch")
   transformers = pytest.importorskip("transformers")
   from bert_jax.convert import hf_families, hf
-  from tests.test_task_heads_hf import CONFIGS
-  config = CONFIGS[name]
+  from tests.helpers.family_tables import TINY_MEMBERS
+  config = TINY_MEMBERS[name]
   mask = 5
   spec = {"task_model": "prompt_classification", "label_token_ids": [9, 17, 40],
           "mask_token_id": mask}

@@ -29,9 +29,9 @@ from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig  # noqa: E402
 from bert_jax.models.task_models import BertForPreTraining  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402
-from tests.hf_reference import hf_state, random_hf_model  # noqa: E402
-from tests.test_family_parity import (TOL, _assert_parity, _batch, _hf_forward,  # noqa: E402
-                                      _max_diff, _perturbed)
+from tests.helpers.hf_reference import (  # noqa: E402
+    TOL, assert_parity, hf_forward, hf_param_count, hf_state, max_diff, our_param_count,
+    perturbed, random_batch, random_hf_model)
 
 _TINY = dict(family="reformer", vocab_size=61, hidden_size=32, num_attention_heads=3,
              attention_head_size=8, intermediate_size=40, max_position_embeddings=64,
@@ -113,65 +113,65 @@ def test_hf_to_ours_parity_with_the_same_rotations(name, monkeypatch):
   """HF ReformerForMaskedLM / ReformerModel -> ours: hidden states, the output and the MLM
   logits within TOL; other rotations are far from HF (the rotations decide)."""
   config = CONFIGS[name]
-  ids, types, mask = _batch(config, LSH_LENGTHS, LSH_LEN, seed=1)
+  ids, types, mask = random_batch(config, LSH_LENGTHS, LSH_LEN, seed=1)
   rotations = _rotations(config, LSH_LEN, seed=2)
   hf_mlm = _random_hf(config, 0, "ReformerForMaskedLM")
   _hf_use_rotations(hf_mlm, rotations, monkeypatch)
   state = hf.normalize_names(hf_state(hf_mlm), "t", "reformer")
   params, with_heads = hf.state_to_params(state, config, "t")
   assert with_heads and set(params) == {"bert", "mlm_head"}
-  ref = _hf_forward(hf_mlm, config, ids, types, mask)
+  ref = hf_forward(hf_mlm, config, ids, types, mask)
   model = BertForPreTraining(config)
   out = model.apply(_variables(params, rotations, ("bert", "encoder")), ids, types, mask,
                     output_hidden_states=True)
-  _assert_parity(out, ref, config, mask, ref.logits)
+  assert_parity(out, ref, config, mask, ref.logits)
   other = _rotations(config, LSH_LEN, seed=3)
   wrong = model.apply(_variables(params, other, ("bert", "encoder")), ids, types, mask)
-  assert _max_diff(wrong.mlm_logits, ref.logits, mask) > 100 * TOL
+  assert max_diff(wrong.mlm_logits, ref.logits, mask) > 100 * TOL
   # The reversible stack (no hidden states asked) gives the same values.
   plain = model.apply(_variables(params, rotations, ("bert", "encoder")), ids, types, mask)
-  assert _max_diff(plain.mlm_logits, ref.logits, mask) < TOL
+  assert max_diff(plain.mlm_logits, ref.logits, mask) < TOL
 
   hf_encoder = _random_hf(config, 4, "ReformerModel")
   _hf_use_rotations(hf_encoder, rotations, monkeypatch)
   params, with_heads = hf.state_to_params(
       hf.normalize_names(hf_state(hf_encoder), "t", "reformer"), config, "t")
   assert not with_heads
-  ref = _hf_forward(hf_encoder, config, ids, types, mask)
+  ref = hf_forward(hf_encoder, config, ids, types, mask)
   out = BertModel(config).apply(_variables(params, rotations, ("encoder",)), ids, types, mask,
                                 output_hidden_states=True)
-  _assert_parity(out, ref, config, mask)
-  assert _max_diff(out.sequence_output, ref.last_hidden_state, mask) < TOL
+  assert_parity(out, ref, config, mask)
+  assert max_diff(out.sequence_output, ref.last_hidden_state, mask) < TOL
 
 
 def test_rows_off_the_chunk_multiple_run_padded_as_hf_pads_them(monkeypatch):
   """14 tokens with chunks of 4: both sides run 16 (two masked pad tokens), same values."""
   config = CONFIGS["reformer_mixed_h32_l3"]
-  ids, types, mask = _batch(config, [14, 9], 14, seed=8)
+  ids, types, mask = random_batch(config, [14, 9], 14, seed=8)
   rotations = _rotations(config, 16, seed=9)
   hf_mlm = _random_hf(config, 10, "ReformerForMaskedLM")
   _hf_use_rotations(hf_mlm, rotations, monkeypatch)
   params, _ = hf.state_to_params(hf.normalize_names(hf_state(hf_mlm), "t", "reformer"),
                                  config, "t")
-  ref = _hf_forward(hf_mlm, config, ids, types, mask)
+  ref = hf_forward(hf_mlm, config, ids, types, mask)
   out = BertForPreTraining(config).apply(_variables(params, rotations, ("bert", "encoder")),
                                          ids, types, mask, output_hidden_states=True)
-  assert _max_diff(out.mlm_logits, ref.logits, mask) < TOL  # HF cuts its output back to 14
+  assert max_diff(out.mlm_logits, ref.logits, mask) < TOL  # HF cuts its output back to 14
   for ours, theirs in zip(out.hidden_states, ref.hidden_states):  # but not hidden states
-    assert _max_diff(ours, theirs[:, :14], mask) < TOL
+    assert max_diff(ours, theirs[:, :14], mask) < TOL
 
 
 def test_rows_within_one_chunk_are_full_attention_without_self(monkeypatch):
   """Rows no longer than the LSH chunk: HF attends to every other key, no hashing."""
   config = CONFIGS["reformer_mixed_h32_l3"]
-  ids, types, mask = _batch(config, [4, 3], 4, seed=5)
+  ids, types, mask = random_batch(config, [4, 3], 4, seed=5)
   hf_mlm = _random_hf(config, 6, "ReformerForMaskedLM")
   params, _ = hf.state_to_params(hf.normalize_names(hf_state(hf_mlm), "t", "reformer"),
                                  config, "t")
-  ref = _hf_forward(hf_mlm, config, ids, types, mask)
+  ref = hf_forward(hf_mlm, config, ids, types, mask)
   out = BertForPreTraining(config).apply({"params": params}, ids, types, mask,
                                          output_hidden_states=True)
-  _assert_parity(out, ref, config, mask, ref.logits)
+  assert_parity(out, ref, config, mask, ref.logits)
 
 
 # --- ours -> HF, local layers end to end ------------------------------------------------
@@ -203,7 +203,7 @@ def test_task_heads_from_hf_and_back(tmp_path):
   our pooler + classifier) and ReformerForQuestionAnswering load as our task models,
   within TOL, and save back to the same HF class."""
   config = CONFIGS["reformer_local_h32_l2"]
-  ids, types, mask = _batch(config, [9, 6], 9, seed=7)
+  ids, types, mask = random_batch(config, [9, 6], 9, seed=7)
   for seed, cls_name, ours in ((8, "ReformerForSequenceClassification",
                                   "BertForSequenceClassification"),
                                  (9, "ReformerForQuestionAnswering", "BertForQuestionAnswering")):
@@ -211,11 +211,11 @@ def test_task_heads_from_hf_and_back(tmp_path):
     hf_model.save_pretrained(str(tmp_path / cls_name))
     model, variables = load_pretrained(str(tmp_path / cls_name))
     assert type(model).__name__ == ours
-    ref = _hf_forward(hf_model, config, ids, types, mask)
+    ref = hf_forward(hf_model, config, ids, types, mask)
     out = model.apply(variables, ids, types, mask)
     for field in ("logits", "start_logits", "end_logits"):
       if hasattr(ref, field) and getattr(ref, field) is not None:
-        assert _max_diff(getattr(out, field), getattr(ref, field)) < TOL, field
+        assert max_diff(getattr(out, field), getattr(ref, field)) < TOL, field
   hf_qa = hf_model
   spec = {"task_model": "question_answering"}
   hf.save(str(tmp_path / "qa_back"), config, jax.device_get(variables["params"]), spec=spec)
@@ -243,9 +243,9 @@ def test_reversible_gradients_equal_plain_autodiff_with_dropout():
       num_hidden_layers=2, attn_layers=("lsh", "local"), num_hashes=2,
       hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
       lsh_attention_probs_dropout_prob=0.1, chunk_size_feed_forward=4)
-  ids, _, mask = _batch(config, LSH_LENGTHS, LSH_LEN, seed=3)
+  ids, _, mask = random_batch(config, LSH_LENGTHS, LSH_LEN, seed=3)
   rotations = _rotations(config, LSH_LEN, seed=4)
-  params = _perturbed(nn.unbox(BertForPreTraining(config).init(
+  params = perturbed(nn.unbox(BertForPreTraining(config).init(
       jax.random.key(0), ids)["params"]), seed=1)
   loss_rev, grads_rev = _loss_and_grads(config, params, ids, mask, rotations)
   loss_plain, grads_plain = _loss_and_grads(config.replace(reversible=False), params, ids,
@@ -294,16 +294,15 @@ def test_default_size_is_hf_default_config_and_parameter_counts_equal_hf():
   """reformer-default = HF's ReformerConfig() (encoder use); ReformerModel's and
   ReformerForMaskedLM's parameter counts (its unused lm_head.bias left out of ours)."""
   from bert_jax.models.config import config_for_size
-  from tests.test_family_sizes import _hf_count, _our_count
   default, hf_config = config_for_size("reformer-default"), transformers.ReformerConfig()
   assert hf_families.config_from_hf(hf_config.to_dict()) == default
-  assert _our_count(BertModel(default)) == _hf_count(transformers.ReformerModel, hf_config)
-  assert (_our_count(BertForPreTraining(default)) + default.vocab_size
-          == _hf_count(transformers.ReformerForMaskedLM, hf_config))
+  assert our_param_count(BertModel(default)) == hf_param_count(transformers.ReformerModel, hf_config)
+  assert (our_param_count(BertForPreTraining(default)) + default.vocab_size
+          == hf_param_count(transformers.ReformerForMaskedLM, hf_config))
 
 
 def test_every_param_has_logical_axes_the_rules_cover():
-  from tests.test_sharding import ruled_partition_specs
+  from tests.helpers.partition import ruled_partition_specs
   specs = ruled_partition_specs(CONFIGS["reformer_mixed_h32_l3"])
   assert tuple(specs["bert/encoder/layer_0/attention/query_key/kernel"]) == (
       "embed", "heads", "kv")
@@ -344,9 +343,8 @@ def test_reformer_config_pretrains_and_its_workdir_exports_to_hf(corpus, tmp_pat
   from bert_jax.convert.__main__ import convert
   from bert_jax.run import trainer
   from configs import reformer
-  from tests.conftest import set_fields
-  from tests.test_family_configs import _learn_vocab
-  vocab = _learn_vocab("sentencepiece", corpus, tmp_path_factory)
+  from tests.helpers.runs import learn_vocab, set_fields
+  vocab = learn_vocab("sentencepiece", corpus, tmp_path_factory)
   workdir = str(tmp_path / "reformer")
   config = set_fields(reformer.get_config(
       f"corpus={corpus},vocab={vocab},vocab_size=1000,runlocal=True"),
@@ -371,4 +369,4 @@ def test_reformer_config_pretrains_and_its_workdir_exports_to_hf(corpus, tmp_pat
                           ids).mlm_logits
   with torch.no_grad():
     theirs = hf_model(input_ids=torch.tensor(ids, dtype=torch.long)).logits.numpy()
-  assert _max_diff(ours, theirs) < 1e-4
+  assert max_diff(ours, theirs) < 1e-4

@@ -18,7 +18,7 @@ import pytest
 
 from bert_jax.run import trainer
 from bert_jax.run import workdir as workdir_lib
-from tests.conftest import TINY_PRETRAINING, tiny_pretraining_config
+from tests.helpers.runs import TINY_PRETRAINING, tiny_pretraining_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS = 12

@@ -7,7 +7,7 @@ import pytest
 from bert_jax import flops
 from bert_jax.run import run_report, trainer
 from experiments import tables
-from tests.conftest import tiny_pretraining_config
+from tests.helpers.runs import tiny_pretraining_config
 
 
 def test_pretraining_run_report_counts_steps_tokens_and_flops(corpus, tmp_path):

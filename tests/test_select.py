@@ -10,11 +10,11 @@ import pytest
 
 from bert_jax import tasks
 from bert_jax.run import steps, trainer
-from bert_jax.finetune import base, glue_reader, sources
+from bert_jax.finetune import glue_reader, sources
 from bert_jax.text.tokenizers import make_tokenizer
 from configs import conll, glue, swag
 
-from test_finetune import _run, small_bert  # noqa: F401 - the module's fixture
+from tests.helpers.runs import run_finetune
 
 
 def test_keep_best_keeps_a_better_score_only():
@@ -78,7 +78,7 @@ def test_a_run_ends_on_the_epoch_that_scored_best_on_the_held_back_examples(
   config.optim.learning_rate = 1e-3
   config.checkpoint_every_steps = 1
   config.max_checkpoints_to_keep = 100
-  results = _run(config, tmp_path, small_bert)
+  results = run_finetune(config, tmp_path, small_bert)
   with open(tmp_path / "metrics.jsonl") as f:
     scores = {row["step"]: row["select_accuracy"] for row in map(json.loads, f)
               if "select_accuracy" in row}

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from bert_jax.pretrain import sentence_blocks
-from tests.test_nsp_pairs import document_of_token, synthetic_corpus
+from tests.helpers.corpora import document_of_token, synthetic_corpus
 
 CLS, SEP, PAD = -2, -1, -3  # the synthetic corpus's token i has id i >= 0
 

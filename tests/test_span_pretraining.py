@@ -16,7 +16,7 @@ from bert_jax.models.heads import SpanBoundaryHead
 from bert_jax.pretrain import masking
 from bert_jax.pretrain.task import PretrainingTask
 from configs import spanbert
-from tests.conftest import TINY_PRETRAINING, set_fields, sigkill_when, tiny_pretraining_config
+from tests.helpers.runs import set_fields, sigkill_when, TINY_PRETRAINING, tiny_pretraining_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPAN_RUN = {"objectives": "mlm,sbo", "data.masking": "span",

@@ -11,7 +11,7 @@ from bert_jax.finetune import squad_reader as squad
 from bert_jax.finetune import squad_postprocess
 from bert_jax.finetune.sources import DataFormatError
 from bert_jax.text.tokenizer_json import TokenizerJson
-from tests.tokenizer_samples import modernbert_like_tokenizer
+from tests.helpers.tokenizer_samples import modernbert_like_tokenizer
 
 V1_FILE = "squad/du2017_split/test-v1.1.json"
 V2_FILE = "squad/v2.0_train_subset/train-v2.0.json"

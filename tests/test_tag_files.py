@@ -11,7 +11,7 @@ from bert_jax.finetune import metrics, tag
 from bert_jax.finetune.sources import DataFormatError
 from bert_jax.run import trainer
 from configs import tag as tag_config
-from tests.test_finetune import small_bert  # noqa: F401  (the fixture)
+
 
 RENAMED = {"PER": "PERSON", "ORG": "COMPANY", "LOC": "PLACE", "MISC": "OTHER"}
 

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from tests.test_targets import needs_libtpu
+from tests.helpers.targets import needs_libtpu
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _spec = importlib.util.spec_from_file_location(

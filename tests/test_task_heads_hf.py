@@ -16,44 +16,13 @@ transformers = pytest.importorskip("transformers")
 
 from bert_jax.convert import hf_families, hf  # noqa: E402
 from bert_jax.convert.__main__ import convert  # noqa: E402
-from bert_jax.models.config import BertConfig  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402
-from tests.hf_reference import hf_config, hf_state  # noqa: E402
+from tests.helpers.family_tables import TINY_MEMBERS  # noqa: E402
+from tests.helpers.hf_reference import hf_config, hf_state  # noqa: E402
 
 TOL = 1e-5
 NUM_LABELS = 3
-CONFIGS = {
-    "bert": BertConfig(vocab_size=83, hidden_size=36, num_hidden_layers=2,
-                       num_attention_heads=3, intermediate_size=52,
-                       max_position_embeddings=32),
-    "roberta": BertConfig(family="roberta", vocab_size=83, hidden_size=36,
-                          num_hidden_layers=2, num_attention_heads=3, intermediate_size=52,
-                          max_position_embeddings=40, type_vocab_size=1,
-                          layer_norm_eps=1e-5, pad_token_id=1),
-    "albert": BertConfig(family="albert", vocab_size=83, hidden_size=36, embedding_size=20,
-                         num_hidden_layers=2, num_attention_heads=3, intermediate_size=52,
-                         max_position_embeddings=32, layer_sharing="all"),
-    "electra": BertConfig(family="electra", vocab_size=83, hidden_size=36, embedding_size=20,
-                          num_hidden_layers=2, num_attention_heads=3, intermediate_size=52,
-                          max_position_embeddings=32),
-    "distilbert": BertConfig(family="distilbert", vocab_size=83, hidden_size=36,
-                             num_hidden_layers=2, num_attention_heads=3, intermediate_size=52,
-                             max_position_embeddings=32, type_vocab_size=0),
-    # The released structure (no biases; layer 1 local, window +-2) ...
-    "modernbert": BertConfig(family="modernbert", vocab_size=83, hidden_size=36,
-                             num_hidden_layers=2, num_attention_heads=3, intermediate_size=52,
-                             max_position_embeddings=32, type_vocab_size=0, pad_token_id=3,
-                             layer_norm_eps=1e-5, norm_bias=False, mlm_transform_bias=False,
-                             attention_bias=False, mlp_bias=False, local_attention=5,
-                             global_attn_every_n_layers=2),
-    # ... and every bias on (the task head's dense and norm biases too), tanh GELU.
-    "modernbert_biases": BertConfig(family="modernbert", vocab_size=83, hidden_size=36,
-                                    num_hidden_layers=2, num_attention_heads=3,
-                                    intermediate_size=52, max_position_embeddings=32,
-                                    type_vocab_size=0, pad_token_id=0, layer_norm_eps=1e-5,
-                                    hidden_act="gelu_tanh", local_attention=5,
-                                    global_attn_every_n_layers=2),
-}
+CONFIGS = TINY_MEMBERS
 CASES = [(name, task, cls) for name, config in CONFIGS.items()
          for task, cls in hf_families.FAMILIES[config.family].task_classes]
 HF_NAMES = {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "electra": "Electra",

@@ -15,7 +15,7 @@ import tensorflow as tf
 from bert_jax.text import paths
 from bert_jax.text import subword
 from bert_jax.text import wordpiece as tokenizer
-from tests.tokenizer_samples import parity_bench, write_lines
+from tests.helpers.tokenizer_samples import parity_bench, write_lines
 
 _VOCAB = "bert/uncased_L-12_H-768_A-12/vocab.txt"
 _SAMPLE_LINES = 2000

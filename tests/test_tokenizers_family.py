@@ -11,7 +11,6 @@ import os
 import pathlib
 
 import ml_collections
-import numpy as np
 import pytest
 import sentencepiece as spm
 import tensorflow as tf
@@ -22,9 +21,9 @@ from bert_jax.text import sentencepiece_vocab
 from bert_jax.text import tokenizers
 from bert_jax.text import wordpiece
 
-from tests.tokenizer_samples import (EDGE_CASES, assert_model_inputs_equal,  # noqa: F401
-                                     mismatches, parity_bench, sample_lines, training_text,
-                                     write_lines)
+from tests.helpers.tokenizer_samples import (  # noqa: F401
+    EDGE_CASES, assert_model_inputs_equal, mismatches, parity_bench, sample_lines,
+    training_text, write_lines)
 
 transformers = pytest.importorskip("transformers")
 

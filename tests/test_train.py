@@ -11,7 +11,7 @@ import pytest
 import bert_jax
 from bert_jax.run import trainer
 from configs import glue, tiny
-from tests.conftest import set_fields, sigkill_when, tiny_pretraining_config
+from tests.helpers.runs import set_fields, sigkill_when, tiny_pretraining_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

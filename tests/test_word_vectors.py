@@ -13,7 +13,7 @@ from bert_jax.run import trainer
 from bert_jax.models.config import config_for_size
 from bert_jax.pretrain import word_vectors
 from bert_jax.text import corpus as corpus_lib
-from conftest import REPO, tiny_pretraining_config
+from tests.helpers.runs import REPO, tiny_pretraining_config
 
 
 def _corpus(documents: list[list[list[int]]]) -> corpus_lib.TokenizedCorpus:
