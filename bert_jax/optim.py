@@ -3,23 +3,15 @@
 BERT's recipe: no weight decay on LayerNorm params or biases; linear warmup to the peak
 learning rate, then linear decay to `end_learning_rate` at the last step; global-norm
 clipping at 1.0. (optax's Adam applies bias correction; the original TF optimizer did not.)
+`default_optim_config()` gives config.optim's fields, each with its meaning.
 
-config.optim fields: name ("adamw" | "lamb" | "stableadamw": AdamW whose per-tensor step is
-divided by max(1, RMS(g^2 / v)), Adafactor's update clipping, Wortsman et al. 2023, arXiv
-2304.13013, the optimizer ModernBERT trains with), learning_rate, warmup_steps (or, when it
-is 0, warmup_fraction of the total steps: BERT fine-tuning warms up over 10%),
-end_learning_rate, schedule (what follows the warmup, SCHEDULES: "linear", BERT's decay to
-end_learning_rate over the rest; "wsd", warmup-stable-decay, ModernBERT's trapezoid: the
-peak held, then a 1 - sqrt decay to end_learning_rate over the last decay_fraction of the
-steps, Hägele et al. 2024, arXiv 2405.18392: with the warmup in warmup_steps, a checkpoint
-saved before the decay is one of a longer run on the same schedule too, so a workdir
-holding it as its latest continues with a larger num_train_steps), decay_fraction, b1, b2,
-eps, weight_decay, grad_clip_norm (0 = off), layer_decay (1.0 = off; d < 1: layer-wise
-learning-rate decay, ELECTRA's fine-tuning recipe, Clark et al. 2020: the embeddings
-train at lr x d^(L+1), encoder layer i at lr x d^(L-i), the pooler and every head at lr;
-weight decay scales alike), word_embedding_lr_scale (1.0 = off; s < 1: every
-word_embeddings table, tied MLM decoders included, trains at lr x s and its weight decay
-alike; 0 freezes it, e.g. to keep word vectors that started it: config.init_word_vectors).
+"stableadamw" is AdamW whose per-tensor step is divided by max(1, RMS(g^2 / v)), Adafactor's
+update clipping (Wortsman et al. 2023, arXiv 2304.13013), the optimizer ModernBERT trains
+with. The "wsd" schedule (warmup-stable-decay, Hägele et al. 2024, arXiv 2405.18392) is
+ModernBERT's trapezoid: with the warmup in warmup_steps, a checkpoint saved before the decay
+is one of a longer run on the same schedule too, so a workdir holding it as its latest
+continues with a larger num_train_steps. layer_decay is ELECTRA's fine-tuning recipe
+(Clark et al. 2020).
 """
 import re
 
@@ -33,10 +25,27 @@ _NO_DECAY_LEAVES = ("bias", "scale", "output_bias")  # LayerNorm scale/bias, eve
 
 
 def default_optim_config() -> ml_collections.ConfigDict:
+  """config.optim: the optimizer, its schedule and what scales it per parameter."""
   return ml_collections.ConfigDict(dict(
-      name="adamw", learning_rate=1e-4, warmup_steps=10_000, warmup_fraction=0.0,
-      end_learning_rate=0.0, schedule="linear", decay_fraction=0.2,
-      b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.01, grad_clip_norm=1.0, layer_decay=1.0,
+      name="adamw",  # "adamw", "lamb" or "stableadamw" (AdamW with Adafactor's update clipping)
+      learning_rate=1e-4,  # the peak learning rate, reached at the end of the warmup
+      warmup_steps=10_000,  # linear warmup from 0 over this many steps (0: warmup_fraction's)
+      warmup_fraction=0.0,  # with warmup_steps 0: the warmup's share of the run's steps
+      end_learning_rate=0.0,  # the learning rate the schedule decays to at the last step
+      # After the warmup (SCHEDULES): "linear", BERT's decay to end_learning_rate over the
+      # rest; "wsd", the peak held, then 1 - sqrt decay over the last decay_fraction.
+      schedule="linear",
+      decay_fraction=0.2,  # with schedule "wsd": the share of the run's steps it decays over
+      b1=0.9,  # Adam's first-moment decay
+      b2=0.999,  # Adam's second-moment decay
+      eps=1e-6,  # added to the second moment's root in the update's denominator
+      weight_decay=0.01,  # decoupled weight decay (none on biases and LayerNorm params)
+      grad_clip_norm=1.0,  # gradients clipped to this global norm (0: off)
+      # 1.0 = off; d < 1: the embeddings train at lr x d^(L+1), encoder layer i at
+      # lr x d^(L-i), the pooler and every head at lr; weight decay scales alike.
+      layer_decay=1.0,
+      # 1.0 = off; s < 1: every word-embedding table (tied MLM decoders too) trains at
+      # lr x s, its weight decay alike; 0 freezes it (e.g. to keep init_word_vectors').
       word_embedding_lr_scale=1.0))
 
 

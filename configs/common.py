@@ -25,7 +25,7 @@ def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDic
   # An .npz of bert_jax.pretrain.word_vectors: a fresh run's word embeddings start from it,
   # rescaled to this std (0: the fresh table's).
   config.init_word_vectors = ""
-  config.init_word_vectors_std = 0.0
+  config.init_word_vectors_std = 0.0  # init_word_vectors rescaled to this std (0: the fresh table's)
   config.data = default_data_config()
   # Loss terms (bert_jax/pretrain/objectives.py): "name" or "name:weight", comma-separated.
   config.objectives = "mlm,nsp"
@@ -33,17 +33,21 @@ def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDic
   # Auxiliary loss pulling heads to fixed patterns (bert_jax/pretrain/attention_guidance.py);
   # weight 0 = plain BERT pretraining.
   config.attention_guidance = attention_guidance.default_config()
-  config.num_train_steps = 1_000_000
+  config.num_train_steps = 1_000_000  # optimizer updates (fine-tuning: 0 = num_train_epochs)
+  # Micro-batches each step's batch is split into, their gradients summed over the whole
+  # batch's denominators before one update (the same update; one micro-batch's memory).
   config.grad_accum_steps = 1
-  config.seed = 0
+  config.seed = 0  # the model's seed: its initialisation and dropout masks (data.seed: the data's)
+  # Every this many steps: the progress line, metrics.jsonl and TensorBoard, a finite-loss check.
   config.log_every_steps = 100
-  config.eval_every_steps = 10_000
+  config.eval_every_steps = 10_000  # held-out evaluation every this many steps (0: at the end only)
   config.eval_batches = 0  # 0 = the whole held-out set
+  # A checkpoint every this many steps (and at the end, and when stopped by a signal).
   config.checkpoint_every_steps = 10_000
-  config.max_checkpoints_to_keep = 3
-  # Mesh axes (-1 = all remaining devices) and the logical-axis rules (None = defaults in
-  # bert_jax/sharding.py; else a list of [logical name, mesh axis or list or None]).
-  config.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
+  config.max_checkpoints_to_keep = 3  # the newest this many checkpoints stay in the workdir
+  config.mesh = mesh_config()
+  # The logical-axis rules (None = bert_jax/sharding.py's defaults; else a list of
+  # [logical axis name, mesh axis or list of them or None]).
   config.logical_axis_rules = ml_collections.FieldReference(None, field_type=list)
   # Inputs of the run report's energy and CO2e estimate (bert_jax/run/run_report.py).
   config.report = run_report.default_config()
@@ -173,8 +177,13 @@ def finetuning_config(task: str, sources: dict, **data_fields) -> ml_collections
       hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, dtype="float32",
       scan_layers=False, remat_policy="none"))
   config.data = ml_collections.ConfigDict(dict(
-      data_dir="", sources=dict(sources), train_split="train", eval_split="dev",
-      max_seq_length=128, batch_size=32, eval_batch_size=64, vocab_path="",
+      data_dir="", sources=dict(sources),
+      train_split="train",  # the split of `sources` trained on
+      eval_split="dev",  # the split of `sources` scored (its metrics go to eval_results.json)
+      max_seq_length=128,  # tokens per row; longer inputs are cut (SQuAD: doc_stride windows)
+      batch_size=32,
+      eval_batch_size=64,  # examples per evaluation batch
+      vocab_path="",
       tokenizer="",  # "": the family's kinds (Family.tokenizers); or a name in tokenizers.KINDS
       lower_case=True, train_examples=0,
       seed=0,  # the data's seed: the training order, train_examples' subset, held-back rows
@@ -203,14 +212,14 @@ def finetuning_config(task: str, sources: dict, **data_fields) -> ml_collections
   config.optim.warmup_steps = 0
   config.optim.warmup_fraction = 0.1
   config.num_train_steps = 0  # 0: num_train_epochs over the training split
-  config.num_train_epochs = 3.0
-  config.grad_accum_steps = 1
-  config.seed = 0
-  config.log_every_steps = 50
-  config.eval_every_steps = 0
+  config.num_train_epochs = 3.0  # passes over the training split (with num_train_steps 0)
+  config.grad_accum_steps = 1  # micro-batches per step, as in pretraining
+  config.seed = 0  # the model's seed: the heads' initialisation and dropout masks
+  config.log_every_steps = 50  # the progress line and metrics every this many steps
+  config.eval_every_steps = 0  # evaluation every this many steps besides the end (0: the end only)
   config.eval_batches = 0
-  config.checkpoint_every_steps = 1000
-  config.max_checkpoints_to_keep = 1
+  config.checkpoint_every_steps = 1000  # a checkpoint every this many steps and at the end
+  config.max_checkpoints_to_keep = 1  # the newest this many checkpoints stay in the workdir
   config.predict = False  # write eval-split predictions in the submission format
   # Feature-based use (glue, conll): the head reads these hidden layers ("" = fine-tune
   # through the pooled/last layer; 0 = the embeddings, -1 the last layer), combined as
@@ -219,13 +228,13 @@ def finetuning_config(task: str, sources: dict, **data_fields) -> ml_collections
   # two-layer BiLSTM over the tokens first, averaged over them for sentence tasks;
   # models/task_models.py FEATURE_MIXES, TOKEN_FEATURE_HEADS, SENTENCE_FEATURE_HEADS).
   config.feature_layers = ""
-  config.feature_mix = "concat"
-  config.feature_head = "linear"
+  config.feature_mix = "concat"  # how feature_layers combine: "concat" or "scalar_mix"
+  config.feature_head = "linear"  # the head on feature_layers: "linear" or "bilstm"
   # freeze_encoder trains the head only (every task), but for the encoder depths in
   # trainable_layers (0 = embeddings, i = layer i, -1 the top layer with the pooler:
   # "-2,-1" also trains the top two layers; optim.frozen_labels).
   config.freeze_encoder = False
-  config.trainable_layers = ""
+  config.trainable_layers = ""  # with freeze_encoder: encoder depths that still train ("-2,-1")
   # True (a wholly frozen encoder with feature_layers): those layers are computed once per
   # example before training and the head trains on them (finetune/feature_cache.py; the
   # encoder's dropout is then off).
@@ -234,11 +243,20 @@ def finetuning_config(task: str, sources: dict, **data_fields) -> ml_collections
   # through its task head) or "mean" (the last layer averaged over the real tokens;
   # models/task_models.py POOLINGS).
   config.classifier_pooling = "pooler"
-  config.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
+  config.mesh = mesh_config()
   config.logical_axis_rules = ml_collections.FieldReference(None, field_type=list)
   # Inputs of the run report's energy and CO2e estimate (bert_jax/run/run_report.py).
   config.report = run_report.default_config()
   return config
+
+
+def mesh_config() -> ml_collections.ConfigDict:
+  """config.mesh: the device mesh's axis sizes (their product is the device count)."""
+  return ml_collections.ConfigDict(dict(
+      data=-1,  # data parallelism: batch rows split over it (-1: the devices the others leave)
+      fsdp=1,  # params, gradients and optimizer state sharded over it (and batch rows too)
+      tensor=1,  # tensor parallelism: attention heads, MLP units and the vocabulary split over it
+  ))
 
 
 def shrink_for_runlocal(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:

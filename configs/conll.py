@@ -46,7 +46,7 @@ def get_config(arg=None):
   arg = parse_arg(arg, column="ner", eval="dev", train_examples=0, runlocal=False)
   conll_reader.get_column(arg.column)  # an unknown column: one line, before anything runs
   config = finetuning_config("conll", dict(conll_reader.DEFAULT_FILES),  # every split
-                             column=arg.column)
+                             column=arg.column)  # the tag column learned: ner, pos or chunk
   config.data.eval_split = arg.eval
   config.data.train_examples = arg.train_examples
   config.data.pack_each_batch = True  # dynamic padding's losses, far fewer pad tokens

@@ -35,8 +35,11 @@ def get_config(arg=None):
   dataset = glue_reader.get_dataset(arg.dataset)
   eval_split = dataset.dev_split
   sources = dict(dataset.files)  # every split the table knows, so each can be pointed elsewhere
-  config = finetuning_config("glue", sources, dataset=arg.dataset, heldout_fraction=arg.heldout,
-                             heldout_seed=0)
+  config = finetuning_config(
+      "glue", sources,
+      dataset=arg.dataset,  # the GLUE task (glue_reader.DATASETS): its files, labels, metric
+      heldout_fraction=arg.heldout,  # > 0: this seeded share of train scored instead of dev
+      heldout_seed=0)  # the seed that draws heldout_fraction's rows
   if arg.heldout:
     eval_split = "heldout"
   config.data.train_examples = arg.train_examples

@@ -29,9 +29,16 @@ def get_config(arg=None):
     raise ValueError(f"version={arg.version!r}: expected one of {sorted(_FILES)}")
   config = finetuning_config(
       "squad", {"train": _FILES[arg.version], "dev": _DEV_FILES[arg.version]},
+      # > 0: this seeded share of the training articles is held out and scored (split
+      # "heldout") and the rest trained on; heldout_seed draws them.
       heldout_fraction=0.1, heldout_seed=0,
-      doc_stride=128, max_query_length=64, n_best_size=20, max_answer_length=30,
-      null_score_threshold=0.0, version_2_with_negative=arg.version == "2.0")
+      doc_stride=128,  # a long context is read in windows that start this many tokens apart
+      max_query_length=64,  # question tokens kept (the rest cut)
+      n_best_size=20,  # the start and end positions per window that answer spans come from
+      max_answer_length=30,  # the longest answer span, in tokens
+      # v2.0: the null answer where null score - best span score exceeds this.
+      null_score_threshold=0.0,
+      version_2_with_negative=arg.version == "2.0")  # questions may have no answer (v2.0)
   config.data.eval_split = "heldout"
   config.data.max_seq_length = 384
   config.data.train_examples = arg.train_examples

@@ -4,9 +4,11 @@
   python docs/gen_configs.py --check    # exit 1 when the committed page is not current
 
 The fields and defaults come from calling each `configs/*.py` `get_config()`; a field's
-meaning is the comment on (or just above) the line that sets it, or its entry in a
-docstring's field list (`name: text` or `name   text`), in the files of SOURCES.
-tests/test_docs.py runs --check.
+meaning is the comment on (or just above) the line that sets its default, or its entry in a
+docstring's field list (`name: text` or `name   text`), in the files of SOURCES. A line
+`config.a.b = ...` documents field `a.b` only; a dict entry or a field list documents every
+field of that name that has no line of its own. --check also fails when a field has no
+meaning (tests/test_docs.py runs it).
 """
 import importlib
 import io
@@ -22,7 +24,8 @@ SOURCES = ("configs/common.py", "bert_jax/pretrain/pipeline.py", "bert_jax/optim
            "bert_jax/models/config.py", "bert_jax/run/run_report.py",
            "bert_jax/pretrain/attention_guidance.py", "bert_jax/pretrain/distillation.py",
            "bert_jax/pretrain/electra.py", "bert_jax/finetune/base.py", "bert_jax/run/trainer.py",
-           "bert_jax/run/run_checks.py", "bert_jax/sharding.py", "configs/glue.py")
+           "bert_jax/run/run_checks.py", "bert_jax/sharding.py", "configs/glue.py",
+           "configs/squad.py", "configs/conll.py")
 # A field's group (its first name) -> the file that documents it, read before SOURCES.
 GROUP_SOURCES = {"data": "bert_jax/pretrain/pipeline.py", "optim": "bert_jax/optim.py",
                  "model": "bert_jax/models/config.py", "report": "bert_jax/run/run_report.py",
@@ -34,7 +37,7 @@ PRETRAINING, FINETUNING = "tiny", "glue"  # the configs whose every field is lis
 
 def comment_meanings(text):
   """name -> the comment on the line that sets it (`name =`, `name=`, `"name":`), or the
-  comment lines right above it."""
+  comment lines right above it; `config.a.b = ...` lines are keyed "config.a.b"."""
   meanings, above = {}, []
   lines = text.split("\n")
   comments = {}
@@ -46,7 +49,11 @@ def comment_meanings(text):
     if stripped.startswith("#"):
       above.append(comments.get(number, ""))
       continue
-    for name in re.findall(r"(?:\.|\b|\")(\w+)\"?\s*[:=](?!=)", line.split("#")[0]):
+    code = line.split("#")[0]
+    dotted = re.match(r"\s*config\.([\w.]+)\s*=(?!=)", code)
+    names = ([f"config.{dotted[1]}"] if dotted
+             else re.findall(r"(?:\.|\b|\")(\w+)\"?\s*[:=](?!=)", code))
+    for name in names:
       said = comments.get(number) if "#" in line else None
       said = said or (" ".join(above) if above else None)
       if said and name not in meanings:
@@ -88,9 +95,10 @@ def meanings():
     order = list(SOURCES)
     if "." in field and group in GROUP_SOURCES and not (finetuning and group == "data"):
       order.insert(0, GROUP_SOURCES[group])
-    for path in order:
-      if name in per_file[path]:
-        return per_file[path][name]
+    for key in (f"config.{field}", name):
+      for path in order:
+        if key in per_file[path]:
+          return per_file[path][key]
     return ""
   return meaning
 
@@ -141,6 +149,12 @@ def table(rows, said, base=None):
   return lines
 
 
+def without_meaning(text: str) -> list[str]:
+  """The fields of the page's tables whose meaning is empty."""
+  return sorted({line.split("|")[1].strip() for line in text.split("\n")
+                 if line.startswith("| `") and line.rstrip().endswith("|  |")})
+
+
 def page():
   said, loaded = meanings(), configs()
   out = ["# Configs", "",
@@ -177,6 +191,10 @@ if __name__ == "__main__":
       current = f.read() == text
     print("configs.md is current" if current else "configs.md is stale: run "
           "python docs/gen_configs.py")
-    sys.exit(0 if current else 1)
+    missing = without_meaning(text)
+    if missing:
+      print(f"{len(missing)} fields have no meaning (a comment on the line that sets the "
+            f"default, or a docstring field list in SOURCES): {' '.join(missing)}")
+    sys.exit(0 if current and not missing else 1)
   with open(PAGE, "w") as f:
     f.write(text)

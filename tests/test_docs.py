@@ -92,3 +92,14 @@ def test_config_reference_is_current():
   result = subprocess.run([sys.executable, os.path.join("docs", "gen_configs.py"), "--check"],
                           cwd=REPO, capture_output=True, text=True, timeout=600)
   assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+
+
+def test_a_field_without_a_meaning_fails_the_reference_check():
+  sys.path.insert(0, os.path.join(REPO, "docs"))
+  try:
+    import gen_configs
+  finally:
+    sys.path.remove(os.path.join(REPO, "docs"))
+  page = ("| field | default | meaning |\n|---|---|---|\n| `seed` | `0` | the model's seed |\n"
+          "| `optim.eps` | `1e-06` |  |\n")
+  assert gen_configs.without_meaning(page) == ["`optim.eps`"]

@@ -59,13 +59,17 @@ Fields read from config.data (`default_data_config()` gives them with defaults):
   data_dir             data root for relative paths; "" -> the default (text/paths.py)
   train_files          globs of plain-format files (prepare.py); or, when empty:
   tfds_name            a tfds dataset whose examples are documents, with
-  tfds_split, tfds_text_field, tfds_data_dir ("" -> tfds's default)
+  tfds_split           the split of tfds_name that is read ("train")
+  tfds_text_field      the feature of each tfds example that holds its document's text
+  tfds_data_dir        where tfds keeps prepared datasets ("" -> tfds's default)
   eval_files           globs of held-out plain-format files, or
   eval_held_out_docs   this many training documents (a fixed random choice) held out
   vocab_path, lower_case                  the tokenizer (text/tokenizers.py)
   tokenizer            "" (the family's kinds: models/families.py Family.tokenizers) or
                        one kind of text/tokenizers.py's KINDS that vocab_path is read as
-  max_seq_length, max_predictions_per_seq T and P
+  max_seq_length       T: tokens per row, [CLS] and [SEP]s included
+  max_predictions_per_seq  P: masked positions a row carries; a row masks
+                       min(P, max(1, round(masked_lm_prob x its eligible tokens)))
   example_builder      a name in builders.BUILDERS ("nsp_pairs")
   packing              False; True: rows hold several examples (sentence-block builders:
                        sentence_blocks.py's fill_gaps; pair builders: builders.py's
@@ -80,7 +84,10 @@ Fields read from config.data (`default_data_config()` gives them with defaults):
                        "token:1,phrase:1,entity:1")
   spans                read the span annotations beside every plain file (text/spans.py):
                        batches then carry span_tags int8 -> int32 [B, T] with span_fields
-  masked_lm_prob, mask_token_prob, random_token_prob   15% selected; 80/10/10 of those
+  masked_lm_prob       the share of a row's eligible tokens selected for prediction (0.15)
+  mask_token_prob      the share of the selected tokens replaced by [MASK] (0.8)
+  random_token_prob    the share of the selected tokens replaced by a random token (0.1;
+                       the rest, 1 - mask_token_prob - random_token_prob, stay as they are)
   dupe_factor          0: dynamic masking (new examples and masks every epoch); N > 0:
                        static, as create_pretraining_data.py's dupe_factor: epoch e
                        repeats epoch e mod N (its pairs, order and masks)

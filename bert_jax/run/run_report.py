@@ -51,8 +51,11 @@ FILENAME = "run_report.json"
 def default_config() -> ml_collections.ConfigDict:
   """config.report: the inputs of the energy and CO2e estimate (see the module doc)."""
   return ml_collections.ConfigDict(dict(
-      pue=PUE, grid_gco2e_per_kwh=GRID_GCO2E_PER_KWH, device_watts=0.0,
-      cpu_watts_per_core=CPU_WATTS_PER_CORE))
+      pue=PUE,  # the datacenter's power usage effectiveness (total power / IT power)
+      grid_gco2e_per_kwh=GRID_GCO2E_PER_KWH,  # the grid's carbon intensity where the run was
+      device_watts=0.0,  # > 0: the power figure of each device, instead of the table's
+      cpu_watts_per_core=CPU_WATTS_PER_CORE,  # a CPU host's power per core in use (no counters)
+  ))
 
 
 # ---------------------------------------------------------------------------- energy
