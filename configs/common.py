@@ -25,7 +25,7 @@ def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDic
   # An .npz of bert_jax.pretrain.word_vectors: a fresh run's word embeddings start from it,
   # rescaled to this std (0: the fresh table's).
   config.init_word_vectors = ""
-  config.init_word_vectors_std = 0.0  # init_word_vectors rescaled to this std (0: the fresh table's)
+  config.init_word_vectors_std = 0.0  # init_word_vectors rescaled to this std (0: the fresh one)
   config.data = default_data_config()
   # Loss terms (bert_jax/pretrain/objectives.py): "name" or "name:weight", comma-separated.
   config.objectives = "mlm,nsp"
