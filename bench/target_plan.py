@@ -1,4 +1,4 @@
-"""The plan to read before renting accelerators: per-chip memory from the target's own
+r"""The plan to read before renting accelerators: per-chip memory from the target's own
 compiler, the largest batch that fits, and a roofline bound on the step time.
 
   pip install -r requirements-targets.txt --target ~/targets   # libtpu, jax-cuda12-plugin

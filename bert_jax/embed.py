@@ -1,4 +1,4 @@
-"""Feature extraction: one embedding per input line (or per token).
+r"""Feature extraction: one embedding per input line (or per token).
 
   python -m bert_jax.embed --model=PATH --input=sentences.txt --output=out.npy \
       [--layers=-1 | --layers=-4,-3,-2,-1] [--pooling=cls|mean|none] [--normalize]

@@ -1,4 +1,4 @@
-"""Entity and phrase spans of a plain-format corpus from fine-tuned CoNLL-2003 taggers, as
+r"""Entity and phrase spans of a plain-format corpus from fine-tuned CoNLL-2003 taggers, as
 its span file: the units of ERNIE's knowledge masking.
 
   python -m bert_jax.tag_spans --model=runs/conll --phrase_model=runs/conll_chunk \

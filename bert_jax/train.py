@@ -1,4 +1,4 @@
-"""Entry point: parses flags and hands the config to the trainer.
+r"""Entry point: parses flags and hands the config to the trainer.
 
   python -m bert_jax.train --config=configs/tiny.py --workdir=runs/tiny \
       [--config.optim.learning_rate=1e-3 ...]

@@ -188,3 +188,20 @@ def test_a_renamed_flag_or_field_is_caught():
     test_each_command_names_real_flags_and_config_fields(fill, fill_args)
   with pytest.raises(Exception, match="task"):
     _check_config(["--config=configs/glue.py:task=sst2"])
+
+
+def test_docstrings_keep_their_line_continuations():
+  """A command in a module docstring continued with a backslash reads as two lines in
+  `--help` and the API pages only when the docstring is raw (r\"\"\"...): in a plain one
+  the backslash and the newline vanish and the lines run together."""
+  bad = []
+  for pattern in ("bert_jax/**/*.py", "configs/*.py", "bench/*.py", "experiments/*.py"):
+    for path in sorted(glob.glob(os.path.join(REPO, pattern), recursive=True)):
+      with open(path) as f:
+        source = f.read()
+      body = ast.parse(source).body
+      if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        text = ast.get_source_segment(source, body[0])
+        if "\\\n" in text and not text.startswith(("r'", 'r"')):
+          bad.append(os.path.relpath(path, REPO))
+  assert not bad, f"docstrings with a backslash continuation that are not raw: {bad}"

@@ -1,4 +1,4 @@
-"""Memory and cost planning without the hardware: compile the train step, report bytes.
+r"""Memory and cost planning without the hardware: compile the train step, report bytes.
 
   python -m bert_jax.train --config=configs/large.py --workdir=/tmp/x --compile_only \
       --config.mesh.fsdp=8      # with XLA_FLAGS=--xla_force_host_platform_device_count=8
