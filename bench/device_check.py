@@ -9,7 +9,7 @@ cudnn on GPUs or splash on TPUs; ModernBERT has its own attention), it compiles 
 train step once (bert_jax.run.compile_report.lower_train_step, over every local device),
 reads the compiler's plan of per-device peak memory, then times `--steps` steps after
 `--warmup` and reports measured tokens/s, MFU against the chip's published bf16 peak
-(bert_jax.flops; a measured matmul peak where the chip is not in its table), and the
+(bert_jax.core.flops; a measured matmul peak where the chip is not in its table), and the
 device's measured peak memory (`memory_stats`, where the platform keeps it) against the
 plan's. It writes all rows as JSON (device, date, commit) to --output. Fine-tuning
 examples/s are not measured yet.
@@ -28,7 +28,7 @@ import flax.linen as nn  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bert_jax import flops  # noqa: E402
+from bert_jax.core import flops  # noqa: E402
 from bert_jax.run import compile_report
 from bert_jax.models.config import config_for_size  # noqa: E402
 from configs import base  # noqa: E402

@@ -22,7 +22,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import jax  # noqa: E402
 
-from bert_jax import tasks  # noqa: E402
+from bert_jax.run import tasks  # noqa: E402
 from bert_jax.run import trainer  # noqa: E402
 from bert_jax.text.tokenizers import make_tokenizer  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402

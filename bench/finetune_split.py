@@ -53,7 +53,9 @@ def ours(config, batches, repeats, profile_ops: int = 0):
   import optax
   from flax import linen as nn
 
-  from bert_jax import optim, tasks, weights
+  from bert_jax.core import optim
+  from bert_jax.run import tasks
+  from bert_jax import weights
   from bert_jax.run import trainer
   task = tasks.make_task(config, trainer.resolve_model_config(config))
   model = task.build_model()
@@ -148,7 +150,7 @@ def main():
   parser.add_argument("--profile_ops", type=int, default=0,
                       help="also print our forward + backward's N costliest op groups")
   args = parser.parse_args()
-  from bert_jax import tasks
+  from bert_jax.run import tasks
   from bert_jax.run import trainer
   from bert_jax.finetune import array_input
   from bert_jax.text.tokenizers import make_tokenizer

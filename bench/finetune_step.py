@@ -60,7 +60,8 @@ def ours(config):
   """The trainer's step and input: (run(n) -> (real tokens, examples), widths compiled)."""
   import flax.linen as nn
 
-  from bert_jax import sharding, tasks, weights
+  from bert_jax.run import sharding, tasks
+  from bert_jax import weights
   from bert_jax.run import steps, trainer
   from bert_jax.text.tokenizers import make_tokenizer
   task = tasks.make_task(config, trainer.resolve_model_config(config))
@@ -168,7 +169,7 @@ def reference(task: str, config, features):
 def measure(task: str, args) -> dict:
   config = make_config(task, args)
   ours_run, widths = ours(config)
-  from bert_jax import tasks
+  from bert_jax.run import tasks
   from bert_jax.run import trainer
   from bert_jax.text.tokenizers import make_tokenizer
   unpacked = make_config(task, argparse.Namespace(**{**vars(args), "packing": 0,

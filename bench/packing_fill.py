@@ -25,7 +25,7 @@ CONFIGS = {"sst2": ("glue", "dataset=sst2"), "conll": ("conll", "")}
 def train_features(task: str, seq_len: int) -> dict:
   import importlib
 
-  from bert_jax import tasks
+  from bert_jax.run import tasks
   from bert_jax.run import trainer
   from bert_jax.text.tokenizers import make_tokenizer
   module, arg = CONFIGS[task]

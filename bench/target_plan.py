@@ -10,7 +10,7 @@ compiler, the largest batch that fits, and a roofline bound on the step time.
 Each row compiles the exact pretraining train step (bf16 compute, fp32 params and Adam
 state; splash attention on TPUs, cuDNN's flash attention on GPUs where cuDNN is installed,
 else XLA's: the row's JSON says which) for a TPU slice or GPU node described
-without the hardware (bert_jax/targets.py) and prints one markdown table:
+without the hardware (bert_jax/run/targets.py) and prints one markdown table:
 
   compiler facts   per-chip peak bytes (arguments + outputs - donated + temporaries) from
                    the target compiler's memory analysis; its FLOPs and bytes accessed per
@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from bert_jax import flops  # noqa: E402
+from bert_jax.core import flops  # noqa: E402
 from bert_jax.models.config import config_for_size  # noqa: E402
 from bert_jax.run import compile_report  # noqa: E402
 from configs import base  # noqa: E402
@@ -99,7 +99,7 @@ class Row:
   model: str   # a SIZES or EXTRA_SIZES name
   seq: int
   batch: int   # global
-  target: str  # bert_jax.targets name
+  target: str  # bert_jax.run.targets name
   mesh: str    # "fsdp=16", "data=2,fsdp=4"
 
 
@@ -161,7 +161,7 @@ def plan(row: Row, batch: int | None = None) -> dict:
     out.update(hbm_bytes=chip.hbm_bytes, hbm_source=chip.source, peak_flops=peak, fits=False)
     return out
   devices = report["devices"]
-  # The chip does at least the model's matmul FLOPs (bert_jax.flops) and at least what its
+  # The chip does at least the model's matmul FLOPs (bert_jax.core.flops) and at least what its
   # compiler counts. The TPU compiler has counted fewer in every row so far (BERT-Base at
   # 128 tokens 0.8 of 1.1 TFLOP per chip, ALBERT-xxlarge 16% fewer; its cost analysis does
   # not see inside custom kernels such as splash attention, which explains a few percent

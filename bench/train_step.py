@@ -50,7 +50,7 @@ def ours(model_config, batch_np):
   """A jitted step built exactly as the trainer builds it; returns a no-arg runner."""
   from flax import linen as nn
 
-  from bert_jax import optim
+  from bert_jax.core import optim
   from bert_jax.run import steps
   import ml_collections
 

@@ -3,10 +3,10 @@
   model, variables = bert_jax.load_pretrained(path)   # HF folder, TF checkpoint, or ours
 
 Importing the package keeps TensorFlow's and XLA's C++ start-up lines and other packages'
-deprecation warnings off the terminal (`bert_jax.quiet`; BERT_JAX_VERBOSE=1 or --verbose
+deprecation warnings off the terminal (`bert_jax.startup.quiet`; BERT_JAX_VERBOSE=1 or --verbose
 keeps them).
 """
-from bert_jax import quiet
+from bert_jax.startup import quiet
 
 quiet.install()
 

@@ -12,8 +12,8 @@ import threading
 
 from absl import app, flags
 
-from bert_jax import cli
-from bert_jax import config_flag
+from bert_jax.startup import cli
+from bert_jax.startup import config_flag
 
 _CONFIG = config_flag.define_config("config", "The experiment config.")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Checkpoints, metrics and logs go here.")
@@ -29,7 +29,7 @@ _COMPILE_ONLY = flags.DEFINE_bool(
 _TARGET = flags.DEFINE_string(
     "target", "host", "With --compile_only: the devices to compile for, 'host' or a TPU "
     "slice / GPU node described without the hardware, e.g. tpu:v5e-16, tpu:v5p-8x2 (two "
-    "slices), gpu:h100x8 (see bert_jax/targets.py).")
+    "slices), gpu:h100x8 (see bert_jax/run/targets.py).")
 _INIT_TIMEOUT = flags.DEFINE_integer("initialization_timeout", 300,
                                      "Seconds to wait for every process to join.")
 _HEARTBEAT_TIMEOUT = flags.DEFINE_integer(

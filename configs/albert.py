@@ -52,7 +52,7 @@ libtpu 0.0.42.1, on a shared 2-core CPU): `size=xxlarge`'s 4,096 x 512 step as 1
 micro-batches of 256 needs 30.74 GiB per chip of v6e's 32 (30.42 of it temporaries; the
 sharded fp32 params and LAMB state 0.31), 190 s of compile. A compiler estimate, not a run.
 """
-from bert_jax import storage
+from bert_jax.files import storage
 from bert_jax.models.config import config_for_size
 from bert_jax.configs import tiny
 from bert_jax.configs.base import set_pretraining_data

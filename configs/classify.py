@@ -25,7 +25,7 @@ such rows and prints each file's count once.
 
 Prints the training lines, then `eval_accuracy`, `eval_macro_f1` (or the problem's scores);
 writes WORKDIR/eval_results.json, model_config.json with the labels (the HF export's
-id2label: `python -m bert_jax.convert --input=WORKDIR --output=DIR --to=hf`) and, with
+id2label: `python -m bert_jax.commands.convert --input=WORKDIR --output=DIR --to=hf`) and, with
 --config.predict=true, WORKDIR/predictions_<test file's name>.<its format> (the dev file's
 without test=): `id` (or `line`) and `prediction` (a label name, a number, or the labels).
 `train_examples=N` trains on a random N; `runlocal=True` is a smoke test (64 examples, T32,

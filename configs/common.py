@@ -3,10 +3,10 @@ import os
 
 import ml_collections
 
-from bert_jax import storage
+from bert_jax.files import storage
 from bert_jax.models.config import config_for_size
 from bert_jax.run import run_report
-from bert_jax.optim import default_optim_config
+from bert_jax.core.optim import default_optim_config
 from bert_jax.pretrain import attention_guidance
 from bert_jax.pretrain.pipeline import default_data_config
 from bert_jax.models import families
@@ -46,7 +46,7 @@ def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDic
   config.checkpoint_every_steps = 10_000
   config.max_checkpoints_to_keep = 3  # the newest this many checkpoints stay in the workdir
   config.mesh = mesh_config()
-  # The logical-axis rules (None = bert_jax/sharding.py's defaults; else a list of
+  # The logical-axis rules (None = bert_jax/run/sharding.py's defaults; else a list of
   # [logical axis name, mesh axis or list of them or None]).
   config.logical_axis_rules = ml_collections.FieldReference(None, field_type=list)
   # Inputs of the run report's energy and CO2e estimate (bert_jax/run/run_report.py).

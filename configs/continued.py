@@ -30,7 +30,7 @@ about 2.3 hours at that rate.
 """
 import os
 
-from bert_jax import hub, storage
+from bert_jax.files import hub, storage
 from bert_jax.weights import load_config
 from bert_jax.configs.common import (parse_arg, pretraining_config,
                                      shrink_pretraining_for_runlocal, use_prepared_corpus)

@@ -25,7 +25,7 @@ Measured (300 steps, 2 shared cores, ~12 min; teacher at 500 steps, held-out MLM
 held-out MLM accuracy 0.155 distilled, 0.092 for the same student without a teacher, 0.157
 started from the teacher's layer with MLM only (README, Results).
 """
-from bert_jax import storage
+from bert_jax.files import storage
 from bert_jax.pretrain import distillation
 from bert_jax.configs.common import (parse_arg, pretraining_config,
                                      shrink_pretraining_for_runlocal, use_prepared_corpus)

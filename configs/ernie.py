@@ -9,7 +9,7 @@ it: an NER model and a chunker fine-tuned from all-MiniLM-L6-v2 on CoNLL-2003
   python -m bert_jax.text.prepare --source=wikitext-2/valid.txt --source=wikitext-2/test.txt \
       --source=nltk_corpora/state_union.zip --source=nltk_corpora/inaugural.zip \
       --output=runs/corpus/knowledge.txt
-  python -m bert_jax.tag_spans --model=runs/conll_ner --phrase_model=runs/conll_chunk \
+  python -m bert_jax.commands.tag_spans --model=runs/conll_ner --phrase_model=runs/conll_chunk \
       --input=runs/corpus/knowledge.txt --max_length=64   # writes knowledge.spans.jsonl
   python -m bert_jax.pretrain.inspect --config=configs/ernie.py --json   # whole-unit shares
   python -m bert_jax.train --config=configs/ernie.py --workdir=runs/ernie

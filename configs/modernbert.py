@@ -63,7 +63,7 @@ on 8,000 SST-2 sentences (3 epochs, lr 5e-4, seq 64), seeds 0-2: dev accuracy 76
 "Does pretraining here pay off?", has the learning curve; experiments/PAYOFF.md the variants
 tried).
 """
-from bert_jax import storage
+from bert_jax.files import storage
 from bert_jax.models.config import config_for_size
 from bert_jax.configs import tiny
 from bert_jax.configs.common import parse_arg

@@ -25,7 +25,7 @@ tokens; 2-core AMD EPYC, 2026-11-29, 44fb3b9): 16 min 56 s wall (1,000 s of trai
 1,500, held-out MLM loss 6.66 at the end (training 6.40). Slow to leave the frequent pieces
 at this size and budget: an accuracy, not yet a language model.
 """
-from bert_jax import storage
+from bert_jax.files import storage
 from bert_jax.models.config import config_for_size
 from bert_jax.configs import tiny
 from bert_jax.configs.common import parse_arg

@@ -44,7 +44,7 @@ shared 2-core CPU): the 8,192 x 512 step as 32 micro-batches of 256 needs 13.87 
 of v4's 32 (13.48 of it temporaries; the sharded fp32 params and Adam state 0.35). A
 compiler estimate, not a run.
 """
-from bert_jax import storage
+from bert_jax.files import storage
 from bert_jax.configs import tiny
 from bert_jax.configs.base import set_pretraining_data
 from bert_jax.configs.common import (paper_scale, parse_arg, pretraining_config,

@@ -10,7 +10,7 @@ relative to the current directory (absolute allowed): your files, not the data r
 tags must be IOB2 (O, B-TYPE, I-TYPE; an I-TYPE continues its B-TYPE): a line that breaks
 it, or a dev tag the training file lacks, stops the run with `<file>:<line>: ...`. The
 classes are the training file's tags (O first, then by type, B before I), recorded in the
-workdir and the HF export's id2label (`python -m bert_jax.convert --input=WORKDIR
+workdir and the HF export's id2label (`python -m bert_jax.commands.convert --input=WORKDIR
 --output=DIR --to=hf`).
 
 Prints the training lines, then eval_f1 (seqeval's entity F1; eval_precision, eval_recall

@@ -20,14 +20,14 @@ import tokenize
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGE = os.path.join(REPO, "docs", "reference", "configs.md")
 # Where config fields are set or documented, most specific first.
-SOURCES = ("configs/common.py", "bert_jax/pretrain/pipeline.py", "bert_jax/optim.py",
+SOURCES = ("configs/common.py", "bert_jax/pretrain/pipeline.py", "bert_jax/core/optim.py",
            "bert_jax/models/config.py", "bert_jax/run/run_report.py",
            "bert_jax/pretrain/attention_guidance.py", "bert_jax/pretrain/distillation.py",
            "bert_jax/pretrain/electra.py", "bert_jax/finetune/base.py", "bert_jax/run/trainer.py",
-           "bert_jax/run/run_checks.py", "bert_jax/sharding.py", "configs/glue.py",
+           "bert_jax/run/run_checks.py", "bert_jax/run/sharding.py", "configs/glue.py",
            "configs/squad.py", "configs/conll.py")
 # A field's group (its first name) -> the file that documents it, read before SOURCES.
-GROUP_SOURCES = {"data": "bert_jax/pretrain/pipeline.py", "optim": "bert_jax/optim.py",
+GROUP_SOURCES = {"data": "bert_jax/pretrain/pipeline.py", "optim": "bert_jax/core/optim.py",
                  "model": "bert_jax/models/config.py", "report": "bert_jax/run/run_report.py",
                  "attention_guidance": "bert_jax/pretrain/attention_guidance.py",
                  "distillation": "bert_jax/pretrain/distillation.py",

@@ -29,12 +29,12 @@ PACKAGES = {  # api page -> (title, package folder, recurse into subpackages)
 
 
 def console_programs():
-  """Console script -> module, as bert_jax/console.py's PROGRAMS table says (read, not run)."""
+  """Console script -> module, as bert_jax/commands/console.py's PROGRAMS table says (read, not run)."""
   tree = ast.parse(open(os.path.join(REPO, "bert_jax", "console.py")).read())
   for node in tree.body:
     if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "PROGRAMS":
       return ast.literal_eval(node.value)
-  raise ValueError("bert_jax/console.py: no PROGRAMS table")
+  raise ValueError("bert_jax/commands/console.py: no PROGRAMS table")
 
 
 # Modules mkdocstrings should not render (nothing public, or programs' flag holders).

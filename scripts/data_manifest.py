@@ -1,4 +1,4 @@
-"""Writes bert_jax/data_manifest.json, the download table of `python -m bert_jax.download`,
+"""Writes bert_jax/commands/data_manifest.json, the download table of `python -m bert_jax.commands.download`,
 from the data root's files and their public sources.
 
   python scripts/data_manifest.py              # (re)write it from the data root
@@ -18,7 +18,7 @@ import urllib.parse
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
-from bert_jax import download  # noqa: E402  (this checkout's package)
+from bert_jax.commands import download  # noqa: E402  (this checkout's package)
 from bert_jax.text import paths  # noqa: E402
 
 _AUTOPROMPT = ("eyalbd2/Reproducing-AutoPrompt", "53e9e221b58e5ed882a56c9d8be838b895351165")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: set up, fetch the data root's files it reads when they are
-# missing (bert_jax.download, one line then), turn the real text of the data root into the
+# missing (bert_jax.commands.download, one line then), turn the real text of the data root into the
 # plain pretraining format, learn a byte-level BPE vocabulary from it, count word vectors
 # from it (PPMI + SVD, seconds), pretrain ModernBERT-Tiny on it (configs/modernbert.py;
 # CPU, minutes) starting its word table from those vectors at std 0.1, show its MLM head's
@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=runs
 SOURCES=()  # all the pretraining text of the data root
-DATASETS=(pretraining_text sst2)  # what the steps read (bert_jax.download fetches any missing)
+DATASETS=(pretraining_text sst2)  # what the steps read (bert_jax.commands.download fetches any missing)
 VOCAB_SIZE=8192
 TRAIN_EXAMPLES=8000
 EXTRA_CORPUS=()  # overrides of the corpus' config, for the vectors and the pretraining
@@ -46,7 +46,7 @@ CONFIG="configs/modernbert.py:corpus=$RUNS/corpus/pretrain.txt,vocab=$VOCAB,voca
 # The fine-tunings of one seed compile the same programs: XLA's persistent cache keeps them.
 export JAX_COMPILATION_CACHE_DIR="${JAX_COMPILATION_CACHE_DIR:-$PWD/runs/xla_cache}"
 bash scripts/setup.sh
-python -m bert_jax.download --quiet "${DATASETS[@]}"  # silent when the data root has them
+python -m bert_jax.commands.download --quiet "${DATASETS[@]}"  # silent when the data root has them
 python -m bert_jax.text.prepare "${SOURCES[@]}" --output="$RUNS/corpus/pretrain.txt"
 python -m bert_jax.text.learn_vocab --kind=bpe --input="$RUNS/corpus/pretrain.txt" \
     --vocab_size="$VOCAB_SIZE" --output="$VOCAB"
@@ -55,7 +55,7 @@ python -m bert_jax.text.learn_vocab --kind=bpe --input="$RUNS/corpus/pretrain.tx
 python -m bert_jax.train --config="$CONFIG" "${EXTRA_CORPUS[@]}" \
     --config.init_word_vectors="$VOCAB-vectors.npz" \
     --config.init_word_vectors_std=0.1 --workdir="$MODEL" "${EXTRA_PRETRAIN[@]}" "$@"
-python -m bert_jax.fill_mask --model="$MODEL" \
+python -m bert_jax.commands.fill_mask --model="$MODEL" \
     "he said that <mask> was the best <mask> of the year ."
 for seed in $SEEDS; do
   for init in pretrained random; do

@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bert_jax import sharding  # noqa: E402
+from bert_jax.run import sharding  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig  # noqa: E402
 

@@ -94,7 +94,7 @@ def data_dir():
   root = default_data_dir()
   if not os.path.isdir(root):
     pytest.skip(f"no data root at {root}: set BERT_JAX_DATA_DIR, place ../shared/data, or "
-                "fetch it (python -m bert_jax.download all)")
+                "fetch it (python -m bert_jax.commands.download all)")
   return root
 
 
@@ -137,7 +137,7 @@ def small_bert(tmp_path_factory, vocab_path):
   import numpy as np
   from flax import linen as nn
 
-  from bert_jax import checkpoint
+  from bert_jax.weights import checkpoint
   from bert_jax.models.bert import BertModel
   from bert_jax.models.config import BertConfig
   config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2,

@@ -20,7 +20,7 @@ import optax
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bert_jax import sharding  # noqa: E402
+from bert_jax.run import sharding  # noqa: E402
 from bert_jax.models.config import BertConfig  # noqa: E402
 from bert_jax.models.task_models import (BertForPreTraining,  # noqa: E402
                                          BertForReplacedTokenDetection)

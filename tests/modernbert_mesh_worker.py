@@ -16,7 +16,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
-from bert_jax import sharding  # noqa: E402
+from bert_jax.run import sharding  # noqa: E402
 from bert_jax.models.config import config_for_size  # noqa: E402
 from bert_jax.models.task_models import BertForPreTraining  # noqa: E402
 

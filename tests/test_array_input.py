@@ -118,7 +118,7 @@ def test_cut_eval_batches_score_as_full_width_ones(tokenizer, config_name, arg, 
 
   import jax
 
-  from bert_jax import tasks
+  from bert_jax.run import tasks
   from bert_jax.models.config import BertConfig
   config = importlib.import_module(f"configs.{config_name}").get_config(arg)
   config.data.eval_batch_size = 8

@@ -36,7 +36,7 @@ def _losses(workdir):
 
 
 def _small_bert(folder, vocab_path):
-  from bert_jax import checkpoint
+  from bert_jax.weights import checkpoint
   from bert_jax.models.config import BertConfig
   from bert_jax.models.bert import BertModel
   config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2,

@@ -206,7 +206,7 @@ def test_cli_trains_stores_labels_exports_to_hf_and_predicts(tmp_path, data_dir,
   logits = np.asarray(model.apply(variables, *(features[k] for k in base.MODEL_INPUTS)).logits)
   assert [r[1] for r in predicted[1:]] == [SENTIMENT[i] for i in logits.argmax(-1)]
   # HF's export: id2label / label2id, and HF's classifier gives the same logits.
-  from bert_jax.convert.__main__ import convert
+  from bert_jax.commands.convert import convert
   convert(workdir, str(tmp_path / "hf"), to="hf")
   theirs = transformers.AutoModelForSequenceClassification.from_pretrained(
       str(tmp_path / "hf")).eval()
@@ -296,7 +296,7 @@ def test_multi_label_with_label_sep(tmp_path, data_dir, small_bert):  # noqa: F8
   assert all(set(filter(None, p.split("|"))) <= {"long", "negative", "positive"}
              for _, p in predicted[1:])
   # HF's export says what the logits are: its sigmoid and BCE (problem_type), and the names.
-  from bert_jax.convert.__main__ import convert
+  from bert_jax.commands.convert import convert
   convert(str(tmp_path / "run"), str(tmp_path / "hf"), to="hf")
   with open(tmp_path / "hf" / "config.json") as f:
     raw = json.load(f)

@@ -1,4 +1,4 @@
-"""Every command line reports an expected error as one line `<cli>: error: ...` (bert_jax/cli.py).
+"""Every command line reports an expected error as one line `<cli>: error: ...` (bert_jax/startup/cli.py).
 
 Each program runs once, as a subprocess, on one bad input that fails before any heavy
 work; two at a time, so the file takes well under a minute on 2 cores.
@@ -12,7 +12,7 @@ import sys
 import pytest
 from absl import flags
 
-from bert_jax import cli
+from bert_jax.startup import cli
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -31,11 +31,11 @@ def bad_runs(tmp: str) -> dict[str, tuple[list[str], dict[str, str]]]:
   return {
       "bert_jax.train": (["bert_jax.train", tiny_missing_corpus,
                           f"--workdir={os.path.join(tmp, 'workdir')}"], {}),
-      "bert_jax.fill_mask": (["bert_jax.fill_mask", f"--model={os.path.join(tmp, 'nowhere')}",
+      "bert_jax.commands.fill_mask": (["bert_jax.commands.fill_mask", f"--model={os.path.join(tmp, 'nowhere')}",
                               "a [MASK] here"], {}),
-      "bert_jax.embed": (["bert_jax.embed", f"--model={not_a_model}", f"--input={missing}",
+      "bert_jax.commands.embed": (["bert_jax.commands.embed", f"--model={not_a_model}", f"--input={missing}",
                           f"--output={os.path.join(tmp, 'out.npy')}"], {}),
-      "bert_jax.convert": (["bert_jax.convert", f"--input={not_a_model}",
+      "bert_jax.commands.convert": (["bert_jax.commands.convert", f"--input={not_a_model}",
                             f"--output={os.path.join(tmp, 'converted')}"], {}),
       "bert_jax.text.prepare": (["bert_jax.text.prepare", f"--source={missing}",
                                  f"--output={os.path.join(tmp, 'corpus.txt')}"], {}),
@@ -82,9 +82,9 @@ def last_line(text: str) -> str:
 
 @pytest.mark.parametrize("program, message", [
     ("bert_jax.train", "file pattern '.*missing.txt' .* matches no file"),
-    ("bert_jax.fill_mask", "nowhere: no such file or folder"),
-    ("bert_jax.embed", "--input: .*missing.txt not found"),
-    ("bert_jax.convert", "not_a_model: not an HF folder"),
+    ("bert_jax.commands.fill_mask", "nowhere: no such file or folder"),
+    ("bert_jax.commands.embed", "--input: .*missing.txt not found"),
+    ("bert_jax.commands.convert", "not_a_model: not an HF folder"),
     ("bert_jax.text.prepare", "source '.*missing.txt' not found"),
     ("bert_jax.text.learn_vocab", "input file\\(s\\) not found: .*missing.txt"),
     ("bert_jax.pretrain.inspect", "file pattern '.*missing.txt' .* matches no file"),

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from bert_jax import config_flag
+from bert_jax.startup import config_flag
 from bert_jax.models.config import BertConfig
 from configs import base, large, modernbert, roberta, spanbert, tiny
 

@@ -105,7 +105,7 @@ def test_hf_folder_without_prefix_and_old_layernorm_names(tmp_path):
 
 def test_native_save_restore_and_scan_layout(tmp_path):
   import jax
-  from bert_jax import checkpoint
+  from bert_jax.weights import checkpoint
   folder = _write_hf(tmp_path / "hf", _random_state())
   config, params, _ = load_params(folder)
   checkpoint.save_model(str(tmp_path / "native"), config, params)
@@ -150,12 +150,12 @@ def test_damaged_safetensors_is_one_line_naming_the_file(tmp_path):
     f.write(data[:len(data) // 3])
   with pytest.raises(ValueError, match=re.escape(weights_file) + ": not a readable safetensors"):
     load_pretrained(folder)
-  result = subprocess.run([sys.executable, "-m", "bert_jax.convert", f"--input={folder}",
+  result = subprocess.run([sys.executable, "-m", "bert_jax.commands.convert", f"--input={folder}",
                            f"--output={tmp_path / 'out'}"], capture_output=True, text=True,
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
   lines = result.stderr.strip().splitlines()
-  assert len(lines) == 1 and lines[0].startswith(f"bert_jax.convert: error: {weights_file}: "
+  assert len(lines) == 1 and lines[0].startswith(f"bert_jax.commands.convert: error: {weights_file}: "
                                                  "not a readable safetensors"), result.stderr
 
 
@@ -212,7 +212,7 @@ def test_heads_none_drops_pretraining_heads(tmp_path):
 
 
 def test_convert_cli_round_trip(tmp_path, capsys):
-  from bert_jax.convert.__main__ import convert
+  from bert_jax.commands.convert import convert
   folder = _write_hf(tmp_path / "hf", _random_state(), vocab_entries=50)
   convert(folder, str(tmp_path / "native"), to="native")
   assert os.path.exists(tmp_path / "native" / "vocab.txt")

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import torch
 
-from bert_jax import checkpoint
-from bert_jax import tasks
+from bert_jax.weights import checkpoint
+from bert_jax.run import tasks
 from bert_jax.run import trainer
 from bert_jax.models.config import BertConfig
 from bert_jax.models.task_models import PreTrainingOutput

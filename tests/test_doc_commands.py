@@ -20,7 +20,7 @@ import shlex
 import pytest
 from absl import flags
 
-from bert_jax import config_flag
+from bert_jax.startup import config_flag
 from tests.helpers.runs import REPO
 
 DOCS = ["README.md", "CONTRIBUTING.md", *sorted(
@@ -89,7 +89,7 @@ def _commands(text: str):
 
 def _module_file(program: str) -> str | None:
   """The source file a program runs (python -m M, bert-jax-X, a script path)."""
-  from bert_jax.console import PROGRAMS
+  from bert_jax.commands.console import PROGRAMS
   module = PROGRAMS.get(program, program)
   if module.endswith(".py"):
     return os.path.join(REPO, module)
@@ -179,9 +179,9 @@ def test_each_command_names_real_flags_and_config_fields(program, args):
 def test_a_renamed_flag_or_field_is_caught():
   text = ("```bash\npython -m bert_jax.train --config=configs/glue.py:dataset=sst2 \\\n"
           "    --config.optim.no_such_field=1 --workdir=x\n"
-          "python -m bert_jax.fill_mask --modell=runs/x\n```\n")
+          "python -m bert_jax.commands.fill_mask --modell=runs/x\n```\n")
   (_, train, train_args), (_, fill, fill_args) = list(_commands(text))
-  assert (train, fill) == ("bert_jax.train", "bert_jax.fill_mask")
+  assert (train, fill) == ("bert_jax.train", "bert_jax.commands.fill_mask")
   with pytest.raises(Exception, match="no_such_field"):
     test_each_command_names_real_flags_and_config_fields(train, train_args)
   with pytest.raises(AssertionError, match="--modell"):

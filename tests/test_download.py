@@ -1,4 +1,4 @@
-"""bert_jax.download against a local mirror: a threaded http.server on 127.0.0.1 serves the
+"""bert_jax.commands.download against a local mirror: a threaded http.server on 127.0.0.1 serves the
 data root's files under raw.githubusercontent.com's layout (OWNER/REPO/COMMIT/PATH, from
 the manifest's URLs); the command fetches into a fresh root, checks sizes and sha256s,
 refuses a corrupted file and reports a server that is down, each in one line. The manifest
@@ -16,7 +16,7 @@ import urllib.parse
 
 import pytest
 
-from bert_jax import download
+from bert_jax.commands import download
 from bert_jax.text import paths
 from bert_jax.text import prepare
 
@@ -100,7 +100,7 @@ def _env(**extra):
 
 
 def _command(*args, env=None):
-  return subprocess.run([sys.executable, "-m", "bert_jax.download", *args], cwd=REPO,
+  return subprocess.run([sys.executable, "-m", "bert_jax.commands.download", *args], cwd=REPO,
                         capture_output=True, text=True, env=env or _env(), timeout=300)
 
 
@@ -112,7 +112,7 @@ def _sha256(path):
 def _one_error_line(result) -> str:
   assert result.returncode == 1, (result.stdout, result.stderr)
   lines = result.stderr.strip().splitlines()
-  assert len(lines) == 1 and lines[0].startswith("bert_jax.download: error: "), result.stderr
+  assert len(lines) == 1 and lines[0].startswith("bert_jax.commands.download: error: "), result.stderr
   return lines[0]
 
 
@@ -222,7 +222,7 @@ def test_without_shared_data_the_root_is_the_cache(monkeypatch, tmp_path):
 
 
 def test_a_source_missing_from_the_data_root_names_the_command(tmp_path):
-  with pytest.raises(prepare.PrepareError, match=r"not found at .*python -m bert_jax.download"):
+  with pytest.raises(prepare.PrepareError, match=r"not found at .*python -m bert_jax.commands.download"):
     prepare.parse_source("wikitext-2/valid.txt", str(tmp_path))
 
 

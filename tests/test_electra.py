@@ -17,7 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bert_jax import checkpoint, weights
+from bert_jax.weights import checkpoint
+from bert_jax import weights
 from bert_jax.run import trainer
 from bert_jax.models import task_models
 from bert_jax.models.task_models import SHARED_EMBEDDINGS

@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from bert_jax.convert import hf_families, hf  # noqa: E402
-from bert_jax.convert.__main__ import convert  # noqa: E402
+from bert_jax.commands.convert import convert  # noqa: E402
 from bert_jax.models import task_models  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from flax import linen as nn
 
-from bert_jax import checkpoint, tasks
+from bert_jax.weights import checkpoint
+from bert_jax.run import tasks
 from bert_jax.convert import hf
 from bert_jax.models.bert import BertModel
 from bert_jax.models.config import BertConfig

@@ -80,7 +80,7 @@ def test_modernbert_config_pretrains_exports_to_hf_and_fine_tunes(corpus, bpe_vo
   assert os.path.isfile(os.path.join(workdir, "merges.txt"))  # the tokenizer travels along
 
   folder = str(tmp_path / "modernbert_hf")
-  run_python("-m", "bert_jax.convert", f"--input={workdir}", f"--output={folder}", "--to=hf")
+  run_python("-m", "bert_jax.commands.convert", f"--input={workdir}", f"--output={folder}", "--to=hf")
   hf_model = transformers.ModernBertForMaskedLM.from_pretrained(
       folder, attn_implementation="eager").eval()
   ids = np.random.default_rng(0).integers(4, 1000, size=(2, 40)).astype(np.int32)

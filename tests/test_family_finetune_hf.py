@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from flax import linen as nn
 
-from bert_jax import checkpoint
+from bert_jax.weights import checkpoint
 from bert_jax.convert import hf
 from bert_jax.models.config import config_for_size
 from bert_jax.models.families import family_of
@@ -23,7 +23,7 @@ def test_tiny_model_fine_tunes_from_an_hf_folder(family, tmp_path, vocab_path):
   """GLUE SST-2 runlocal, 2 steps, from a tiny random model saved as an HF folder with
   BERT's WordPiece vocab (the byte-level BPE tokenizer lands separately; pad id 0 is the
   vocab's [PAD]); Reformer on padded rows (its attention takes no packed rows)."""
-  from bert_jax import embed
+  from bert_jax.commands import embed
   from bert_jax.run import trainer
   from bert_jax.text.wordpiece import WordPieceTokenizer
   from configs import glue

@@ -19,7 +19,7 @@ from flax import linen as nn
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from bert_jax import checkpoint  # noqa: E402
+from bert_jax.weights import checkpoint  # noqa: E402
 from bert_jax.convert import hf_families, hf, mapping  # noqa: E402
 from bert_jax.models import layout  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
@@ -254,7 +254,7 @@ def test_ours_to_hf_parity_and_round_trip(name, tmp_path):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_convert_cli_round_trip_keeps_the_family(family, tmp_path):
-  from bert_jax.convert.__main__ import convert
+  from bert_jax.commands.convert import convert
   config = CONFIGS[f"{family}_h48_l3"]
   params = perturbed(nn.unbox(BertForPreTraining(config).init(
       jax.random.key(0), np.zeros((1, 4), np.int32))["params"]), seed=1)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from flax import linen as nn
 
-from bert_jax import checkpoint
+from bert_jax.weights import checkpoint
 from bert_jax.finetune import feature_cache
 from bert_jax.finetune.conll import ConllTask
 from bert_jax.models.bert import BertModel

@@ -7,7 +7,7 @@ import optax
 import pytest
 from flax import linen as nn
 
-from bert_jax import optim
+from bert_jax.core import optim
 from bert_jax.run import steps
 from bert_jax.convert.mapping import flatten
 from bert_jax.finetune.conll import ConllTask

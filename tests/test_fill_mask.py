@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bert_jax.text.wordpiece import WordPieceTokenizer
-from bert_jax.fill_mask import fill_mask
+from bert_jax.commands.fill_mask import fill_mask
 from bert_jax.models.config import BertConfig
 from bert_jax.weights import load_pretrained
 from tests.helpers.hf_reference import random_hf_model
@@ -57,7 +57,7 @@ def test_fill_mask_errors(hf_folder, minilm_dir):
 
 
 def test_fill_mask_cli(hf_folder):
-  out = subprocess.run([sys.executable, "-m", "bert_jax.fill_mask", f"--model={hf_folder}",
+  out = subprocess.run([sys.executable, "-m", "bert_jax.commands.fill_mask", f"--model={hf_folder}",
                         "--top_k=3", TEXTS[1]], capture_output=True, text=True, check=True,
                        cwd=REPO)
   lines = out.stdout.splitlines()
@@ -72,7 +72,7 @@ def test_predictions_read_as_hf_decodes_them(kind, tmp_path, data_dir):
   `token_str`, less the word-start space): `Ġit` and `▁it` read `it`; --raw_pieces keeps
   the entry."""
   import transformers
-  from bert_jax.fill_mask import token_text
+  from bert_jax.commands.fill_mask import token_text
   from bert_jax.text import bpe, sentencepiece_vocab
   text = tmp_path / "text.txt"
   with open(os.path.join(data_dir, "wikitext-2", "valid.txt"), encoding="utf-8") as f:

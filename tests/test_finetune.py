@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bert_jax
-from bert_jax import checkpoint
+from bert_jax.weights import checkpoint
 from bert_jax.run import trainer
 from bert_jax.finetune import base, glue_reader
 from bert_jax.models import task_models
@@ -66,7 +66,7 @@ def test_conll_tagging(small_bert, tmp_path, column, metric):
   assert {r.split()[2] for r in rows if r} <= {*labels, "O"}
   # The tags are recorded in order and become an HF export's id2label (what HF's
   # token-classification pipeline prints), then come back from the HF folder.
-  from bert_jax.convert.__main__ import convert
+  from bert_jax.commands.convert import convert
   transformers = pytest.importorskip("transformers")
   assert checkpoint.read_labels(str(workdir)) == labels
   convert(str(workdir), str(tmp_path / "hf"), to="hf")

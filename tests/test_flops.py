@@ -1,10 +1,10 @@
-"""bert_jax.flops agrees with XLA's cost analysis of the compiled forward pass, per family."""
+"""bert_jax.core.flops agrees with XLA's cost analysis of the compiled forward pass, per family."""
 import jax
 import jax.numpy as jnp
 import pytest
 from flax import linen as nn
 
-from bert_jax import flops
+from bert_jax.core import flops
 from bert_jax.models.bert import BertModel
 from bert_jax.models.config import config_for_size
 

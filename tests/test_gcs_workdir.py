@@ -1,6 +1,6 @@
 """A gs:// workdir against a real GCS JSON API server on 127.0.0.1 (fake-gcs-server, started
 and stopped here), reached by the clients a TPU VM uses through their documented endpoint
-settings: gcsfs (bert_jax.storage, orbax's folders) by STORAGE_EMULATOR_HOST, tensorstore
+settings: gcsfs (bert_jax.files.storage, orbax's folders) by STORAGE_EMULATOR_HOST, tensorstore
 (orbax's arrays) by TENSORSTORE_GCS_HTTP_URL. The tests read the bucket back over the JSON
 API with urllib, not through bert_jax's own path code.
 
@@ -24,7 +24,7 @@ import urllib.request
 
 import pytest
 
-from bert_jax import storage
+from bert_jax.files import storage
 from bert_jax.run import trainer
 from bert_jax.run.workdir import WorkdirLock, WorkdirLocked
 from configs import tiny

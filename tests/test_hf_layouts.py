@@ -185,7 +185,7 @@ def _convert_command(*args, block_torch=False):
   import sys
   code = ("import runpy, sys; " + ("sys.modules['torch'] = None; " if block_torch else "")
           + f"sys.argv = ['convert', *{list(args)!r}]; "
-          "runpy.run_module('bert_jax.convert', run_name='__main__', alter_sys=True)")
+          "runpy.run_module('bert_jax.commands.convert', run_name='__main__', alter_sys=True)")
   return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
 
 
@@ -193,7 +193,7 @@ def test_a_bin_folder_is_refused_naming_the_command_that_converts_it(tmp_path):
   folder, _ = _bin_folder(tmp_path)
   with pytest.raises(ValueError, match=re.escape(
       f"{folder}: only pytorch_model.bin found; pickle files are not loaded. Convert it to "
-      f"model.safetensors first: python -m bert_jax.convert --input={folder} "
+      f"model.safetensors first: python -m bert_jax.commands.convert --input={folder} "
       "--output=NEW_FOLDER")):
     load_pretrained(folder)
 
@@ -255,7 +255,7 @@ def test_a_bin_that_is_not_only_tensors_is_refused_and_nothing_in_it_runs(tmp_pa
                                               ("ernie", "ErnieForMaskedLM")])
 def test_a_masked_lm_folder_exports_back_to_its_hf_class(family, cls_name, tmp_path):
   """HF folder -> ours -> HF: the masked LM class again, every tensor as HF saved it."""
-  from bert_jax.convert.__main__ import convert
+  from bert_jax.commands.convert import convert
   folder, ours, back = (str(tmp_path / name) for name in ("hf", "ours", "back"))
   reference = _save_random(_config(family), cls_name, folder)
   convert(folder, ours)

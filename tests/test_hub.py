@@ -1,4 +1,4 @@
-"""Models by Hub id (bert_jax/hub.py), against a Hub-shaped server on 127.0.0.1
+"""Models by Hub id (bert_jax/files/hub.py), against a Hub-shaped server on 127.0.0.1
 (tests/hub_server.py) serving random HF models with their tokenizers: load by id (`org/name`,
 `@revision`, a bare legacy name) with HF's outputs, a short fine-tuning run with
 init_from=id that records the commit, the same from the filled cache offline with the
@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from bert_jax import hub  # noqa: E402
+from bert_jax.files import hub  # noqa: E402
 from bert_jax.models.config import BertConfig  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402
 from tests.helpers.hf_reference import hf_config  # noqa: E402
@@ -144,17 +144,17 @@ def test_a_model_loads_by_id_revision_and_legacy_name(server, folders, tmp_path)
 
 def test_a_bin_only_repo_fetches_its_bin_and_converts_by_id(server, folders, tmp_path):
   """No safetensors at the revision: the .bin is fetched; the loader names the convert
-  command, and `bert_jax.convert --input=ID` writes model.safetensors."""
+  command, and `bert_jax.commands.convert --input=ID` writes model.safetensors."""
   env = _env(tmp_path / "hf_home", server)
-  refused = _run(["-m", "bert_jax.fill_mask", "--model=org/bin-only", "a [MASK] ."], env)
+  refused = _run(["-m", "bert_jax.commands.fill_mask", "--model=org/bin-only", "a [MASK] ."], env)
   lines = refused.stderr.strip().splitlines()
   assert refused.returncode == 1 and len(lines) == 1, refused.stderr
-  assert lines[0] == ("bert_jax.fill_mask: error: org/bin-only@main: the Hub model has only "
+  assert lines[0] == ("bert_jax.commands.fill_mask: error: org/bin-only@main: the Hub model has only "
                       "pytorch_model.bin; pickle files are not loaded. Convert it to "
-                      "model.safetensors first: python -m bert_jax.convert "
+                      "model.safetensors first: python -m bert_jax.commands.convert "
                       "--input=org/bin-only@main --output=NEW_FOLDER"), lines[0]
   out = tmp_path / "converted"
-  result = _run(["-m", "bert_jax.convert", "--input=org/bin-only@main", f"--output={out}"],
+  result = _run(["-m", "bert_jax.commands.convert", "--input=org/bin-only@main", f"--output={out}"],
                 env)
   assert result.returncode == 0, result.stderr
   assert sorted(os.listdir(out)) == ["config.json", "model.safetensors", "tokenizer.json",
@@ -223,11 +223,11 @@ def test_an_id_that_cannot_be_fetched_is_one_line(case, server, tmp_path):
                       f"({tmp_path / 'hf_home' / 'hub'}) does not hold it: check the network "
                       "or HF_ENDPOINT, or fetch it once where the Hub is reachable"),
   }[case]
-  result = _run(["-m", "bert_jax.convert", f"--input={name}", f"--output={tmp_path / 'out'}"],
+  result = _run(["-m", "bert_jax.commands.convert", f"--input={name}", f"--output={tmp_path / 'out'}"],
                 _env(tmp_path / "hf_home", None if case == "unreachable" else server, offline))
   lines = result.stderr.strip().splitlines()
   assert result.returncode == 1 and len(lines) == 1, result.stderr
   errno = re.escape("[Errno 111] Connection refused")  # the OS's wording
-  assert re.fullmatch(re.escape(f"bert_jax.convert: error: {message}").replace(errno, ".+"),
+  assert re.fullmatch(re.escape(f"bert_jax.commands.convert: error: {message}").replace(errno, ".+"),
                       lines[0]), lines[0]
   assert not os.path.exists(tmp_path / "out")

@@ -188,9 +188,9 @@ def test_ernie_config_pretrains_with_knowledge_masking_and_exports_to_hf(tmp_pat
   ERNIE's mixed masking, finite losses; the workdir is an ernie model that HF's
   ErnieForPreTraining loads with nothing missing."""
   transformers = pytest.importorskip("transformers")
-  from bert_jax import checkpoint
+  from bert_jax.weights import checkpoint
   from bert_jax.run import trainer
-  from bert_jax.convert.__main__ import convert
+  from bert_jax.commands.convert import convert
   from configs import ernie
   from tests.helpers.runs import TINY_PRETRAINING, set_fields
   corpus = _write_corpus(str(tmp_path))

@@ -1,4 +1,4 @@
-"""TensorFlow is imported on first use (bert_jax/lazy.py): `import bert_jax` and every
+"""TensorFlow is imported on first use (bert_jax/startup/lazy.py): `import bert_jax` and every
 command line's module import without it, and the handle is the real module once read."""
 import concurrent.futures
 import os
@@ -6,17 +6,17 @@ import subprocess
 import sys
 import types
 
-from bert_jax import lazy
+from bert_jax.startup import lazy
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Every `python -m` entry point (pyproject.toml's console scripts and the documented ones),
 # the package and the task table the trainer reads.
-COMMAND_LINES = ("bert_jax", "bert_jax.train", "bert_jax.fill_mask", "bert_jax.embed",
-                 "bert_jax.tag_spans", "bert_jax.convert.__main__", "bert_jax.text.prepare",
+COMMAND_LINES = ("bert_jax", "bert_jax.train", "bert_jax.commands.fill_mask", "bert_jax.commands.embed",
+                 "bert_jax.commands.tag_spans", "bert_jax.commands.convert", "bert_jax.text.prepare",
                  "bert_jax.text.learn_vocab", "bert_jax.pretrain.word_vectors",
                  "bert_jax.pretrain.inspect", "bert_jax.probe.syntax_heads",
-                 "bert_jax.run.compile_report", "bert_jax.tasks", "bert_jax.console",
-                 "bert_jax.download")
+                 "bert_jax.run.compile_report", "bert_jax.run.tasks", "bert_jax.commands.console",
+                 "bert_jax.commands.download")
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
@@ -36,7 +36,7 @@ def test_the_package_and_its_command_lines_import_without_tensorflow():
       "  heavy = sorted(m for m in ('tensorflow', 'tensorflow_text', 'tensorflow_datasets')\n"
       "                 if m in sys.modules)\n"
       "  assert not heavy, f'importing {name} imported {heavy}'\n"
-      "from bert_jax.lazy import tensorflow as tf\n"
+      "from bert_jax.startup.lazy import tensorflow as tf\n"
       "assert not tf.loaded\n"
       "assert tf.constant([1, 2]).shape == (2,) and tf.loaded\n"
       "assert tf.config.get_visible_devices('GPU') == []\n"

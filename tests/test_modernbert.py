@@ -18,7 +18,10 @@ from flax import linen as nn
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from bert_jax import checkpoint, optim, sharding, weights  # noqa: E402
+from bert_jax.weights import checkpoint  # noqa: E402
+from bert_jax.core import optim  # noqa: E402
+from bert_jax.run import sharding  # noqa: E402
+from bert_jax import weights  # noqa: E402
 from bert_jax.convert import hf_families, hf, mapping  # noqa: E402
 from bert_jax.models import layout, modernbert  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
@@ -310,7 +313,7 @@ def _tiny_hf_folder(tmp_path, vocab_path):
 
 
 def test_embed_runs_on_an_hf_folder(tmp_path, vocab_path, tokenizer):
-  from bert_jax.embed import embed_sentences
+  from bert_jax.commands.embed import embed_sentences
   folder = _tiny_hf_folder(tmp_path, vocab_path)
   model, variables = load_pretrained(folder, heads="none")
   assert type(model).__name__ == "BertModel" and model.config.family == "modernbert"

@@ -149,7 +149,7 @@ def test_the_family_notebook_compares_bert_and_albert(data_dir, monkeypatch, tmp
   # ALBERT's: E=64 tables 1,986,432 + E->H 8,320 + one shared layer 198,272 + pooler 16,512.
   assert params == {"BERT": 4_385_920, "ALBERT": 2_209_536}
   for name, family in (("BERT", "bert"), ("ALBERT", "albert")):
-    # The table's FLOPs per step are the run report's (same bert_jax.flops formula).
+    # The table's FLOPs per step are the run report's (same bert_jax.core.flops formula).
     with open(tmp_path / f"notebook_family_{family}_10" / "run_report.json") as f:
       [invocation] = json.load(f)["invocations"]
     assert float(table[name][3]) == pytest.approx(invocation["model_flops"] / 10, rel=1e-3)

@@ -112,10 +112,10 @@ def test_old_checkpoint_loads_with_its_heads_and_outputs(old_layout, expected, n
 
 
 def test_old_workdir_converts_to_hf(old_layout, tmp_path):
-  """`python -m bert_jax.convert --to=hf` of the old workdir: an HF folder with the
+  """`python -m bert_jax.commands.convert --to=hf` of the old workdir: an HF folder with the
   tokenizer, whose weights read back (HF names and layouts both ways) as the workdir's."""
   source, output = os.path.join(old_layout, "workdir"), str(tmp_path / "hf")
-  result = subprocess.run([sys.executable, "-m", "bert_jax.convert", f"--input={source}",
+  result = subprocess.run([sys.executable, "-m", "bert_jax.commands.convert", f"--input={source}",
                            f"--output={output}", "--to=hf"], capture_output=True, text=True,
                           cwd=REPO)
   assert result.returncode == 0, result.stderr

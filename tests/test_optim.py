@@ -7,7 +7,7 @@ import optax
 import pytest
 from flax import linen as nn
 
-from bert_jax import optim
+from bert_jax.core import optim
 from bert_jax.models import task_models
 from bert_jax.models.config import BertConfig
 

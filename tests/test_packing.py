@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bert_jax.finetune import example_packing
-from bert_jax.losses import xent_sums
+from bert_jax.core.losses import xent_sums
 from bert_jax.models.config import BertConfig
 from bert_jax.models.task_models import BertForSequenceClassification
 
@@ -69,7 +69,7 @@ def test_pack_as_many_as_fit():
 
 def _lay_out_loop(features, rows, slots, pad_id):
   """A plain-Python copy of the layout rule, example by example (the reference)."""
-  from bert_jax import packing as layout
+  from bert_jax.core import packed_rows as layout
   lengths = features["attention_mask"].sum(-1)
   seq_len = features["attention_mask"].shape[1]
   token_keys = [k for k, v in features.items() if np.ndim(v) == 2]
@@ -102,7 +102,7 @@ def _lay_out_loop(features, rows, slots, pad_id):
 
 @pytest.mark.parametrize("seed, max_per_row", [(0, 4), (1, -1), (2, 1), (3, 3)])
 def test_lay_out_equals_the_example_by_example_rule(seed, max_per_row):
-  from bert_jax import packing as layout
+  from bert_jax.core import packed_rows as layout
   features = _examples(n=57, seq=16, seed=seed, longest=9)
   features["tags"] = np.random.default_rng(seed).integers(-1, 9, (57, 16)).astype(np.int64)
   features["score"] = np.random.default_rng(seed).random(57).astype(np.float32)
@@ -363,7 +363,7 @@ def test_pack_each_batch_trains_exactly_as_dynamic_padding(tmp_path, vocab_path,
 
   from flax import linen as nn
 
-  from bert_jax import checkpoint
+  from bert_jax.weights import checkpoint
   from bert_jax.run import trainer
   from bert_jax.models.bert import BertModel
   from configs import glue
@@ -403,7 +403,7 @@ _MESH_RUN = r'''
 import json, os, sys
 import jax, numpy as np
 from flax import linen as nn
-from bert_jax import checkpoint
+from bert_jax.weights import checkpoint
 from bert_jax.run import trainer
 from bert_jax.models.bert import BertModel
 from bert_jax.models.config import BertConfig

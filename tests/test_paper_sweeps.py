@@ -10,7 +10,7 @@ import pytest
 from absl import flags
 from ml_collections import config_flags
 
-from bert_jax import tasks
+from bert_jax.run import tasks
 from bert_jax.run import trainer
 from experiments import report
 from experiments import run as runner

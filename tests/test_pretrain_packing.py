@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bert_jax import tasks
+from bert_jax.run import tasks
 from bert_jax.run import trainer
 from bert_jax.pretrain import builders
 from bert_jax.pretrain import inspect as inspect_lib

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from flax import linen as nn
 
-from bert_jax import checkpoint, weights
+from bert_jax.weights import checkpoint
+from bert_jax import weights
 from bert_jax.convert import hf
 from bert_jax.models.config import config_for_size
 from bert_jax.models.task_models import BertForPreTraining
@@ -126,7 +127,7 @@ def test_a_damaged_native_checkpoint_is_one_line_naming_its_folder(tmp_path):
     weights.load_pretrained(folder)
 
 
-@pytest.mark.parametrize("command", ["bert_jax.embed", "bert_jax.fill_mask"])
+@pytest.mark.parametrize("command", ["bert_jax.commands.embed", "bert_jax.commands.fill_mask"])
 def test_commands_that_read_weights_say_one_line_for_a_damaged_file(command, hf_folder,
                                                                      tmp_path):
   import shutil
@@ -136,8 +137,8 @@ def test_commands_that_read_weights_say_one_line_for_a_damaged_file(command, hf_
   _cut(weights_file)
   sentences = tmp_path / "sentences.txt"
   sentences.write_text("a short sentence .\n")
-  args = {"bert_jax.embed": [f"--input={sentences}", f"--output={tmp_path / 'out.npy'}"],
-          "bert_jax.fill_mask": ["a [MASK] sentence ."]}[command]
+  args = {"bert_jax.commands.embed": [f"--input={sentences}", f"--output={tmp_path / 'out.npy'}"],
+          "bert_jax.commands.fill_mask": ["a [MASK] sentence ."]}[command]
   result = subprocess.run([sys.executable, "-m", command, f"--model={folder}", *args],
                           capture_output=True, text=True, cwd=ROOT)
   lines = result.stderr.strip().splitlines()

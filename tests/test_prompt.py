@@ -148,7 +148,7 @@ def test_prompt_fine_tuning_starts_from_the_checkpoints_mlm_head(tmp_path, vocab
   """Through the trainer (SST-2 runlocal, 2 steps at lr 0, from a tiny BERT saved as an HF
   folder): every param of the prompt model comes from the checkpoint, the MLM head
   included, and the workdir reloads as the prompt classifier with its spec."""
-  from bert_jax import checkpoint
+  from bert_jax.weights import checkpoint
   from bert_jax.run import trainer
   from bert_jax.convert import hf
   from bert_jax.models.config import config_for_size
@@ -177,7 +177,7 @@ def test_prompt_fine_tuning_starts_from_the_checkpoints_mlm_head(tmp_path, vocab
     jax.tree.map(np.testing.assert_array_equal, tuned[name],
                  {k: v for k, v in params[name].items() if k != "pooler"})
   # HF has no prompt class: the export is the family's masked LM, the same tensors.
-  from bert_jax.convert.__main__ import convert
+  from bert_jax.commands.convert import convert
   convert(workdir, str(tmp_path / "hf"), to="hf")
   with open(tmp_path / "hf" / "config.json") as f:
     assert json.load(f)["architectures"] == ["BertForMaskedLM"]

@@ -1,4 +1,4 @@
-"""Every command prints progress, results and one-line errors only (bert_jax/quiet.py).
+"""Every command prints progress, results and one-line errors only (bert_jax/startup/quiet.py).
 
 Each program runs its cheapest real path once, as a subprocess, with the environment a
 user has (no TF_CPP_MIN_LOG_LEVEL, no JAX_PLATFORMS); its output must hold no absl-format
@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from bert_jax import quiet
+from bert_jax.startup import quiet
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOISE = re.compile(r"^[IWEF][0-9]{4} |All log messages before absl|Warning: |warnings\.warn")
@@ -52,9 +52,9 @@ def runs(tmp_path_factory, data_dir, minilm_dir):
                          f"--workdir={tmp / 'tiny'}"],
       "bert_jax.pretrain.inspect": ["bert_jax.pretrain.inspect", tiny, "--batches=1",
                                     "--examples=1"],
-      "bert_jax.embed": ["bert_jax.embed", f"--model={minilm_dir}", f"--input={sentences}",
+      "bert_jax.commands.embed": ["bert_jax.commands.embed", f"--model={minilm_dir}", f"--input={sentences}",
                          f"--output={tmp / 'embeddings.npy'}"],
-      "bert_jax.convert": ["bert_jax.convert", f"--input={minilm_dir}",
+      "bert_jax.commands.convert": ["bert_jax.commands.convert", f"--input={minilm_dir}",
                            f"--output={tmp / 'native'}"],
       "verbose": ["bert_jax.pretrain.inspect", tiny, "--batches=1", "--examples=1",
                   "--verbose"],
@@ -65,8 +65,8 @@ def runs(tmp_path_factory, data_dir, minilm_dir):
 
 
 @pytest.mark.parametrize("program", [
-    "bert_jax.text.prepare", "bert_jax.train", "bert_jax.pretrain.inspect", "bert_jax.embed",
-    "bert_jax.convert"])
+    "bert_jax.text.prepare", "bert_jax.train", "bert_jax.pretrain.inspect", "bert_jax.commands.embed",
+    "bert_jax.commands.convert"])
 def test_command_prints_no_startup_lines(runs, program):
   result = runs[program]
   assert result.returncode == 0, result.stderr[-3000:]
@@ -98,7 +98,7 @@ def test_only_startup_lines_are_hidden(line, noise):
 
 
 def test_the_filter_passes_other_lines_through():
-  code = ("import os, sys\nfrom bert_jax import quiet\nwith quiet.filtered_stderr():\n"
+  code = ("import os, sys\nfrom bert_jax.startup import quiet\nwith quiet.filtered_stderr():\n"
           "  os.write(2, b'I0000 00:00:1.2   7 cudart_stub.cc:31] hidden\\n')\n"
           "  os.write(2, b'kept line\\n')\n  print('python line', file=sys.stderr)\n"
           "print('after', file=sys.stderr)\n")

@@ -39,7 +39,7 @@ def test_embed_cli_reproduces_sentence_transformers(minilm_dir, data_dir, tmp_pa
   sentences = _sst2_sentences(data_dir, 40)
   (tmp_path / "in.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
   out = tmp_path / "out.npy"
-  subprocess.run([sys.executable, "-m", "bert_jax.embed", f"--model={minilm_dir}",
+  subprocess.run([sys.executable, "-m", "bert_jax.commands.embed", f"--model={minilm_dir}",
                   f"--input={tmp_path / 'in.txt'}", f"--output={out}", "--pooling=mean",
                   "--normalize", "--max_length=256", "--batch_size=16"], check=True)
   ours = np.load(out)

@@ -322,7 +322,7 @@ def test_bad_configs_and_lengths_are_one_line_errors():
   with pytest.raises(ValueError, match="is_decoder"):
     hf_families.config_from_hf({**hf_families.config_to_hf(config), "is_decoder": True})
   # Packed pretraining rows: refused when the task is made, before any data or tracing.
-  from bert_jax import tasks
+  from bert_jax.run import tasks
   from configs import reformer
   run = reformer.get_config("runlocal=True")
   run.data.packing = True
@@ -340,7 +340,7 @@ def test_reformer_config_pretrains_and_its_workdir_exports_to_hf(corpus, tmp_pat
   config file's, tests/test_family_configs.py runs it for the other families), its loss
   falling; the workdir converts to an HF folder that ReformerForMaskedLM loads, with our
   MLM logits under the same rotations."""
-  from bert_jax.convert.__main__ import convert
+  from bert_jax.commands.convert import convert
   from bert_jax.run import trainer
   from configs import reformer
   from tests.helpers.runs import learn_vocab, set_fields

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from bert_jax import flops
+from bert_jax.core import flops
 from bert_jax.run import run_report, trainer
 from experiments import tables
 from tests.helpers.runs import tiny_pretraining_config

@@ -8,7 +8,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
-from bert_jax import tasks
+from bert_jax.run import tasks
 from bert_jax.run import steps, trainer
 from bert_jax.finetune import glue_reader, sources
 from bert_jax.text.tokenizers import make_tokenizer

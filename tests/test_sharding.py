@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from jax.sharding import AbstractMesh, AxisType
 
-from bert_jax import sharding
+from bert_jax.run import sharding
 from bert_jax.models.config import config_for_size
 from bert_jax.models.task_models import BertForPreTraining
 

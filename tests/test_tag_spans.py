@@ -1,4 +1,4 @@
-"""Entity span files from an NER tagger (bert_jax/tag_spans.py): IOB2 tags to spans, the
+"""Entity span files from an NER tagger (bert_jax/commands/tag_spans.py): IOB2 tags to spans, the
 batched tagging equal to tagging line by line, the CLI's span file valid for its text."""
 import os
 import subprocess
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from flax import linen as nn
 
-from bert_jax import tag_spans
+from bert_jax.commands import tag_spans
 from bert_jax.convert import hf
 from bert_jax.finetune import conll_reader
 from bert_jax.models import task_models
@@ -91,7 +91,7 @@ def test_a_chunker_gives_phrases_and_merges_with_the_entities(ner_folder, chunk_
 def test_cli_writes_a_span_file_beside_the_corpus(ner_folder, chunk_folder, tmp_path):
   corpus = tmp_path / "corpus.txt"
   corpus.write_text("harry potter went to new york .\nhe liked it .\n\nparis is big .\n")
-  out = subprocess.run([sys.executable, "-m", "bert_jax.tag_spans", f"--model={ner_folder}",
+  out = subprocess.run([sys.executable, "-m", "bert_jax.commands.tag_spans", f"--model={ner_folder}",
                         f"--phrase_model={chunk_folder}", f"--input={corpus}",
                         "--max_length=32", "--batch_size=2"],
                        capture_output=True, text=True, cwd=REPO)

@@ -1,4 +1,4 @@
-"""Compiling for TPU and GPU targets on a CPU-only host (bert_jax/targets.py): target names,
+"""Compiling for TPU and GPU targets on a CPU-only host (bert_jax/run/targets.py): target names,
 and a tiny pretraining config's train step compiled by the TPU compiler (libtpu) on a 4-chip
 v5e slice with every TPU attention path, and by XLA's GPU compiler (jax-cuda12-plugin) for
 2 H100s. The compile tests skip, saying so, where the target's compiler is not installed."""
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from bert_jax import targets
+from bert_jax.run import targets
 from bert_jax.models.config import config_for_size
 from configs import base
 from tests.helpers.runs import set_fields
@@ -188,7 +188,7 @@ def test_two_programs_compiling_for_a_tpu_at_once_both_get_its_devices():
   env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
   env.pop("ALLOW_MULTIPLE_LIBTPU_LOAD", None)
   proc = subprocess.run(
-      [sys.executable, "-c", "from bert_jax import targets; "
+      [sys.executable, "-c", "from bert_jax.run import targets; "
        "print(len(targets.devices('tpu:v5e-4')))"],
       env=env, capture_output=True, text=True, timeout=300)
   assert proc.returncode == 0 and proc.stdout.split()[-1] == "4", proc.stderr[-600:]

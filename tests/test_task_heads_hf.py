@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from bert_jax.convert import hf_families, hf  # noqa: E402
-from bert_jax.convert.__main__ import convert  # noqa: E402
+from bert_jax.commands.convert import convert  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402
 from tests.helpers.family_tables import TINY_MEMBERS  # noqa: E402
 from tests.helpers.hf_reference import hf_config, hf_state  # noqa: E402

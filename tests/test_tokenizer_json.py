@@ -148,8 +148,8 @@ def test_a_converted_modernbert_classifier_loads_in_transformers_auto_classes(
   import jax
   import torch
   from flax import linen as nn
-  from bert_jax import checkpoint
-  from bert_jax.convert.__main__ import convert
+  from bert_jax.weights import checkpoint
+  from bert_jax.commands.convert import convert
   from bert_jax.models import task_models
   from bert_jax.models.config import config_for_size
   config = config_for_size("modernbert-tiny", vocab_size=30522, pad_token_id=0)

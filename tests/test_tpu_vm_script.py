@@ -1,5 +1,5 @@
 """scripts/tpu_vm.sh: the gcloud commands each step prints with --dry_run (read back as a
-shell reads them), its slice table against bert_jax/targets.py's, and its refusals."""
+shell reads them), its slice table against bert_jax/run/targets.py's, and its refusals."""
 import math
 import os
 import re
@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from bert_jax import targets
+from bert_jax.run import targets
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO, "scripts", "tpu_vm.sh")

@@ -155,7 +155,7 @@ def read_state(folder: str) -> dict[str, np.ndarray]:
     return state
   if only_bin(folder):
     raise ValueError(f"{folder}: only pytorch_model.bin found; pickle files are not loaded. "
-                     f"Convert it to model.safetensors first: python -m bert_jax.convert "
+                     f"Convert it to model.safetensors first: python -m bert_jax.commands.convert "
                      f"--input={folder} --output=NEW_FOLDER")
   raise FileNotFoundError(f"{folder}: no model.safetensors or model.safetensors.index.json")
 

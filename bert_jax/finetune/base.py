@@ -1,4 +1,4 @@
-"""What every fine-tuning task shares (bert_jax/task.py's contract).
+"""What every fine-tuning task shares (bert_jax/core/task.py's contract).
 
 Each fine-tuning task (config.task: glue, conll, squad, swag) is one reader module
 (`<task>_reader.py`: jax-free reading, featurizing and official scoring) and one task
@@ -32,12 +32,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bert_jax import flops, optim
+from bert_jax.core import flops, optim
 from bert_jax.finetune import array_input, example_packing, feature_cache, sources
 from bert_jax.models import features, task_models
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
-from bert_jax.task import Evaluation, TaskInputs
+from bert_jax.core.task import Evaluation, TaskInputs
 
 MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
 # A per-token eval output at a padding position: never the best score (SQuAD's spans), and

@@ -1,4 +1,4 @@
-"""Classification of the user's own labelled files (bert_jax/task.py's contract): one text or
+"""Classification of the user's own labelled files (bert_jax/core/task.py's contract): one text or
 a pair -> one class, several classes, or a number (configs/classify.py).
 
 GLUE's task with its table row built from the files: the featurizer, the loss of one class
@@ -42,7 +42,7 @@ import numpy as np
 from bert_jax.finetune import base, glue_reader, metrics
 from bert_jax.finetune.glue import GlueTask
 from bert_jax.finetune.sources import DataFormatError, read_lines, user_file
-from bert_jax.losses import sigmoid_xent_sums
+from bert_jax.core.losses import sigmoid_xent_sums
 
 EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
 # Numeric training labels with more distinct values than this are a regression's scores

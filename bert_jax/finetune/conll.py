@@ -1,4 +1,4 @@
-"""CoNLL-2003 tagging (bert_jax/task.py's contract): every word's first sub-token -> a tag
+"""CoNLL-2003 tagging (bert_jax/core/task.py's contract): every word's first sub-token -> a tag
 of config.data.column: "ner" (9 IOB2 entity tags), "pos" (47 Penn Treebank tags) or
 "chunk" (23 IOB2 chunk tags).
 
@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 from bert_jax.finetune import conll_reader
 from bert_jax.finetune.base import FinetuningTask, feature_spec
-from bert_jax.losses import xent_sums
+from bert_jax.core.losses import xent_sums
 
 
 class ConllTask(FinetuningTask):

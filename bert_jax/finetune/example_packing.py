@@ -4,7 +4,7 @@
 
 The packed arrays (input_ids, segment_ids, positions, cls_positions, example_index,
 example_mask, per-example features [R, K], per-token features [R, T]) are the layout of
-bert_jax/packing.py, shared with pretraining's packed NSP/SOP pairs. Each input row is one
+bert_jax/core/packed_rows.py, shared with pretraining's packed NSP/SOP pairs. Each input row is one
 example ([CLS] ... [SEP], then padding; `attention_mask` marks its tokens). Rows are filled
 best-fit in decreasing length (each example goes to the row it fills most tightly, at most
 `max_per_row` per row; -1: as many as fit), which leaves little padding on short-sentence
@@ -27,7 +27,7 @@ import numpy as np
 
 from bert_jax.finetune.array_input import ArrayInput
 # Re-exported for the fine-tuning code that reads them (finetune/base.py, bench, tests).
-from bert_jax.packing import PACKING_KEYS, TOKEN_KEYS, assign_rows, fill_rate, lay_out
+from bert_jax.core.packed_rows import PACKING_KEYS, TOKEN_KEYS, assign_rows, fill_rate, lay_out
 
 __all__ = ["PACKING_KEYS", "PackedBatches", "TOKEN_KEYS", "assign_rows", "fill_rate", "pack",
            "unpack_tokens"]

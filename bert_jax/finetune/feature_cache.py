@@ -124,7 +124,7 @@ class FrozenEncoder:
 
 
 class CachedLayers:
-  """An Input (bert_jax/task.py) whose batches carry their examples' cached layers:
+  """An Input (bert_jax/core/task.py) whose batches carry their examples' cached layers:
   `inner`'s batches, less "example_id", plus "cached_layers" [B, W, K, H]."""
 
   def __init__(self, inner, store: LayerStore):

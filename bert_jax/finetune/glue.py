@@ -1,4 +1,4 @@
-"""GLUE (bert_jax/task.py's contract): [CLS] -> C logits; STS-B is regression (C = 1, MSE).
+"""GLUE (bert_jax/core/task.py's contract): [CLS] -> C logits; STS-B is regression (C = 1, MSE).
 
 Reading, featurizing and the official metrics: glue_reader.py.
 """
@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 from bert_jax.finetune import glue_reader
 from bert_jax.finetune.base import HEAD_OPTIONS, FinetuningTask, feature_spec
-from bert_jax.losses import xent_sums
+from bert_jax.core.losses import xent_sums
 from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import make_tokenizer
 

@@ -1,4 +1,4 @@
-"""SQuAD v1.1 / v2.0 (bert_jax/task.py's contract): every token -> start and end logits.
+"""SQuAD v1.1 / v2.0 (bert_jax/core/task.py's contract): every token -> start and end logits.
 
 Reading and doc-stride windows: squad_reader.py; answers and the official scores:
 squad_postprocess.py.
@@ -11,7 +11,7 @@ import jax.numpy as jnp
 from bert_jax.finetune import squad_postprocess
 from bert_jax.finetune import squad_reader
 from bert_jax.finetune.base import PADDING_OUTPUT, FinetuningTask
-from bert_jax.losses import xent_sums
+from bert_jax.core.losses import xent_sums
 
 
 class SquadTask(FinetuningTask):

@@ -1,4 +1,4 @@
-"""SWAG (bert_jax/task.py's contract): the four (context, ending) pairs -> 4 scores.
+"""SWAG (bert_jax/core/task.py's contract): the four (context, ending) pairs -> 4 scores.
 
 Reading, featurizing and accuracy: swag_reader.py.
 """
@@ -9,7 +9,7 @@ import numpy as np
 
 from bert_jax.finetune import swag_reader
 from bert_jax.finetune.base import FinetuningTask
-from bert_jax.losses import xent_sums
+from bert_jax.core.losses import xent_sums
 
 
 class SwagTask(FinetuningTask):

@@ -287,7 +287,7 @@ class BertModel(nn.Module):
     task_type_ids: int [B, T], ERNIE's task ids (config.task_type_vocab_size); None: 0s.
 
     packing: None, or a packed batch's {"segment_ids", "positions"} int [B, T] and
-    "cls_positions" int [B, K] (bert_jax/packing.py): attention stays within each
+    "cls_positions" int [B, K] (bert_jax/core/packed_rows.py): attention stays within each
     example, positions restart per example, and the pooled output is [B, K, H], one per
     example's [CLS].
     """

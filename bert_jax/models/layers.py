@@ -7,7 +7,7 @@ Shape legend (as in google-research/bert):
   I: intermediate size     V: vocabulary size               L: number of layers
 
 Every kernel carries logical axis names, mapped to mesh axes by the rules table in
-`bert_jax.sharding`: embed, heads, kv, mlp, vocab, and `layers` for the stacked axis when
+`bert_jax.run.sharding`: embed, heads, kv, mlp, vocab, and `layers` for the stacked axis when
 `scan_layers` is on; activations use `activation_*` names (batch, length, embed, ...).
 Params are float32; activations run in `config.compute_dtype`; softmax and LayerNorm
 statistics are computed in float32.
@@ -375,7 +375,7 @@ class AttentionMask:
   ids, the others as an additive bias.
 
   key_mask: int [B, T], 1 for a real key and 0 for padding.
-  segment_ids: int [B, T] for packed rows (bert_jax/packing.py; several examples a row, a
+  segment_ids: int [B, T] for packed rows (bert_jax/core/packed_rows.py; several examples a row, a
     query attends the real keys of its own example only), or None: every query attends
     every real key of its row.
   """

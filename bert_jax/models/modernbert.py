@@ -4,7 +4,7 @@ What differs from BERT's encoder (bert.py), all equal to HF's `ModernBertModel`:
   - embeddings: word embeddings + LayerNorm only (no position table, no segments);
   - positions: rotary embeddings (RoPE) on queries and keys, base `global_rope_theta` in
     global layers and `local_rope_theta` in local ones; packed rows (several examples a
-    row, bert_jax/packing.py) rotate by each example's own positions, and a local window
+    row, bert_jax/core/packed_rows.py) rotate by each example's own positions, and a local window
     never crosses into another example (the segment mask keeps attention within it);
   - pre-norm layers: x = x + Attn(LN(x)); x = x + MLP(LN(x)); layer 0 has no attention
     LayerNorm (the embeddings are normalised already); one final LayerNorm;

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from bert_jax import packing
+from bert_jax.core import packed_rows as packing
 from bert_jax.pretrain import nsp_pairs
 from bert_jax.pretrain import sentence_blocks
 from bert_jax.text import corpus as corpus_lib
@@ -102,7 +102,7 @@ def _pair_options(data_config) -> nsp_pairs.PairOptions:
 @dataclasses.dataclass(frozen=True)
 class PackedPairs:
   """An epoch's pairs several to a row (config.data.packing): best fit in decreasing length
-  (bert_jax/packing.py's assign_rows), at most options.slots per row. len() and take()
+  (bert_jax/core/packed_rows.py's assign_rows), at most options.slots per row. len() and take()
   count rows (the builder's instances), as SentenceBlocks does."""
   pairs: nsp_pairs.PairInstances  # I pairs, row by row, in slot order
   rows: np.ndarray                # int64 [I] each pair's row, ascending

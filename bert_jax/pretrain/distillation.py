@@ -3,7 +3,7 @@ batch, a student started from chosen teacher layers, and two loss terms beside M
 
 config.distillation (`default_config()`):
   teacher         an HF folder, TF checkpoint or bert_jax workdir with an MLM head. Its
-                  params are constants of the step (bert_jax/task.py FrozenParams): no
+                  params are constants of the step (bert_jax/core/task.py FrozenParams): no
                   gradient, no optimizer state, not checkpointed; a resumed run reads
                   them from this path again. The teacher runs in eval mode (no dropout)
                   on the student's masked batch.
@@ -39,7 +39,7 @@ from bert_jax import weights
 from bert_jax.models import task_models
 from bert_jax.models.config import BertConfig
 from bert_jax.models.task_models import PreTrainingOutput
-from bert_jax.task import FrozenParams
+from bert_jax.core.task import FrozenParams
 
 _EPS = 1e-12  # torch's CosineEmbeddingLoss epsilon (inside the square roots)
 

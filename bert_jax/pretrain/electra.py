@@ -27,7 +27,7 @@ import flax.struct
 import jax
 import ml_collections
 
-from bert_jax import flops
+from bert_jax.core import flops
 from bert_jax.models.config import generator_config
 from bert_jax.models.layers import attention_probs
 from bert_jax.pretrain import rtd

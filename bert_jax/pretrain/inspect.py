@@ -69,8 +69,8 @@ import numpy as np
 from absl import app
 from absl import flags
 
-from bert_jax import cli
-from bert_jax import config_flag
+from bert_jax.startup import cli
+from bert_jax.startup import config_flag
 from bert_jax.pretrain import builders
 from bert_jax.pretrain import masking
 from bert_jax.pretrain import pipeline

@@ -88,7 +88,7 @@ import dataclasses
 
 import numpy as np
 
-from bert_jax.lazy import tensorflow as tf
+from bert_jax.startup.lazy import tensorflow as tf
 from bert_jax.pretrain.selectors import SELECTORS
 from bert_jax.text.bpe import BPETokenizer
 from bert_jax.text.sentencepiece_vocab import SentencePieceTokenizer

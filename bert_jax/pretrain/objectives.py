@@ -14,7 +14,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from bert_jax.losses import xent_sums
+from bert_jax.core.losses import xent_sums
 from bert_jax.pretrain import distillation
 from bert_jax.pretrain import rtd
 

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bert_jax.lazy import tensorflow as tf
+from bert_jax.startup.lazy import tensorflow as tf
 from bert_jax.text import spans as spans_lib
 
 

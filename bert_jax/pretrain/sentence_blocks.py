@@ -46,7 +46,7 @@ import dataclasses
 
 import numpy as np
 
-from bert_jax import packing
+from bert_jax.core import packed_rows as packing
 from bert_jax.text.corpus import TokenizedCorpus
 
 _SPECIAL = 2  # [CLS] and [SEP] around every block

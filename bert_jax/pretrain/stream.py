@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from bert_jax.lazy import tensorflow as tf
+from bert_jax.startup.lazy import tensorflow as tf
 from bert_jax.pretrain import builders
 from bert_jax.pretrain import masking
 from bert_jax.text import corpus as corpus_lib

@@ -1,4 +1,4 @@
-"""The pretraining task (bert_jax/task.py's contract): the objectives of config.objectives
+"""The pretraining task (bert_jax/core/task.py's contract): the objectives of config.objectives
 on the batches of bert_jax/pretrain/pipeline.py.
 
 The model is BertForPreTraining with the heads its objectives read (the NSP head exists only
@@ -16,8 +16,8 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from bert_jax import flops
-from bert_jax import packing
+from bert_jax.core import flops
+from bert_jax.core import packed_rows as packing
 from bert_jax.models import task_models
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
@@ -28,7 +28,7 @@ from bert_jax.pretrain import masking
 from bert_jax.pretrain import distillation
 from bert_jax.pretrain import objectives as objectives_lib
 from bert_jax.pretrain import pipeline
-from bert_jax.task import Evaluation, TaskInputs
+from bert_jax.core.task import Evaluation, TaskInputs
 
 @flax.struct.dataclass
 class PretrainingForward:

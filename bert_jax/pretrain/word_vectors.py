@@ -36,8 +36,8 @@ from absl import app
 from absl import flags
 from sklearn.utils.extmath import randomized_svd
 
-from bert_jax import cli
-from bert_jax import config_flag
+from bert_jax.startup import cli
+from bert_jax.startup import config_flag
 from bert_jax.pretrain import pipeline
 from bert_jax.text import corpus as corpus_lib
 from bert_jax.models.families import tokenizer_kinds

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from absl import flags
 
-from bert_jax import cli
+from bert_jax.startup import cli
 from bert_jax.models.layers import attention_probs
 from bert_jax.probe import relations as relation_rules
 from bert_jax.text.dependency_treebank import DEFAULT_PATH

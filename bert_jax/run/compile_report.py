@@ -6,7 +6,7 @@ r"""Memory and cost planning without the hardware: compile the train step, repor
       --target=tpu:v5e-16 --config.mesh.fsdp=16   # TPU's compiler, on a CPU-only host
 
 Compiles the exact train step for the configured mesh over the target's devices
-(`bert_jax.targets`: the host's, or a TPU slice's or GPU node's described without the
+(`bert_jax.run.targets`: the host's, or a TPU slice's or GPU node's described without the
 hardware) from abstract shapes (nothing is allocated) and reports per-device bytes of
 params and optimizer state (from their shardings), the target compiler's memory analysis
 (arguments, outputs, temporaries = activations and workspace), its FLOPs and bytes per
@@ -27,7 +27,7 @@ import flax.linen as nn
 import jax
 import numpy as np
 
-from bert_jax import targets
+from bert_jax.run import targets
 from bert_jax.run import steps, trainer
 
 

@@ -16,12 +16,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax._src import distributed  # its client: no public handle (multihost_utils reads it so)
 
-from bert_jax import sharding
-from bert_jax import storage
+from bert_jax.run import sharding
+from bert_jax.files import storage
 from bert_jax.run import run_report
 from bert_jax.run.metric_writers import MetricWriter, format_progress
 from bert_jax.run.steps import keep_best, make_eval_step, make_train_step, tree_norm
-from bert_jax.task import Task
+from bert_jax.core.task import Task
 
 # How long a process waits at the barrier for its peers to compile a step (a large model's
 # compile on a slow host can take many minutes).

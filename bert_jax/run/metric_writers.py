@@ -1,7 +1,7 @@
 """Where training metrics go: WORKDIR/metrics.jsonl, TensorBoard events, a progress line.
 
 Only process 0 writes. metrics.jsonl holds one JSON object per logged step (train rows,
-and eval rows whose keys carry an `eval_` prefix). Both files go through `bert_jax.storage`,
+and eval rows whose keys carry an `eval_` prefix). Both files go through `bert_jax.files.storage`,
 so a gs:// workdir gets them in the bucket: the event records are TensorBoard's own format
 (tensorboard's RecordWriter and Event protos), appended at each write.
 """
@@ -13,7 +13,7 @@ import time
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from bert_jax import storage
+from bert_jax.files import storage
 
 
 class EventFile:

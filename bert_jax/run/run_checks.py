@@ -3,7 +3,7 @@ trainer calls these first): positive sizes and counts, a length to train or some
 evaluate, a vocabulary of the model's size, and no URL where a local path is read."""
 import ml_collections
 
-from bert_jax import storage
+from bert_jax.files import storage
 
 
 def validate_config(config: ml_collections.ConfigDict, counts_in_steps: bool) -> None:

@@ -3,7 +3,7 @@
 Per invocation of the trainer (a resumed run has several) and summed over them:
   steps, tokens (every position of every row, padding included, as tokens_per_sec counts
     them), wall and train-loop seconds;
-  model FLOPs (bert_jax.flops, summed over the steps actually run) and, for the last
+  model FLOPs (bert_jax.core.flops, summed over the steps actually run) and, for the last
     batch shape, the analytic FLOPs of one step beside XLA's compiled cost analysis of it;
   achieved FLOP/s and MFU against the peak `flops.device_peak_flops` uses;
   energy (kWh) and CO2e (kg), with the method and every input stated.
@@ -33,7 +33,7 @@ from typing import Optional
 import jax
 import ml_collections
 
-from bert_jax import storage
+from bert_jax.files import storage
 
 # Board power / TDP per device (W), by a substring of jax's device_kind.
 POWER_WATTS = {

@@ -3,10 +3,10 @@
   task + tokenizer -> data -> mesh, model + optimizer (sharded init) -> restore / init_from
   -> jitted train/eval steps -> loop (log, eval, checkpoint) -> final eval
 
-The trainer knows tasks only through bert_jax/task.py's contract; bert_jax/tasks.py's
+The trainer knows tasks only through bert_jax/core/task.py's contract; bert_jax/run/tasks.py's
 registry names them. The loop's pieces (steps on the mesh, evaluation, checkpoint policy,
 throughput) are named in bert_jax/run/loop.py.
-Everything is sharded through the logical-axis rules (bert_jax.sharding): the same code
+Everything is sharded through the logical-axis rules (bert_jax.run.sharding): the same code
 runs on 1 CPU, a simulated 8-device mesh and a pod slice.
 """
 import dataclasses
@@ -20,14 +20,14 @@ import ml_collections
 import numpy as np
 import optax
 
-from bert_jax import checkpoint
-from bert_jax import flops as flops_lib
-from bert_jax import optim
+from bert_jax.weights import checkpoint
+from bert_jax.core import flops as flops_lib
+from bert_jax.core import optim
 from bert_jax.run import run_report
 from bert_jax.run.run_checks import check_vocab_size, validate_config
-from bert_jax import sharding
-from bert_jax import storage
-from bert_jax.tasks import make_task, task_class
+from bert_jax.run import sharding
+from bert_jax.files import storage
+from bert_jax.run.tasks import make_task, task_class
 from bert_jax.run.steps import SelectingTrainState, TrainState
 from bert_jax.run import loop
 from bert_jax.run.loop import Evaluator, RunSteps, Saver, Throughput, prefixed
@@ -37,7 +37,7 @@ from bert_jax.run import workdir as workdir_lib
 from bert_jax.finetune.base import trainable_layers
 from bert_jax.run.metric_writers import MetricWriter
 from bert_jax.models.config import BertConfig
-from bert_jax.task import FrozenParams, Task
+from bert_jax.core.task import FrozenParams, Task
 from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import make_tokenizer
 
@@ -80,7 +80,7 @@ def build(config: ml_collections.ConfigDict, task: Task | None = None,
   """Task, mesh, model, optimizer and the shardings of the train state, from the config.
 
   devices: those of the mesh (default: jax.devices()); a TPU or GPU target's
-  (bert_jax.targets) to compile for it without the hardware.
+  (bert_jax.run.targets) to compile for it without the hardware.
   """
   if task is None:
     task = make_task(config, resolve_model_config(config))

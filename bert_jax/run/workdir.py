@@ -20,7 +20,7 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
-from bert_jax import storage
+from bert_jax.files import storage
 
 LOCK = ".lock"
 MODEL_CONFIG = "model_config.json"

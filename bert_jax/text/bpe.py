@@ -37,7 +37,7 @@ from typing import Sequence
 import tokenizers
 from tokenizers import decoders, models, pre_tokenizers, processors, trainers
 
-from bert_jax.lazy import tensorflow as tf
+from bert_jax.startup.lazy import tensorflow as tf
 from bert_jax.text import subword
 
 BOS, PAD, EOS, UNK, MASK = "<s>", "<pad>", "</s>", "<unk>", "<mask>"

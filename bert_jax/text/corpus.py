@@ -48,7 +48,7 @@ from typing import Protocol
 
 import numpy as np
 
-from bert_jax.lazy import tensorflow as tf
+from bert_jax.startup.lazy import tensorflow as tf
 from bert_jax.text import paths
 from bert_jax.text import sentences
 from bert_jax.text import spans as spans_lib

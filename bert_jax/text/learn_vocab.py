@@ -27,7 +27,7 @@ import collections
 import os
 from collections.abc import Sequence
 
-from bert_jax.lazy import tensorflow as tf
+from bert_jax.startup.lazy import tensorflow as tf
 from bert_jax.text import bpe
 from bert_jax.text import sentencepiece_vocab
 from bert_jax.text import subword
@@ -138,7 +138,7 @@ def learn_and_write(kind: str, input_files: Sequence[str], output: str, vocab_si
 if __name__ == "__main__":
   from absl import flags
 
-  from bert_jax import cli
+  from bert_jax.startup import cli
 
   _KIND = flags.DEFINE_enum("kind", "wordpiece", list(KINDS), "The vocabulary to learn.")
   _INPUT = flags.DEFINE_multi_string("input", None, "Plain-format text file(s).")

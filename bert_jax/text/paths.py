@@ -6,14 +6,14 @@ and otherwise `default_data_dir()`:
   1. the environment variable BERT_JAX_DATA_DIR;
   2. `../shared/data` next to the working directory, or next to this repository's checkout,
      when that folder exists;
-  3. otherwise `~/.cache/bert_jax/data` (CACHE_DIR), where `python -m bert_jax.download`
+  3. otherwise `~/.cache/bert_jax/data` (CACHE_DIR), where `python -m bert_jax.commands.download`
      puts the files when none of the above is there.
 Readers and the downloader use this same rule, so what the downloader fetched is found.
 """
 import os
 import pathlib
 
-from bert_jax import storage
+from bert_jax.files import storage
 
 ENV_VAR = "BERT_JAX_DATA_DIR"
 _REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -83,7 +83,7 @@ from collections.abc import Iterator
 from absl import app
 from absl import flags
 
-from bert_jax import cli
+from bert_jax.startup import cli
 from bert_jax.text import paths
 from bert_jax.text import spans as spans_lib
 from bert_jax.text.sentences import BLANK_LINES_RE, clean_documents
@@ -156,7 +156,7 @@ def parse_source(spec: str, data_dir: str | None) -> tuple[str, str]:
     raise PrepareError(_directory_message(spec, resolved))
   if not os.path.isfile(resolved):
     fetch = ("" if os.path.isabs(path) else
-             " (`python -m bert_jax.download NAME` fetches the data root's files; "
+             " (`python -m bert_jax.commands.download NAME` fetches the data root's files; "
              "`all` fetches every set)")
     raise PrepareError(f"source '{spec}' not found at '{resolved}'{fetch}")
   return resolved, fmt

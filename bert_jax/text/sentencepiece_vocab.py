@@ -57,7 +57,7 @@ from typing import Sequence
 import sentencepiece as spm
 from tokenizers import normalizers
 
-from bert_jax.lazy import tensorflow as tf
+from bert_jax.startup.lazy import tensorflow as tf
 from bert_jax.text import subword
 
 PAD_PIECE, UNK_PIECE = "<pad>", "<unk>"

@@ -26,7 +26,7 @@ from typing import Sequence
 import numpy as np
 import tokenizers
 
-from bert_jax.lazy import tensorflow as tf
+from bert_jax.startup.lazy import tensorflow as tf
 from bert_jax.text import subword
 
 FILE = "tokenizer.json"

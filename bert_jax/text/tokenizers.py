@@ -27,7 +27,7 @@ import hashlib
 import os
 from typing import Any, Callable
 
-from bert_jax import hub
+from bert_jax.files import hub
 from bert_jax.text import paths
 from bert_jax.text.bpe import BPETokenizer
 from bert_jax.text.sentencepiece_vocab import SentencePieceTokenizer
@@ -193,7 +193,7 @@ def model_tokenizer(model_path: str, kinds=DEFAULT_KINDS) -> SubwordTokenizer:
   """The tokenizer saved with a model: in its folder (an HF folder of any family, a
   bert_jax workdir or saved model) or beside its file (a TF checkpoint); `kinds`: the
   model's family's (`bert_jax.models.families.tokenizer_kinds`); a Hub id: the tokenizer
-  of its snapshot (`bert_jax.hub`)."""
+  of its snapshot (`bert_jax.files.hub`)."""
   model_path = hub.local_path(model_path)
   folder = model_path if os.path.isdir(model_path) else os.path.dirname(model_path)
   kind, _ = folder_kind(folder, kinds)

@@ -62,8 +62,8 @@ from typing import Sequence
 import tokenizers
 from tokenizers import decoders, models, normalizers, pre_tokenizers, processors
 
-from bert_jax.lazy import tensorflow as tf
-from bert_jax.lazy import tensorflow_text as tf_text
+from bert_jax.startup.lazy import tensorflow as tf
+from bert_jax.startup.lazy import tensorflow_text as tf_text
 from bert_jax.text.subword import (CLS, MASK, PAD, SEP, SPECIAL_TOKENS, UNK, SubwordTokenizer,
                                   read_vocab)
 

@@ -11,7 +11,7 @@ baseline (experiments/sweeps/_ablation.py: 8k WordPiece vocab, two seeds, the sa
 fine-tunings, which start from the discriminator) against the same model and input trained
 with BERT's MLM alone (80/10/10, attention guidance at tiny.py's weight 1). ELECTRA runs
 _ablation.STEPS steps; the MLM run gets the steps that spend the same model FLOPs, from
-each task's `step_flops` (bert_jax.flops: what the run report counts). With the learned
+each task's `step_flops` (bert_jax.core.flops: what the run report counts). With the learned
 8,065-piece vocab: ELECTRA 7.358e9 FLOPs per step x 1,000 steps = 7.358e12, MLM 6.949e9 x
 1,059 = 7.359e12 (`python -m experiments.sweeps.electra_vs_mlm` prints them). The
 held-out MLM column is the generator's for ELECTRA, the model's own for MLM: compare the
@@ -50,7 +50,7 @@ PAPER = {
 
 def step_flops(overrides: dict) -> float:
   """Model FLOPs of one training step of CONFIG with these overrides (the task's count)."""
-  from bert_jax import tasks
+  from bert_jax.run import tasks
   from bert_jax.run import trainer
   from configs import electra
   config = electra.get_config()

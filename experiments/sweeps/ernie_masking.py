@@ -6,7 +6,7 @@ phrase-level and entity-level; each level adds accuracy. Their units come from a
 segmenter, chunker and entity recogniser; ours from the codebase's own CoNLL-2003 taggers
 fine-tuned from all-MiniLM-L6-v2 (configs/conll.py; their dev scores are in configs/
 ernie.py's docstring): the NER model's entities and the chunker's NP / VP / PP ...
-chunks, written as the corpus's span file by `python -m bert_jax.tag_spans`.
+chunks, written as the corpus's span file by `python -m bert_jax.commands.tag_spans`.
 
 Here configs/ernie.py (ERNIE-Tiny, BERT-Tiny's shape) on the ablation baseline
 (experiments/sweeps/_ablation.py: 8k WordPiece vocab, 1,000 steps of 32 NSP pairs of 64
@@ -50,7 +50,7 @@ PREPARE = ablation.PREPARE + (
     ("runs/conll_ner/eval_results.json", _TAGGER.format(column="ner")),
     ("runs/conll_chunk/eval_results.json", _TAGGER.format(column="chunk")),
     ("runs/corpus/knowledge.spans.jsonl",
-     "python -m bert_jax.tag_spans --model=runs/conll_ner --phrase_model=runs/conll_chunk "
+     "python -m bert_jax.commands.tag_spans --model=runs/conll_ner --phrase_model=runs/conll_chunk "
      f"--input={KNOWLEDGE} --max_length=64"),
 )
 METRICS = ablation.METRICS

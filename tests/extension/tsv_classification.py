@@ -3,12 +3,12 @@
 config.data.sources {split: path}: one example per line, `text<TAB>label`; the classes
 are the train split's labels, sorted. The model is the family's sequence classifier
 (the pooler + a linear layer), trained with cross-entropy; eval scores accuracy.
-Registered as `bert_jax.tasks.TASKS[NAME] = TsvClassificationTask`.
+Registered as `bert_jax.run.tasks.TASKS[NAME] = TsvClassificationTask`.
 """
 import numpy as np
 
 from bert_jax.finetune.base import FinetuningTask, feature_spec
-from bert_jax.losses import xent_sums
+from bert_jax.core.losses import xent_sums
 
 NAME = "tsv_classification"
 

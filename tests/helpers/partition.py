@@ -3,7 +3,7 @@ import jax
 import numpy as np
 from flax import linen as nn
 
-from bert_jax import sharding
+from bert_jax.run import sharding
 from bert_jax.models.task_models import BertForPreTraining
 
 

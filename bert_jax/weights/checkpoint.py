@@ -1,7 +1,7 @@
 """bert_jax checkpoints (orbax).
 
 Two layouts, both recognised by `load_pretrained`:
-  saved model (`python -m bert_jax.convert` output):
+  saved model (`python -m bert_jax.commands.convert` output):
       DIR/model_config.json   BertConfig fields
       DIR/params/             orbax pytree of the model params
       DIR/vocab.txt           (optional) the vocabulary the model was trained with
@@ -20,7 +20,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from jax.experimental import multihost_utils
 
-from bert_jax import storage
+from bert_jax.files import storage
 from bert_jax.models.config import BertConfig
 from bert_jax.models.layout import stacked_layout, unstack_layers
 

@@ -1,6 +1,6 @@
 """Fill-mask: the MLM head's most likely tokens for each [MASK] in a text.
 
-  python -m bert_jax.fill_mask --model=runs/tiny "the cat sat on the [MASK] ." [--top_k=5]
+  python -m bert_jax.commands.fill_mask --model=runs/tiny "the cat sat on the [MASK] ." [--top_k=5]
 
 PATH is anything `load_pretrained` reads that carries the MLM head (a bert_jax pretraining
 workdir or checkpoint, a prompt-tuned GLUE workdir, an HF BertForPreTraining/BertForMaskedLM
@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from absl import app, flags
 
-from bert_jax import cli
+from bert_jax.startup import cli
 from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import model_tokenizer
 from bert_jax.models.task_models import BertForPreTraining, BertForPromptClassification

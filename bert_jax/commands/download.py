@@ -1,8 +1,8 @@
 r"""Fetches the data root's files from their public sources, checked byte for byte.
 
-  python -m bert_jax.download sst2 wikitext2          # = bert-jax-download sst2 wikitext2
-  python -m bert_jax.download all --data_dir=/data/bert_jax
-  python -m bert_jax.download glue --mirror=http://127.0.0.1:8000
+  python -m bert_jax.commands.download sst2 wikitext2          # = bert-jax-download sst2 wikitext2
+  python -m bert_jax.commands.download all --data_dir=/data/bert_jax
+  python -m bert_jax.commands.download glue --mirror=http://127.0.0.1:8000
 
 Every file of the data root is a copy of a file in a public GitHub repository at a fixed
 commit. `data_manifest.json` (beside this module; written by scripts/data_manifest.py) lists
@@ -28,7 +28,7 @@ import urllib.request
 
 from absl import flags
 
-from bert_jax import cli
+from bert_jax.startup import cli
 from bert_jax.text import paths
 
 RAW = "https://raw.githubusercontent.com"
@@ -183,7 +183,7 @@ def download(names: list[str], data_dir: str | None = None, mirror: str | None =
       missing.append(entry)
   if quiet and missing:
     echo(f"data root {root} lacks {len(missing)} file(s) of {' '.join(sets)}: fetching "
-         f"{sum(e['size'] for e in missing):,} B from {mirror or RAW} (bert_jax.download)")
+         f"{sum(e['size'] for e in missing):,} B from {mirror or RAW} (bert_jax.commands.download)")
   for entry in missing:
     url = fetch(entry, root, mirror)
     done["fetched"].append(entry["path"])

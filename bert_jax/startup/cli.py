@@ -30,7 +30,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from bert_jax import storage
+from bert_jax.files import storage
 
 EXPECTED_ERRORS = (ValueError, OSError, FloatingPointError)
 TRACEBACK_ENV = "BERT_JAX_TRACEBACK"
@@ -38,7 +38,7 @@ TRACEBACK_ENV = "BERT_JAX_TRACEBACK"
 
 def program_name() -> str:
   """`python -m bert_jax.text.prepare` -> "bert_jax.text.prepare"; a console script
-  (`bert-jax-prepare`, bert_jax.console) -> its name; else the script's name."""
+  (`bert-jax-prepare`, bert_jax.commands.console) -> its name; else the script's name."""
   if os.path.basename(sys.argv[0]).startswith("bert-jax-"):
     return os.path.basename(sys.argv[0])
   spec = getattr(sys.modules.get("__main__"), "__spec__", None)
@@ -105,7 +105,7 @@ def _parse_flags(argv: list[str]) -> list[str]:
 def refuse_url_flags(urls: tuple[str, ...] = ()) -> None:
   """A ValueError for the first flag given on the command line whose value is a URL,
   unless its name is in `urls` (the flags this program reads or writes through
-  `bert_jax.storage`)."""
+  `bert_jax.files.storage`)."""
   for name in sorted(flags.FLAGS):
     flag = flags.FLAGS[name]
     if not flag.present or name in urls:
@@ -120,10 +120,10 @@ def refuse_url_flags(urls: tuple[str, ...] = ()) -> None:
 def run(main: Callable[[list[str]], Any], urls: tuple[str, ...] = ()) -> None:
   """absl's `app.run(main)`, with expected errors (and bad flags) as one line (module
   docstring). Every program gets `--verbose` (tracebacks, INFO logs and the start-up lines
-  that `bert_jax.quiet` hides). `urls`: the flags that may be a URL (all others may not)."""
+  that `bert_jax.startup.quiet` hides). `urls`: the flags that may be a URL (all others may not)."""
   if "verbose" not in flags.FLAGS:
     flags.DEFINE_bool("verbose", False, "Tracebacks, INFO logs and TensorFlow's / XLA's "
-                      "start-up lines (bert_jax.quiet), all of which are off by default.")
+                      "start-up lines (bert_jax.startup.quiet), all of which are off by default.")
 
   def quiet_main(argv):
     quiet_logs()

@@ -1,12 +1,12 @@
 """Convert BERT weights between formats.
 
-  python -m bert_jax.convert --input=HF_FOLDER_OR_TF_CKPT --output=DIR          # -> ours
-  python -m bert_jax.convert --input=OURS_OR_ANY --output=DIR --to=hf             # -> HF
-  python -m bert_jax.convert --input=FOLDER_WITH_BIN --output=DIR                 # -> safetensors
+  python -m bert_jax.commands.convert --input=HF_FOLDER_OR_TF_CKPT --output=DIR          # -> ours
+  python -m bert_jax.commands.convert --input=OURS_OR_ANY --output=DIR --to=hf             # -> HF
+  python -m bert_jax.commands.convert --input=FOLDER_WITH_BIN --output=DIR                 # -> safetensors
 
 Input may be an HF folder (config.json + model.safetensors), a Google TF checkpoint
 (bert_config.json + bert_model.ckpt.*), a bert_jax saved model or a training workdir
-(latest checkpoint), or a Hub id (`org/name[@revision]`, bert_jax/hub.py). A fine-tuned
+(latest checkpoint), or a Hub id (`org/name[@revision]`, bert_jax/files/hub.py). A fine-tuned
 model keeps its task: a workdir's classifier becomes HF's ...ForSequenceClassification,
 its class names config.json's id2label, where HF's head is ours (convert/hf_families.py,
 `task_classes`), and back. The tokenizer files beside the input (vocab.txt, vocab.json +
@@ -25,9 +25,9 @@ import tempfile
 
 from absl import flags
 
-from bert_jax import checkpoint
-from bert_jax import cli
-from bert_jax import hub
+from bert_jax.weights import checkpoint
+from bert_jax.startup import cli
+from bert_jax.files import hub
 from bert_jax.convert import hf
 from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text import tokenizers

@@ -29,9 +29,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bert_jax import checkpoint, hub, optim
+from bert_jax.weights import checkpoint
+from bert_jax.files import hub
+from bert_jax.core import optim
 from bert_jax.convert import hf, mapping, tf_checkpoint
-from bert_jax.hub import HubModel
+from bert_jax.files.hub import HubModel
 from bert_jax.models import task_models
 from bert_jax.models.families import family_of
 from bert_jax.models.config import BertConfig
@@ -60,7 +62,7 @@ class Pretrained:
   config: its model config.
   recorded: the config file as read (a native model_config.json, an HF config.json; None
     for a TF checkpoint), which `spec` and `labels` read.
-  hub: what was fetched where the path was a Hub id (`bert_jax.hub`; `path` is then its
+  hub: what was fetched where the path was a Hub id (`bert_jax.files.hub`; `path` is then its
     snapshot folder), else None.
   """
   path: str
@@ -104,7 +106,7 @@ class Pretrained:
 def resolve(path: "str | Pretrained", check_weights: bool = True) -> Pretrained:
   """The pretrained model at `path` (an HF folder, a TF checkpoint folder or prefix, a
   bert_jax saved model or workdir, or a Hub id `org/name[@revision]` fetched into the
-  Hub cache, `bert_jax.hub`): its format detected and its config read once, and
+  Hub cache, `bert_jax.files.hub`): its format detected and its config read once, and
   (check_weights) its weights files checked to be there and whole, so that a file cut short
   is a one-line error naming it before anything is trained. A `Pretrained` is returned as
   it is."""
@@ -114,7 +116,7 @@ def resolve(path: "str | Pretrained", check_weights: bool = True) -> Pretrained:
   if fetched and hf.only_bin(path):
     raise ValueError(f"{fetched.repo_id}@{fetched.revision}: the Hub model has only "
                      "pytorch_model.bin; pickle files are not loaded. Convert it to "
-                     f"model.safetensors first: python -m bert_jax.convert "
+                     f"model.safetensors first: python -m bert_jax.commands.convert "
                      f"--input={fetched.repo_id}@{fetched.revision} --output=NEW_FOLDER")
   fmt = detect_format(path)
   if fmt == "native":

@@ -6,7 +6,7 @@
   folder = hub.local_path(path)   # a local path as it is; an id's snapshot folder
 
 The one resolver of model paths: the weights loader (load_pretrained, config.init_from, a
-distillation teacher, `bert_jax.convert --input`) and the tokenizer beside a model
+distillation teacher, `bert_jax.commands.convert --input`) and the tokenizer beside a model
 (embed, fill_mask, tag_spans, the probes) all go through it, so an id is fetched once per
 process. `huggingface_hub.snapshot_download` fetches into its cache (it honours HF_HOME,
 HF_HUB_CACHE, HF_ENDPOINT, HF_TOKEN and HF_HUB_OFFLINE: an id already fetched loads

@@ -1,6 +1,6 @@
 r"""Feature extraction: one embedding per input line (or per token).
 
-  python -m bert_jax.embed --model=PATH --input=sentences.txt --output=out.npy \
+  python -m bert_jax.commands.embed --model=PATH --input=sentences.txt --output=out.npy \
       [--layers=-1 | --layers=-4,-3,-2,-1] [--pooling=cls|mean|none] [--normalize]
 
 PATH is anything `load_pretrained` reads, with its tokenizer (vocab.txt, vocab.json +
@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from absl import flags
 
-from bert_jax import cli
+from bert_jax.startup import cli
 from bert_jax.models import features as features_lib
 from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import model_tokenizer

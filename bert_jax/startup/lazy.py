@@ -5,7 +5,7 @@ import: most of `import bert_jax`'s time, and most of a command line's start whe
 on a bad flag or a missing file before any data flows. The modules that build the pipeline
 therefore name it through these handles,
 
-  from bert_jax.lazy import tensorflow as tf
+  from bert_jax.startup.lazy import tensorflow as tf
 
 and TensorFlow is imported when an attribute is first read (`tf.data`, `tf.int32`, ...),
 not when the module is. `import bert_jax`, `load_pretrained`, the models, the optimizer

@@ -9,7 +9,7 @@ and need that platform's compiler on the machine that compiles: libtpu (`pip ins
 "libtpu==0.0.42.*"`, jax's [tpu] extra) or jax-cuda12-plugin + jax-cuda12-pjrt (no driver,
 no GPU). A mesh over them compiles as usual (`jax.jit(...).lower(...).compile()`), with
 the target compiler's memory and cost analyses; nothing runs. Both tables below are data: a
-new slice or GPU is one entry (GPU: one target config file in bert_jax/gpu_targets/, which
+new slice or GPU is one entry (GPU: one target config file in bert_jax/run/gpu_targets/, which
 says where it came from).
 """
 import dataclasses
@@ -50,7 +50,7 @@ TPU_SLICES: dict[str, TpuSlice] = {
 }
 
 _GPU_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_targets")
-# GPU name -> its GpuTargetConfigProto text file in bert_jax/gpu_targets/.
+# GPU name -> its GpuTargetConfigProto text file in bert_jax/run/gpu_targets/.
 GPU_CONFIGS = {"h100": "h100_sxm.txtpb", "a100": "a100_sxm_80.txtpb", "h200": "h200.txtpb"}
 GPUS_PER_HOST = 8
 

@@ -79,7 +79,7 @@ def layer_shape(config: BertConfig) -> LayerShape:
   architecture = family_of(config).architecture
   if architecture not in LAYER_SHAPES:
     raise ValueError(f"family {config.family!r}: architecture {architecture!r} has no FLOP "
-                     f"count (bert_jax.flops.LAYER_SHAPES has {sorted(LAYER_SHAPES)})")
+                     f"count (bert_jax.core.flops.LAYER_SHAPES has {sorted(LAYER_SHAPES)})")
   return LAYER_SHAPES[architecture]
 
 

@@ -1,4 +1,4 @@
-"""The task registry: `config.task` -> the Task class that trains it (bert_jax/task.py's
+"""The task registry: `config.task` -> the Task class that trains it (bert_jax/core/task.py's
 contract). A new task is one module under pretrain/ or finetune/ plus one entry here; the
 trainer reads tasks only through `make_task`.
 """
@@ -13,7 +13,7 @@ from bert_jax.finetune.tag import TagTask
 from bert_jax.models.config import BertConfig
 from bert_jax.pretrain.electra import ElectraTask
 from bert_jax.pretrain.task import PretrainingTask
-from bert_jax.task import Task
+from bert_jax.core.task import Task
 
 # config.task -> the task class; each is built as Task(config, model_config).
 TASKS = {"pretraining": PretrainingTask, "electra": ElectraTask, "glue": GlueTask,

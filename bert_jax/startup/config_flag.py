@@ -22,7 +22,7 @@ from ml_collections import config_flags
 # The flag belongs to the program that calls define_config (its --help lists it).
 flags.disclaim_key_flags()
 
-CONFIGS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs")
+CONFIGS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
 
 
 def shipped_names() -> list[str]:

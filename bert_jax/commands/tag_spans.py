@@ -1,7 +1,7 @@
 r"""Entity and phrase spans of a plain-format corpus from fine-tuned CoNLL-2003 taggers, as
 its span file: the units of ERNIE's knowledge masking.
 
-  python -m bert_jax.tag_spans --model=runs/conll --phrase_model=runs/conll_chunk \
+  python -m bert_jax.commands.tag_spans --model=runs/conll --phrase_model=runs/conll_chunk \
       --input=runs/corpus/pretrain.txt [--max_length=128 --batch_size=64]
 
 --model is a CoNLL-2003 NER model (`configs/conll.py`'s workdir, or an HF
@@ -23,7 +23,7 @@ import jax
 import numpy as np
 from absl import flags
 
-from bert_jax import cli
+from bert_jax.startup import cli
 from bert_jax.finetune import conll_reader
 from bert_jax.text import spans as spans_lib
 from bert_jax.models.families import tokenizer_kinds

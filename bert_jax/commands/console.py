@@ -13,14 +13,14 @@ import sys
 # Script name (pyproject.toml [project.scripts]) -> the module it runs.
 PROGRAMS = {
     "bert-jax-train": "bert_jax.train",
-    "bert-jax-fill-mask": "bert_jax.fill_mask",
-    "bert-jax-embed": "bert_jax.embed",
-    "bert-jax-convert": "bert_jax.convert",
+    "bert-jax-fill-mask": "bert_jax.commands.fill_mask",
+    "bert-jax-embed": "bert_jax.commands.embed",
+    "bert-jax-convert": "bert_jax.commands.convert",
     "bert-jax-prepare": "bert_jax.text.prepare",
     "bert-jax-learn-vocab": "bert_jax.text.learn_vocab",
     "bert-jax-word-vectors": "bert_jax.pretrain.word_vectors",
     "bert-jax-inspect": "bert_jax.pretrain.inspect",
-    "bert-jax-download": "bert_jax.download",
+    "bert-jax-download": "bert_jax.commands.download",
 }
 
 
