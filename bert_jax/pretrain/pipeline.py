@@ -8,7 +8,7 @@ Use (the trainer):
   train_input.restore(saved["data"])        # optional; resumes exactly where it was
   batch = next(train_input)                  # one local batch, the contract below
   saved["data"] = train_input.state()        # JSON, save it with the train state (merged
-                                             # over processes: checkpoint.TrainCheckpoints)
+                                             # over processes: run/checkpoints.py)
   for batch in eval_input.epoch_batches(0):  # eval_input is None without held-out data
     ...                                      # the same fixed batches on every call
 

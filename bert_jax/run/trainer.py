@@ -26,6 +26,7 @@ from bert_jax.core import optim
 from bert_jax.run import run_report
 from bert_jax.run.run_checks import check_vocab_size, validate_config
 from bert_jax.run import sharding
+from bert_jax.run.checkpoints import TrainCheckpoints
 from bert_jax.files import storage
 from bert_jax.run.tasks import make_task, task_class
 from bert_jax.run.steps import SelectingTrainState, TrainState
@@ -176,7 +177,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
   # ------------------------------------------------------------------------------------
   # Restore (automatic, from the workdir) or init_from pretrained weights.
   # ------------------------------------------------------------------------------------
-  checkpoints = checkpoint.TrainCheckpoints(workdir, config.max_checkpoints_to_keep)
+  checkpoints = TrainCheckpoints(workdir, config.max_checkpoints_to_keep)
   start = _restore_or_start(config, workdir, setup, state, checkpoints, inputs.train,
                             total_steps, source)
   if start.results is not None:  # finished before: reported again, nothing changed
