@@ -12,22 +12,23 @@ LayerNorm epsilon, sizes and activations are config fields too.
 Shape legend: B batch, T sequence length.
 """
 import dataclasses
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
 
-if TYPE_CHECKING:  # config.py imports this module to validate `family`
-  from bert_jax.models.config import BertConfig
+# A model config (models/config.py's BertConfig). config.py imports this module to validate
+# `family`, so this one names the type without importing it (no import circle).
+Config = Any
 
 
-def absolute_positions(input_ids: jax.Array, config: "BertConfig") -> jax.Array:
+def absolute_positions(input_ids: jax.Array, config: Config) -> jax.Array:
   """[B, T] -> [1, T]: 0, 1, ..., T - 1 for every row (BERT, DistilBERT)."""
   del config
   return jnp.arange(input_ids.shape[1])[None, :]
 
 
-def padding_offset_positions(input_ids: jax.Array, config: "BertConfig") -> jax.Array:
+def padding_offset_positions(input_ids: jax.Array, config: Config) -> jax.Array:
   """[B, T] -> [B, T]: RoBERTa's (fairseq's) position ids, made from the input ids.
 
   Real tokens count up from pad_token_id + 1, skipping pad tokens; every pad token gets
@@ -90,8 +91,8 @@ class Family:
       learned by `bert_jax.text.learn_vocab` for any of them (`released_first`).
   """
   description: str
-  position_ids: Callable[[jax.Array, "BertConfig"], jax.Array]
-  first_position: Callable[["BertConfig"], int]
+  position_ids: Callable[[jax.Array, Config], jax.Array]
+  first_position: Callable[[Config], int]
   pooler: bool
   sentence_heads: tuple[str, ...]
   pretraining_pooler: bool
@@ -172,7 +173,7 @@ FAMILIES = {
 }
 
 
-def family_of(config: "BertConfig") -> Family:
+def family_of(config: Config) -> Family:
   """The `Family` entry of a config (validated when the config is made)."""
   return FAMILIES[config.family]
 
