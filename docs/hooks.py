@@ -18,19 +18,18 @@ import re
 from mkdocs.structure.files import File
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FOLDERS = ("models", "text", "pretrain", "finetune", "convert", "weights", "core", "run",
+           "commands", "startup", "files")
 PACKAGES = {  # api page -> (title, package folder, recurse into subpackages)
     "api/bert_jax.md": ("bert_jax", "bert_jax", False),
-    "api/models.md": ("bert_jax.models", "bert_jax/models", True),
-    "api/text.md": ("bert_jax.text", "bert_jax/text", True),
-    "api/pretrain.md": ("bert_jax.pretrain", "bert_jax/pretrain", True),
-    "api/finetune.md": ("bert_jax.finetune", "bert_jax/finetune", True),
-    "api/convert.md": ("bert_jax.convert", "bert_jax/convert", True),
+    **{f"api/{name}.md": (f"bert_jax.{name}", f"bert_jax/{name}", True) for name in FOLDERS},
 }
 
 
 def console_programs():
-  """Console script -> module, as bert_jax/commands/console.py's PROGRAMS table says (read, not run)."""
-  tree = ast.parse(open(os.path.join(REPO, "bert_jax", "console.py")).read())
+  """Console script -> module, as bert_jax/commands/console.py's PROGRAMS table says (read,
+  not run)."""
+  tree = ast.parse(open(os.path.join(REPO, "bert_jax", "commands", "console.py")).read())
   for node in tree.body:
     if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "PROGRAMS":
       return ast.literal_eval(node.value)
