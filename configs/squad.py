@@ -29,15 +29,24 @@ def get_config(arg=None):
     raise ValueError(f"version={arg.version!r}: expected one of {sorted(_FILES)}")
   config = finetuning_config(
       "squad", {"train": _FILES[arg.version], "dev": _DEV_FILES[arg.version]},
-      heldout_fraction=0.1, heldout_seed=0,
-      doc_stride=128, max_query_length=64, n_best_size=20, max_answer_length=30,
-      null_score_threshold=0.0, version_2_with_negative=arg.version == "2.0")
+      heldout_fraction=0.1, heldout_seed=0, version_2_with_negative=arg.version == "2.0",
+      **SPAN_SEARCH)
   config.data.eval_split = "heldout"
+  return squad_settings(config, arg.train_examples, arg.runlocal)
+
+
+# The windows' and the answer search's settings (BERT's run_squad), shared with configs/qa.py.
+SPAN_SEARCH = dict(doc_stride=128, max_query_length=64, n_best_size=20, max_answer_length=30,
+                   null_score_threshold=0.0)
+
+
+def squad_settings(config, train_examples: int, runlocal: bool):
+  """SQuAD's training settings (seq 384, 2 epochs, lr 5e-5); runlocal: the smoke test's."""
   config.data.max_seq_length = 384
-  config.data.train_examples = arg.train_examples
+  config.data.train_examples = train_examples
   config.optim.learning_rate = 5e-5
   config.num_train_epochs = 2.0
-  if arg.runlocal:
+  if runlocal:
     shrink_for_runlocal(config)
     config.data.max_seq_length = 128
     config.data.doc_stride = 64

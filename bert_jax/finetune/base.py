@@ -6,8 +6,8 @@ module (`<task>.py`: the model spec, which of its
 features the model reads, its loss as additive sums so gradient accumulation stays exact,
 scoring and predictions), a small class over `FinetuningTask`, which owns the rest:
 reading the splits through the reader's `load_split`, batching them (ArrayInput),
-gathering eval outputs. classify.py and tag.py are GLUE's and CoNLL's tasks on the user's
-own files (their readers inside them).
+gathering eval outputs. classify.py, tag.py and qa.py are GLUE's, CoNLL's and SQuAD's tasks
+on the user's own files (their readers inside them).
 
 config.data fields read here: data_dir, sources ({split: source}), train_split,
 eval_split, train_examples (0 = all; else a fixed random subset), max_seq_length,

@@ -33,7 +33,7 @@ most context on its shorter side (+0.01 * window length; first window on ties).
 Each answer must equal context[answer_start : answer_start + len(text)]. A mismatch
 raises DataFormatError naming the file and JSON location (data[i].paragraphs[j].qas[k]
 and the question id), or, with skip_bad_answers=True, the question is skipped and the
-skips are logged with their count.
+skips are printed with their count (so is a question missing a field).
 """
 import dataclasses
 import hashlib
@@ -41,7 +41,6 @@ import json
 import re
 from collections.abc import Sequence
 
-from absl import logging
 import numpy as np
 
 from bert_jax.finetune import sources as task_sources
@@ -83,10 +82,11 @@ def _check_answers(answers: Sequence[Answer], context: str, where: str) -> str |
   return None
 
 
-def _make_example(qid, title, question, context, answers, is_impossible, where):
+def _make_example(qid, title, question, context, answers, is_impossible, where,
+                  labelled=True):
   if not context.strip():
     raise DataFormatError(f"{where}: empty context.")
-  if is_impossible != (not answers):
+  if labelled and is_impossible != (not answers):
     raise DataFormatError(f"{where}: is_impossible={is_impossible} but the question "
                           f"has {len(answers)} answer(s).")
   return SquadExample(qid, title, question, context, tuple(answers), is_impossible,
@@ -102,8 +102,27 @@ def _keep_or_skip(examples, example, problem, skip_bad_answers, skipped):
     raise DataFormatError(problem)
 
 
-def read_json(path: str, skip_bad_answers: bool = False) -> list[SquadExample]:
-  """Examples of a SQuAD v1.1/v2.0 JSON file (data -> paragraphs -> qas)."""
+def _json_example(article, paragraph, qa, where: str, labelled: bool) -> SquadExample:
+  """One question of a SQuAD file; unlabelled (a file to predict): its answers unread."""
+  try:
+    answers = ([Answer(a["text"], int(a["answer_start"])) for a in qa["answers"]]
+               if labelled else [])
+    return _make_example(qa["id"], article.get("title", ""), qa["question"],
+                         paragraph["context"], answers,
+                         labelled and bool(qa.get("is_impossible", False)), where, labelled)
+  except KeyError as e:
+    raise DataFormatError(f"{where}: missing or malformed field: no {e.args[0]!r}.") from None
+  except (TypeError, ValueError) as e:
+    if isinstance(e, DataFormatError):
+      raise
+    raise DataFormatError(f"{where}: missing or malformed field ({e!r}).") from None
+
+
+def read_json(path: str, skip_bad_answers: bool = False,
+              labelled: bool = True) -> list[SquadExample]:
+  """Examples of a SQuAD v1.1/v2.0 JSON file (data -> paragraphs -> qas). A bad question
+  (a missing field, an answer off its context) is the error naming it, or with
+  skip_bad_answers skipped and counted; labelled=False reads no answers (a test file)."""
   with open(path, encoding="utf-8") as f:
     text = f.read()
   if not text.strip():
@@ -120,15 +139,10 @@ def read_json(path: str, skip_bad_answers: bool = False) -> list[SquadExample]:
       for k, qa in enumerate(paragraph.get("qas", ())):
         where = f"{path}: data[{i}].paragraphs[{j}].qas[{k}] (id {qa.get('id')})"
         try:
-          answers = [Answer(a["text"], int(a["answer_start"])) for a in qa["answers"]]
-          example = _make_example(qa["id"], article.get("title", ""), qa["question"],
-                                  paragraph["context"], answers,
-                                  bool(qa.get("is_impossible", False)), where)
-        except (KeyError, TypeError, ValueError) as e:
-          if isinstance(e, DataFormatError):
-            raise
-          raise DataFormatError(f"{where}: missing or malformed field ({e!r}).") from None
-        problem = _check_answers(answers, example.context, where)
+          example = _json_example(article, paragraph, qa, where, labelled)
+          problem = _check_answers(example.answers, example.context, where)
+        except DataFormatError as e:
+          example, problem = None, str(e)
         _keep_or_skip(examples, example, problem, skip_bad_answers, skipped)
   _report(path, examples, skipped)
   return examples
@@ -136,8 +150,9 @@ def read_json(path: str, skip_bad_answers: bool = False) -> list[SquadExample]:
 
 def _report(where: str, examples: list, skipped: list[str]):
   if skipped:
-    logging.warning("%s: skipped %d question(s) whose answer does not match the "
-                    "context; first: %s", where, len(skipped), skipped[0])
+    print(f"{where}: skipped {len(skipped)} bad questions of "
+          f"{len(skipped) + len(examples)} (skip_bad_rows); the first: {skipped[0]}",
+          flush=True)
   if not examples:
     raise DataFormatError(f"{where}: no questions.")
 
