@@ -41,7 +41,7 @@ import numpy as np
 
 from bert_jax.finetune import base, glue_reader, metrics
 from bert_jax.finetune.glue import GlueTask
-from bert_jax.finetune.sources import DataFormatError, read_lines, user_file
+from bert_jax.finetune.sources import DataFormatError, Skips, read_lines, user_file
 from bert_jax.losses import sigmoid_xent_sums
 
 EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
@@ -185,25 +185,6 @@ def file_format(path: str, forced: str = "") -> str:
                      f"of {sorted(EXTENSIONS)}); set config.data.format to one of "
                      f"{sorted(FORMATS)}")
   return EXTENSIONS[extension]
-
-
-class Skips:
-  """A file's bad rows: an error at the first (skip=False), or counted and printed once."""
-
-  def __init__(self, path: str, skip: bool):
-    self.path, self.skip, self.count, self.first = path, skip, 0, ""
-
-  def bad(self, where: str, reason: str) -> None:
-    message = f"{where}: {reason}"
-    if not self.skip:
-      raise DataFormatError(f"{message} (config.data.skip_bad_rows=true skips such rows)")
-    self.count += 1
-    self.first = self.first or message
-
-  def report(self, kept: int) -> None:
-    if self.count:
-      print(f"{self.path}: skipped {self.count} bad rows of {self.count + kept} "
-            f"(skip_bad_rows); the first: {self.first}", flush=True)
 
 
 def _value(row: Row, column: str):

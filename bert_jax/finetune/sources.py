@@ -27,6 +27,30 @@ class DataFormatError(ValueError):
   """A task file (or tfds record) that does not have the expected format."""
 
 
+class Skips:
+  """A file's bad records (rows, sentences, questions): an error at the first (skip=False),
+  or counted and printed once (skip=True: config.data.skip_bad_rows)."""
+
+  def __init__(self, path: str, skip: bool, unit: str = "rows"):
+    self.path, self.skip, self.unit, self.count, self.first = path, skip, unit, 0, ""
+
+  def bad(self, where: str, reason: str) -> None:
+    self.bad_message(f"{where}: {reason}")
+
+  def bad_message(self, message: str) -> None:
+    """`message` ("<file>:<line>: what is wrong") raised, or counted."""
+    if not self.skip:
+      raise DataFormatError(f"{message} (config.data.skip_bad_rows=true skips such "
+                            f"{self.unit})")
+    self.count += 1
+    self.first = self.first or message
+
+  def report(self, kept: int) -> None:
+    if self.count:
+      print(f"{self.path}: skipped {self.count} bad {self.unit} of {self.count + kept} "
+            f"(skip_bad_rows); the first: {self.first}", flush=True)
+
+
 def is_tfds(source: str) -> bool:
   return source.startswith(TFDS_PREFIX)
 
