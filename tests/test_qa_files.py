@@ -60,13 +60,16 @@ def test_bad_questions_name_file_and_id_or_are_skipped_and_counted(tmp_path, cap
 def test_own_files_train_score_officially_and_predict_a_test_file(tmp_path, data_dir,
                                                                  small_bert):  # noqa: F811
   articles = _articles(data_dir)
-  train, dev = _write(tmp_path / "train.json", articles[:1]), _write(tmp_path / "dev.json",
-                                                                    articles[1:2])
+  # One training question lost its answers: skipped (skip_bad_rows), counted in the report.
+  broken = json.loads(json.dumps(articles[:1]))
+  del broken[0]["paragraphs"][0]["qas"][0]["answers"]
+  train, dev = _write(tmp_path / "train.json", broken), _write(tmp_path / "dev.json",
+                                                              articles[1:2])
   test_articles = [{**articles[2], "paragraphs": [
       {"context": p["context"], "qas": [{"id": q["id"], "question": q["question"]}
                                         for q in p["qas"]]} for p in articles[2]["paragraphs"]]}]
   test = _write(tmp_path / "test.json", test_articles)
-  config = qa_config.get_config(f"train={train},dev={dev},runlocal=True")
+  config = qa_config.get_config(f"train={train},dev={dev},skip_bad_rows=true,runlocal=True")
   config.init_from = small_bert
   config.data.max_seq_length, config.data.doc_stride = 64, 32
   config.predict = True
@@ -74,6 +77,13 @@ def test_own_files_train_score_officially_and_predict_a_test_file(tmp_path, data
   trainer.train_and_evaluate(config, str(workdir))
   with open(workdir / "eval_results.json") as f:
     results = json.load(f)
+  with open(workdir / "run_report.json") as f:
+    notes = json.load(f)["invocations"][0]["data_notes"]
+  questions = sum(len(p["qas"]) for p in articles[0]["paragraphs"])
+  qid = articles[0]["paragraphs"][0]["qas"][0]["id"]
+  assert notes == [f"{train}: skipped 1 bad questions of {questions} (skip_bad_rows); the "
+                   f"first: {train}: data[0].paragraphs[0].qas[0] (id {qid}): missing or "
+                   "malformed field: no 'answers'."]
   with open(workdir / "predictions_dev.json") as f:
     answers = json.load(f)
   gold = {q["id"]: [a["text"] for a in q["answers"]]
@@ -83,7 +93,8 @@ def test_own_files_train_score_officially_and_predict_a_test_file(tmp_path, data
   assert results["eval_exact_match"] == pytest.approx(official["exact_match"])
   assert results["eval_f1"] == pytest.approx(official["f1"])
   # The finished run predicts a test file without answers: its question ids, context text.
-  config = qa_config.get_config(f"train={train},dev={dev},test={test},runlocal=True")
+  config = qa_config.get_config(f"train={train},dev={dev},test={test},skip_bad_rows=true,"
+                                "runlocal=True")
   config.init_from = small_bert
   config.data.max_seq_length, config.data.doc_stride = 64, 32
   config.predict = True

@@ -343,11 +343,12 @@ def multi_hot(examples, labels: tuple[str, ...]) -> np.ndarray:
   return rows
 
 
-def read_labelled(path: str, columns: Columns, problem: str, labels) -> tuple[
-    str, tuple[str, ...] | None, list[ClassifyExample]]:
+def read_labelled(path: str, columns: Columns, problem: str, labels,
+                  skips: Skips | None = None) -> tuple[
+                      str, tuple[str, ...] | None, list[ClassifyExample]]:
   """(problem, labels, examples) of a labelled file; problem "" is inferred and labels None
-  are the file's own (the training file)."""
-  skips = Skips(path, columns.skip_bad_rows)
+  are the file's own (the training file). skips: where its bad rows go (the task's)."""
+  skips = skips or Skips(path, columns.skip_bad_rows)
   examples = read_rows(path, columns, True, skips)
   problem = problem or infer_problem([e.label for e in examples])
   if problem not in PROBLEMS:
@@ -364,9 +365,10 @@ def read_labelled(path: str, columns: Columns, problem: str, labels) -> tuple[
   return problem, names, examples
 
 
-def read_unlabelled(path: str, columns: Columns) -> list[ClassifyExample]:
+def read_unlabelled(path: str, columns: Columns,
+                    skips: Skips | None = None) -> list[ClassifyExample]:
   """The examples of a file to predict (its label column, if any, is not read)."""
-  skips = Skips(path, columns.skip_bad_rows)
+  skips = skips or Skips(path, columns.skip_bad_rows)
   examples = read_rows(path, columns, False, skips)
   if not examples:
     raise DataFormatError(f"{path}: no examples (every row skipped, or only a header)")
@@ -447,8 +449,9 @@ class ClassifyTask(GlueTask):
   def _train(self):
     """(problem, labels, examples) of the training file, read once."""
     data = self.config.data
-    return read_labelled(data.sources[data.train_split], self.columns,
-                         data.get("problem_type") or "", None)
+    path = data.sources[data.train_split]
+    return read_labelled(path, self.columns, data.get("problem_type") or "", None,
+                         self.skips(path))
 
   def read_split(self, split: str) -> list[ClassifyExample]:
     data = self.config.data
@@ -458,8 +461,9 @@ class ClassifyTask(GlueTask):
     if split == data.train_split:
       return self._train[2]
     if split == data.get("predict_split"):
-      return read_unlabelled(path, self.columns)
-    return read_labelled(path, self.columns, self.problem, self.label_names)[2]
+      return read_unlabelled(path, self.columns, self.skips(path))
+    return read_labelled(path, self.columns, self.problem, self.label_names,
+                         self.skips(path))[2]
 
   def load_split(self, split, tokenizer):
     examples = self.read_split(split)

@@ -57,8 +57,8 @@ class QaTask(SquadTask):
     return VERSIONS[version] if version else any(e.is_impossible for e in self._train)
 
   def read(self, path: str, labelled: bool) -> list[squad_reader.SquadExample]:
-    return squad_reader.read_json(user_file(path), bool(self.config.data.get("skip_bad_rows")),
-                                  labelled=labelled)
+    return squad_reader.read_json(user_file(path), labelled=labelled,
+                                  skips=self.skips(path, "questions"))
 
   def load_split(self, split, tokenizer):
     data = self.config.data

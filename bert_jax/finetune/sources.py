@@ -29,10 +29,12 @@ class DataFormatError(ValueError):
 
 class Skips:
   """A file's bad records (rows, sentences, questions): an error at the first (skip=False),
-  or counted and printed once (skip=True: config.data.skip_bad_rows)."""
+  or counted and printed once (skip=True: config.data.skip_bad_rows). hint: the error says
+  how to skip (a config with config.data.skip_bad_rows)."""
 
-  def __init__(self, path: str, skip: bool, unit: str = "rows"):
-    self.path, self.skip, self.unit, self.count, self.first = path, skip, unit, 0, ""
+  def __init__(self, path: str, skip: bool, unit: str = "rows", hint: bool = True):
+    self.path, self.skip, self.unit, self.hint = path, skip, unit, hint
+    self.count, self.first, self.kept = 0, "", 0
 
   def bad(self, where: str, reason: str) -> None:
     self.bad_message(f"{where}: {reason}")
@@ -40,15 +42,24 @@ class Skips:
   def bad_message(self, message: str) -> None:
     """`message` ("<file>:<line>: what is wrong") raised, or counted."""
     if not self.skip:
-      raise DataFormatError(f"{message} (config.data.skip_bad_rows=true skips such "
-                            f"{self.unit})")
+      hint = (f" (config.data.skip_bad_rows=true skips such {self.unit})" if self.hint
+              else "")
+      raise DataFormatError(message + hint)
     self.count += 1
     self.first = self.first or message
 
+  def note(self) -> str:
+    """The file's skips in one line ("" when none)."""
+    if not self.count:
+      return ""
+    return (f"{self.path}: skipped {self.count} bad {self.unit} of {self.count + self.kept} "
+            f"(skip_bad_rows); the first: {self.first}")
+
   def report(self, kept: int) -> None:
+    """Prints the note, once the file is read (`kept` records kept)."""
+    self.kept = kept
     if self.count:
-      print(f"{self.path}: skipped {self.count} bad {self.unit} of {self.count + kept} "
-            f"(skip_bad_rows); the first: {self.first}", flush=True)
+      print(self.note(), flush=True)
 
 
 def is_tfds(source: str) -> bool:

@@ -93,13 +93,11 @@ def _make_example(qid, title, question, context, answers, is_impossible, where,
                       where)
 
 
-def _keep_or_skip(examples, example, problem, skip_bad_answers, skipped):
+def _keep_or_skip(examples, example, problem, skips: task_sources.Skips):
   if problem is None:
     examples.append(example)
-  elif skip_bad_answers:
-    skipped.append(problem)
   else:
-    raise DataFormatError(problem)
+    skips.bad_message(problem)
 
 
 def _json_example(article, paragraph, qa, where: str, labelled: bool) -> SquadExample:
@@ -118,11 +116,13 @@ def _json_example(article, paragraph, qa, where: str, labelled: bool) -> SquadEx
     raise DataFormatError(f"{where}: missing or malformed field ({e!r}).") from None
 
 
-def read_json(path: str, skip_bad_answers: bool = False,
-              labelled: bool = True) -> list[SquadExample]:
+def read_json(path: str, skip_bad_answers: bool = False, labelled: bool = True,
+              skips: task_sources.Skips | None = None) -> list[SquadExample]:
   """Examples of a SQuAD v1.1/v2.0 JSON file (data -> paragraphs -> qas). A bad question
   (a missing field, an answer off its context) is the error naming it, or with
-  skip_bad_answers skipped and counted; labelled=False reads no answers (a test file)."""
+  skip_bad_answers skipped and counted (skips: where, a user's file's); labelled=False reads
+  no answers (a test file)."""
+  skips = skips or task_sources.Skips(path, skip_bad_answers, "questions", hint=False)
   with open(path, encoding="utf-8") as f:
     text = f.read()
   if not text.strip():
@@ -133,7 +133,7 @@ def read_json(path: str, skip_bad_answers: bool = False,
     raise DataFormatError(f"{path}:{e.lineno}: invalid JSON ({e.msg}).") from None
   except (KeyError, TypeError):
     raise DataFormatError(f"{path}: no top-level 'data' list.") from None
-  examples, skipped = [], []
+  examples = []
   for i, article in enumerate(articles):
     for j, paragraph in enumerate(article.get("paragraphs", ())):
       for k, qa in enumerate(paragraph.get("qas", ())):
@@ -143,16 +143,13 @@ def read_json(path: str, skip_bad_answers: bool = False,
           problem = _check_answers(example.answers, example.context, where)
         except DataFormatError as e:
           example, problem = None, str(e)
-        _keep_or_skip(examples, example, problem, skip_bad_answers, skipped)
-  _report(path, examples, skipped)
+        _keep_or_skip(examples, example, problem, skips)
+  _report(path, examples, skips)
   return examples
 
 
-def _report(where: str, examples: list, skipped: list[str]):
-  if skipped:
-    print(f"{where}: skipped {len(skipped)} bad questions of "
-          f"{len(skipped) + len(examples)} (skip_bad_rows); the first: {skipped[0]}",
-          flush=True)
+def _report(where: str, examples: list, skips: task_sources.Skips):
+  skips.report(len(examples))
   if not examples:
     raise DataFormatError(f"{where}: no questions.")
 
@@ -166,7 +163,9 @@ def read_tfds(name: str, split: str, skip_bad_answers: bool = False,
   """Examples of tfds squad/v1.1 or squad/v2.0."""
   tf_split = tfds_split(split)
   records, _ = task_sources.load_tfds(name, tf_split, tfds_data_dir)
-  examples, skipped = [], []
+  examples = []
+  skips = task_sources.Skips(f"tfds:{name}:{tf_split}", skip_bad_answers, "questions",
+                             hint=False)
   for index, record in enumerate(records):
     where = f"tfds:{name}:{tf_split}[{index}]"
     answers = [Answer(task_sources.as_text(t), int(s)) for t, s in
@@ -177,8 +176,8 @@ def read_tfds(name: str, split: str, skip_bad_answers: bool = False,
                             text["context"], answers,
                             bool(record.get("is_impossible", False)), where)
     problem = _check_answers(answers, example.context, where)
-    _keep_or_skip(examples, example, problem, skip_bad_answers, skipped)
-  _report(f"tfds:{name}:{tf_split}", examples, skipped)
+    _keep_or_skip(examples, example, problem, skips)
+  _report(f"tfds:{name}:{tf_split}", examples, skips)
   return examples
 
 

@@ -145,7 +145,7 @@ class TagTask(ConllTask):
                                                                   self.scheme))
 
   def read(self, path: str, column: conll_reader.Column) -> list[conll_reader.Sentence]:
-    return read(path, column, bool(self.config.data.get("skip_bad_rows")))
+    return conll_reader.read_file(user_file(path), column, self.skips(path, "sentences"))
 
   def load_split(self, split, tokenizer):
     data = self.config.data
