@@ -20,6 +20,7 @@ from bert_jax.text.tokenizers import make_tokenizer
 from configs import classify as classify_config
 from tests.conftest import REPO
 from tests.test_finetune import small_bert  # noqa: F401  (the fixture)
+from tests.test_glue_data import _mock_tfds
 
 SENTIMENT = ("negative", "positive")
 
@@ -302,3 +303,31 @@ def test_multi_label_with_label_sep(tmp_path, data_dir, small_bert):  # noqa: F8
     raw = json.load(f)
   assert raw["problem_type"] == "multi_label_classification"
   assert raw["id2label"] == {"0": "long", "1": "negative", "2": "positive"}
+
+
+def test_a_tfds_dataset_trains_and_predicts_its_test_split(tmp_path, data_dir,
+                                                          small_bert):  # noqa: F811
+  rows = _sst2(data_dir, 88)
+  record = lambda text, label, i: {"sentence": text, "label": label, "idx": i}
+  records = {"train": [record(t, SENTIMENT.index(y), i) for i, (t, y) in enumerate(rows[:64])],
+             "validation": [record(t, SENTIMENT.index(y), i)
+                            for i, (t, y) in enumerate(rows[64:80])],
+             "test": [record(t, -1, i) for i, (t, _) in enumerate(rows[80:])]}
+  config = _config("dataset=tfds:glue/sst2,test=test,text=sentence,label=label", small_bert)
+  config.predict = True
+  with _mock_tfds(records):
+    results = _train(config, tmp_path / "run")
+  assert 0.0 <= results["eval_accuracy"] <= 1.0
+  with open(tmp_path / "run" / "model_config.json") as f:
+    assert json.load(f)["labels"] == list(SENTIMENT)  # tfds's class names
+  with open(tmp_path / "run" / "predictions_test.jsonl") as f:
+    predicted = [json.loads(line) for line in f]
+  assert [p["index"] for p in predicted] == list(range(8))
+  assert {p["prediction"] for p in predicted} <= set(SENTIMENT)
+  # A feature the dataset lacks, and a labelled split's -1, name the dataset and record.
+  with _mock_tfds(records), pytest.raises(DataFormatError, match=r"tfds:glue/sst2:train: the "
+                                                                 r"features have no column 'text'"):
+    classify.read_labelled("tfds:glue/sst2", _columns(text="text"), "", None, tfds_split="train")
+  with _mock_tfds({"test": records["test"]}), pytest.raises(
+      DataFormatError, match=r"tfds:glue/sst2:test\[0\]: column 'label' is missing"):
+    classify.read_labelled("tfds:glue/sst2", _columns(), "", None, tfds_split="test")

@@ -8,7 +8,9 @@ multi-label loss and score and writes predictions in the files' own format.
 
 config.data fields (besides finetune/base.py's):
   sources {train, dev, test}: the files, paths as given: relative to the current directory
-    (absolute allowed), not the data root (they are the user's files); test "" = none.
+    (absolute allowed), not the data root (they are the user's files); test "" = none. Or
+    "tfds:NAME", a tfds dataset, whose split tfds_splits[split] is read (its features the
+    columns, a ClassLabel's class names the labels; predictions: predictions_<split>.jsonl).
   format: "" (each file's by its extension: EXTENSIONS) or one of FORMATS for all of them.
   text, text_pair ("" = one text), label: column names; id: the column kept in the
     predictions ("" = `id` where a file has it, else the row's line number).
@@ -41,6 +43,7 @@ import numpy as np
 
 from bert_jax.finetune import base, glue_reader, metrics
 from bert_jax.finetune.glue import GlueTask
+from bert_jax.finetune import sources
 from bert_jax.finetune.sources import DataFormatError, Skips, read_lines, user_file
 from bert_jax.losses import sigmoid_xent_sums
 
@@ -171,6 +174,31 @@ def _json_rows(path: str):
            Row(None, f"{path}:{line}", f"a JSON {type(value).__name__}, not an object"))
 
 
+def _tfds_value(value, feature):
+  """A tfds record's value as a row field: text as str, a ClassLabel as its class name (None
+  for -1, an unlabelled test record's), a sequence as a list, a number as a number."""
+  names = getattr(feature, "names", None)
+  if names is not None:
+    return None if int(value) < 0 else names[int(value)]
+  if isinstance(value, np.ndarray):
+    return [_tfds_value(v, getattr(feature, "feature", None)) for v in value]
+  if isinstance(value, (bytes, np.bytes_)):
+    return sources.as_text(value)
+  return value.item() if isinstance(value, np.generic) else value
+
+
+def _tfds_rows(source: str, split: str):
+  """The records of split `split` of a tfds dataset ("tfds:NAME") as rows; the header is
+  its feature names."""
+  name = sources.tfds_name(source)
+  records, info = sources.load_tfds(name, split)
+  features = dict(info.features)
+  yield list(features)
+  for index, record in enumerate(records):
+    yield Row({key: _tfds_value(value, features.get(key)) for key, value in record.items()},
+              f"{source}:{split}[{index}]")
+
+
 FORMATS = {"csv": _csv_rows, "tsv": _tsv_rows, "jsonl": _json_rows}
 SUFFIXES = {"csv": ".csv", "tsv": ".tsv", "jsonl": ".jsonl"}  # of a predictions file
 
@@ -231,15 +259,20 @@ def _row_id(row: Row, columns: Columns) -> str | None:
   return value if isinstance(value, str) else json.dumps(value)
 
 
-def read_rows(path: str, columns: Columns, labelled: bool, skips: Skips) -> list[ClassifyExample]:
-  """The file's examples with their raw labels (`_raw_label`; None unlabelled)."""
-  rows = FORMATS[file_format(user_file(path), columns.format)](path)
+def read_rows(path: str, columns: Columns, labelled: bool, skips: Skips,
+              tfds_split: str = "") -> list[ClassifyExample]:
+  """The file's examples with their raw labels (`_raw_label`; None unlabelled); path
+  "tfds:NAME": split tfds_split of that tfds dataset."""
+  if sources.is_tfds(path):
+    rows, where = _tfds_rows(path, tfds_split), f"{path}:{tfds_split}: the features have"
+  else:
+    rows = FORMATS[file_format(user_file(path), columns.format)](path)
+    where = f"{path}:1: the header has"
   header = next(rows)
   needed = [columns.text, columns.text_pair, columns.label if labelled else "", columns.id]
   missing = [c for c in needed if c and header is not None and c not in header]
   if missing:
-    raise DataFormatError(f"{path}:1: the header has no column {missing[0]!r} "
-                          f"(columns: {header})")
+    raise DataFormatError(f"{where} no column {missing[0]!r} (columns: {header})")
   examples = []
   for row in rows:
     try:
@@ -344,12 +377,13 @@ def multi_hot(examples, labels: tuple[str, ...]) -> np.ndarray:
 
 
 def read_labelled(path: str, columns: Columns, problem: str, labels,
-                  skips: Skips | None = None) -> tuple[
+                  skips: Skips | None = None, tfds_split: str = "") -> tuple[
                       str, tuple[str, ...] | None, list[ClassifyExample]]:
-  """(problem, labels, examples) of a labelled file; problem "" is inferred and labels None
-  are the file's own (the training file). skips: where its bad rows go (the task's)."""
+  """(problem, labels, examples) of a labelled file (or tfds split: `read_rows`); problem ""
+  is inferred and labels None are the file's own (the training file). skips: where its bad
+  rows go (the task's)."""
   skips = skips or Skips(path, columns.skip_bad_rows)
-  examples = read_rows(path, columns, True, skips)
+  examples = read_rows(path, columns, True, skips, tfds_split)
   problem = problem or infer_problem([e.label for e in examples])
   if problem not in PROBLEMS:
     raise ValueError(f"config.data.problem_type={problem!r}: expected one of "
@@ -365,11 +399,11 @@ def read_labelled(path: str, columns: Columns, problem: str, labels,
   return problem, names, examples
 
 
-def read_unlabelled(path: str, columns: Columns,
-                    skips: Skips | None = None) -> list[ClassifyExample]:
+def read_unlabelled(path: str, columns: Columns, skips: Skips | None = None,
+                    tfds_split: str = "") -> list[ClassifyExample]:
   """The examples of a file to predict (its label column, if any, is not read)."""
   skips = skips or Skips(path, columns.skip_bad_rows)
-  examples = read_rows(path, columns, False, skips)
+  examples = read_rows(path, columns, False, skips, tfds_split)
   if not examples:
     raise DataFormatError(f"{path}: no examples (every row skipped, or only a header)")
   skips.report(len(examples))
@@ -411,10 +445,13 @@ def write_predictions(path: str, fmt: str, examples, values, label_sep: str) -> 
   """`id` (or `line`) and `prediction` per example, in `fmt`; a list of labels is joined
   with label_sep ("|" when unset) in CSV/TSV."""
   with_ids = all(e.id is not None for e in examples)
-  keys = [e.id if with_ids else int(e.provenance.rsplit(":", 1)[1]) for e in examples]
+  tfds = any(sources.is_tfds(e.provenance) for e in examples)  # "tfds:NAME:split[i]"
+  position = lambda e: int(e.provenance.rsplit("[" if tfds else ":", 1)[1].rstrip("]"))
+  keys = [e.id if with_ids else position(e) for e in examples]
   if fmt != "jsonl":
     values = [(label_sep or "|").join(v) if isinstance(v, list) else v for v in values]
-  WRITERS[fmt](path, ["id" if with_ids else "line", "prediction"], zip(keys, values))
+  WRITERS[fmt](path, ["id" if with_ids else "index" if tfds else "line", "prediction"],
+               zip(keys, values))
 
 
 # ------------------------------------------------------------------------------------
@@ -451,7 +488,8 @@ class ClassifyTask(GlueTask):
     data = self.config.data
     path = data.sources[data.train_split]
     return read_labelled(path, self.columns, data.get("problem_type") or "", None,
-                         self.skips(path))
+                         self.skips(self.where(data.train_split)),
+                         self.tfds_split(data.train_split))
 
   def read_split(self, split: str) -> list[ClassifyExample]:
     data = self.config.data
@@ -460,10 +498,20 @@ class ClassifyTask(GlueTask):
       raise ValueError(f"config.data.sources.{split} is empty: name its file")
     if split == data.train_split:
       return self._train[2]
+    skips, tfds_split = self.skips(self.where(split)), self.tfds_split(split)
     if split == data.get("predict_split"):
-      return read_unlabelled(path, self.columns, self.skips(path))
-    return read_labelled(path, self.columns, self.problem, self.label_names,
-                         self.skips(path))[2]
+      return read_unlabelled(path, self.columns, skips, tfds_split)
+    return read_labelled(path, self.columns, self.problem, self.label_names, skips,
+                         tfds_split)[2]
+
+  def tfds_split(self, split: str) -> str:
+    """The tfds split a "tfds:NAME" source of `split` reads (config.data.tfds_splits)."""
+    return (self.config.data.get("tfds_splits") or {}).get(split) or ""
+
+  def where(self, split: str) -> str:
+    """The split's file, or tfds dataset and split, as messages name it."""
+    source = self.config.data.sources[split]
+    return f"{source}:{self.tfds_split(split)}" if sources.is_tfds(source) else source
 
   def load_split(self, split, tokenizer):
     examples = self.read_split(split)
@@ -502,8 +550,9 @@ class ClassifyTask(GlueTask):
     else:
       split, examples, logits = data.eval_split, inputs.eval_metadata, evaluation.outputs["logits"]
     source = data.sources[split]
-    fmt = file_format(source, self.columns.format)
-    stem = os.path.splitext(os.path.basename(source))[0]
+    tfds = sources.is_tfds(source)
+    fmt = "jsonl" if tfds else file_format(source, self.columns.format)
+    stem = self.tfds_split(split) if tfds else os.path.splitext(os.path.basename(source))[0]
     path = os.path.join(workdir, f"predictions_{stem}{SUFFIXES[fmt]}")
     write_predictions(path, fmt, examples,
                       predicted_values(logits, self.problem, self.label_names),
