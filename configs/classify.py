@@ -12,9 +12,11 @@ paths are relative to the current directory (absolute allowed): these are your f
 the data root. `text=` (and `text_pair=` for pairs) and `label=` name the columns (JSON
 keys); `id=` the column the predictions keep (default: `id` where the file has it, else
 each row's line number). A comma cannot be in an argument; --config.data.sources.train=PATH
-takes any path. `dataset=tfds:NAME` (e.g. tfds:glue/sst2) reads a tfds dataset instead: then
-train=, dev=, test= name its splits (default train, validation, none), text= and label= its
-features (a ClassLabel's class names are the labels); predictions go to
+takes any path. `dataset=tfds:NAME` (e.g. tfds:glue/sst2) reads a tfds dataset instead, and
+`dataset=hf:NAME` a Hugging Face one (a folder `DatasetDict.save_to_disk` wrote, else a name
+for `datasets.load_dataset`; needs the `datasets` package): then train=, dev=, test= name its
+splits (default train, validation, none), text= and label= its features (a ClassLabel's
+class names are the labels); predictions go to
 WORKDIR/predictions_<split>.jsonl, keyed by `index` (the record's place in its split) or id=.
 The labels are the training file's, sorted; `problem_type` is inferred
 (finetune/classify.py infer_problem): multi_label where the label is a JSON list or
@@ -57,9 +59,9 @@ def get_config(arg=None):
       raise ValueError(f"configs/classify.py: {field}= is required (e.g. "
                        "configs/classify.py:train=train.csv,dev=dev.csv,text=sentence,label=label)")
   if arg.dataset:  # train=, dev=, test= name its splits
-    if not arg.dataset.startswith("tfds:"):
-      raise ValueError(f"configs/classify.py: dataset={arg.dataset!r}: expected tfds:NAME "
-                       "(e.g. dataset=tfds:glue/sst2)")
+    if not arg.dataset.startswith(("tfds:", "hf:")):
+      raise ValueError(f"configs/classify.py: dataset={arg.dataset!r}: expected tfds:NAME or "
+                       "hf:NAME (e.g. dataset=tfds:glue/sst2, dataset=hf:path/to/saved)")
     splits = {"train": arg.train or "train", "dev": arg.dev or "validation", "test": arg.test}
     sources = {split: arg.dataset if name else "" for split, name in splits.items()}
   else:
@@ -69,7 +71,7 @@ def get_config(arg=None):
   config = finetuning_config("classify", sources, text=arg.text, text_pair=arg.text_pair,
                              label=arg.label, id=arg.id, format=arg.format,
                              problem_type=arg.task, label_sep=arg.label_sep,
-                             skip_bad_rows=arg.skip_bad_rows, tfds_splits=splits,
+                             skip_bad_rows=arg.skip_bad_rows, dataset_splits=splits,
                              predict_split="test")  # predicted with --config.predict=true
   config.data.train_examples = arg.train_examples
   return shrink_for_runlocal(config) if arg.runlocal else config

@@ -327,7 +327,34 @@ def test_a_tfds_dataset_trains_and_predicts_its_test_split(tmp_path, data_dir,
   # A feature the dataset lacks, and a labelled split's -1, name the dataset and record.
   with _mock_tfds(records), pytest.raises(DataFormatError, match=r"tfds:glue/sst2:train: the "
                                                                  r"features have no column 'text'"):
-    classify.read_labelled("tfds:glue/sst2", _columns(text="text"), "", None, tfds_split="train")
+    classify.read_labelled("tfds:glue/sst2", _columns(text="text"), "", None, dataset_split="train")
   with _mock_tfds({"test": records["test"]}), pytest.raises(
       DataFormatError, match=r"tfds:glue/sst2:test\[0\]: column 'label' is missing"):
-    classify.read_labelled("tfds:glue/sst2", _columns(), "", None, tfds_split="test")
+    classify.read_labelled("tfds:glue/sst2", _columns(), "", None, dataset_split="test")
+
+
+def test_a_saved_hugging_face_dataset_reads_with_its_class_names(tmp_path, data_dir):
+  datasets = pytest.importorskip("datasets")
+  rows = _sst2(data_dir, 12)
+  sentiment = datasets.ClassLabel(names=list(SENTIMENT))
+  features = datasets.Features({"text": datasets.Value("string"), "label": sentiment,
+                                "tags": datasets.Sequence(datasets.ClassLabel(names=["a", "b"]))})
+  split = lambda part: datasets.Dataset.from_dict(
+      {"text": [t for t, _ in part], "label": [SENTIMENT.index(y) for _, y in part],
+       "tags": [[0, 1][:i % 3] for i in range(len(part))]}, features=features)
+  datasets.DatasetDict({"train": split(rows[:8]), "validation": split(rows[8:])}).save_to_disk(
+      str(tmp_path / "saved"))
+  source = f"hf:{tmp_path / 'saved'}"
+  problem, labels, examples = classify.read_labelled(source, _columns(text="text"), "", None,
+                                                     dataset_split="train")
+  assert (problem, labels) == ("single_label", SENTIMENT)
+  assert [(e.text_a, e.label) for e in examples] == rows[:8]
+  assert examples[3].provenance == f"{source}:train[3]"
+  # A sequence of classes is multi-label; a split the folder lacks names the splits it has.
+  problem, labels, examples = classify.read_labelled(
+      source, _columns(text="text", label="tags"), "", None, dataset_split="validation")
+  assert (problem, labels) == ("multi_label", ("a", "b"))
+  assert [e.label for e in examples] == [(), ("a",), ("a", "b"), ()]
+  with pytest.raises(ValueError, match=r"saved: no split 'test' \(splits: \['train', "
+                                       r"'validation'\]\)"):
+    classify.read_labelled(source, _columns(text="text"), "", None, dataset_split="test")

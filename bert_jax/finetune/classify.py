@@ -9,8 +9,10 @@ multi-label loss and score and writes predictions in the files' own format.
 config.data fields (besides finetune/base.py's):
   sources {train, dev, test}: the files, paths as given: relative to the current directory
     (absolute allowed), not the data root (they are the user's files); test "" = none. Or
-    "tfds:NAME", a tfds dataset, whose split tfds_splits[split] is read (its features the
-    columns, a ClassLabel's class names the labels; predictions: predictions_<split>.jsonl).
+    a named dataset, "tfds:NAME" (tfds) or "hf:NAME" (a Hugging Face dataset: a folder
+    save_to_disk wrote, or a name for datasets.load_dataset), whose split
+    dataset_splits[split] is read (its features the columns, a ClassLabel's class names the
+    labels; predictions: predictions_<split>.jsonl).
   format: "" (each file's by its extension: EXTENSIONS) or one of FORMATS for all of them.
   text, text_pair ("" = one text), label: column names; id: the column kept in the
     predictions ("" = `id` where a file has it, else the row's line number).
@@ -174,28 +176,26 @@ def _json_rows(path: str):
            Row(None, f"{path}:{line}", f"a JSON {type(value).__name__}, not an object"))
 
 
-def _tfds_value(value, feature):
-  """A tfds record's value as a row field: text as str, a ClassLabel as its class name (None
-  for -1, an unlabelled test record's), a sequence as a list, a number as a number."""
+def _dataset_value(value, feature):
+  """A named dataset's value as a row field: text as str, a ClassLabel as its class name
+  (None for -1, an unlabelled test record's), a sequence as a list, a number as a number."""
   names = getattr(feature, "names", None)
   if names is not None:
     return None if int(value) < 0 else names[int(value)]
-  if isinstance(value, np.ndarray):
-    return [_tfds_value(v, getattr(feature, "feature", None)) for v in value]
+  if isinstance(value, (np.ndarray, list, tuple)):
+    return [_dataset_value(v, getattr(feature, "feature", None)) for v in value]
   if isinstance(value, (bytes, np.bytes_)):
     return sources.as_text(value)
   return value.item() if isinstance(value, np.generic) else value
 
 
-def _tfds_rows(source: str, split: str):
-  """The records of split `split` of a tfds dataset ("tfds:NAME") as rows; the header is
-  its feature names."""
-  name = sources.tfds_name(source)
-  records, info = sources.load_tfds(name, split)
-  features = dict(info.features)
+def _dataset_rows(source: str, split: str):
+  """The records of split `split` of a named dataset ("tfds:NAME", "hf:NAME_OR_FOLDER") as
+  rows; the header is its feature names."""
+  records, features = sources.load_dataset_split(source, split)
   yield list(features)
   for index, record in enumerate(records):
-    yield Row({key: _tfds_value(value, features.get(key)) for key, value in record.items()},
+    yield Row({key: _dataset_value(value, features.get(key)) for key, value in record.items()},
               f"{source}:{split}[{index}]")
 
 
@@ -260,11 +260,12 @@ def _row_id(row: Row, columns: Columns) -> str | None:
 
 
 def read_rows(path: str, columns: Columns, labelled: bool, skips: Skips,
-              tfds_split: str = "") -> list[ClassifyExample]:
+              dataset_split: str = "") -> list[ClassifyExample]:
   """The file's examples with their raw labels (`_raw_label`; None unlabelled); path
-  "tfds:NAME": split tfds_split of that tfds dataset."""
-  if sources.is_tfds(path):
-    rows, where = _tfds_rows(path, tfds_split), f"{path}:{tfds_split}: the features have"
+  "tfds:NAME" or "hf:NAME": split dataset_split of that dataset."""
+  if sources.dataset_prefix(path):
+    rows = _dataset_rows(path, dataset_split)
+    where = f"{path}:{dataset_split}: the features have"
   else:
     rows = FORMATS[file_format(user_file(path), columns.format)](path)
     where = f"{path}:1: the header has"
@@ -377,13 +378,13 @@ def multi_hot(examples, labels: tuple[str, ...]) -> np.ndarray:
 
 
 def read_labelled(path: str, columns: Columns, problem: str, labels,
-                  skips: Skips | None = None, tfds_split: str = "") -> tuple[
+                  skips: Skips | None = None, dataset_split: str = "") -> tuple[
                       str, tuple[str, ...] | None, list[ClassifyExample]]:
-  """(problem, labels, examples) of a labelled file (or tfds split: `read_rows`); problem ""
+  """(problem, labels, examples) of a labelled file (or dataset split: `read_rows`); problem ""
   is inferred and labels None are the file's own (the training file). skips: where its bad
   rows go (the task's)."""
   skips = skips or Skips(path, columns.skip_bad_rows)
-  examples = read_rows(path, columns, True, skips, tfds_split)
+  examples = read_rows(path, columns, True, skips, dataset_split)
   problem = problem or infer_problem([e.label for e in examples])
   if problem not in PROBLEMS:
     raise ValueError(f"config.data.problem_type={problem!r}: expected one of "
@@ -400,10 +401,10 @@ def read_labelled(path: str, columns: Columns, problem: str, labels,
 
 
 def read_unlabelled(path: str, columns: Columns, skips: Skips | None = None,
-                    tfds_split: str = "") -> list[ClassifyExample]:
+                    dataset_split: str = "") -> list[ClassifyExample]:
   """The examples of a file to predict (its label column, if any, is not read)."""
   skips = skips or Skips(path, columns.skip_bad_rows)
-  examples = read_rows(path, columns, False, skips, tfds_split)
+  examples = read_rows(path, columns, False, skips, dataset_split)
   if not examples:
     raise DataFormatError(f"{path}: no examples (every row skipped, or only a header)")
   skips.report(len(examples))
@@ -445,12 +446,12 @@ def write_predictions(path: str, fmt: str, examples, values, label_sep: str) -> 
   """`id` (or `line`) and `prediction` per example, in `fmt`; a list of labels is joined
   with label_sep ("|" when unset) in CSV/TSV."""
   with_ids = all(e.id is not None for e in examples)
-  tfds = any(sources.is_tfds(e.provenance) for e in examples)  # "tfds:NAME:split[i]"
-  position = lambda e: int(e.provenance.rsplit("[" if tfds else ":", 1)[1].rstrip("]"))
+  named = any(sources.dataset_prefix(e.provenance) for e in examples)  # "...:split[i]"
+  position = lambda e: int(e.provenance.rsplit("[" if named else ":", 1)[1].rstrip("]"))
   keys = [e.id if with_ids else position(e) for e in examples]
   if fmt != "jsonl":
     values = [(label_sep or "|").join(v) if isinstance(v, list) else v for v in values]
-  WRITERS[fmt](path, ["id" if with_ids else "index" if tfds else "line", "prediction"],
+  WRITERS[fmt](path, ["id" if with_ids else "index" if named else "line", "prediction"],
                zip(keys, values))
 
 
@@ -489,7 +490,7 @@ class ClassifyTask(GlueTask):
     path = data.sources[data.train_split]
     return read_labelled(path, self.columns, data.get("problem_type") or "", None,
                          self.skips(self.where(data.train_split)),
-                         self.tfds_split(data.train_split))
+                         self.dataset_split(data.train_split))
 
   def read_split(self, split: str) -> list[ClassifyExample]:
     data = self.config.data
@@ -498,20 +499,21 @@ class ClassifyTask(GlueTask):
       raise ValueError(f"config.data.sources.{split} is empty: name its file")
     if split == data.train_split:
       return self._train[2]
-    skips, tfds_split = self.skips(self.where(split)), self.tfds_split(split)
+    skips, dataset_split = self.skips(self.where(split)), self.dataset_split(split)
     if split == data.get("predict_split"):
-      return read_unlabelled(path, self.columns, skips, tfds_split)
+      return read_unlabelled(path, self.columns, skips, dataset_split)
     return read_labelled(path, self.columns, self.problem, self.label_names, skips,
-                         tfds_split)[2]
+                         dataset_split)[2]
 
-  def tfds_split(self, split: str) -> str:
-    """The tfds split a "tfds:NAME" source of `split` reads (config.data.tfds_splits)."""
-    return (self.config.data.get("tfds_splits") or {}).get(split) or ""
+  def dataset_split(self, split: str) -> str:
+    """The split a named dataset's source of `split` reads (config.data.dataset_splits)."""
+    return (self.config.data.get("dataset_splits") or {}).get(split) or ""
 
   def where(self, split: str) -> str:
-    """The split's file, or tfds dataset and split, as messages name it."""
+    """The split's file, or named dataset and its split, as messages name it."""
     source = self.config.data.sources[split]
-    return f"{source}:{self.tfds_split(split)}" if sources.is_tfds(source) else source
+    named = sources.dataset_prefix(source)
+    return f"{source}:{self.dataset_split(split)}" if named else source
 
   def load_split(self, split, tokenizer):
     examples = self.read_split(split)
@@ -550,9 +552,9 @@ class ClassifyTask(GlueTask):
     else:
       split, examples, logits = data.eval_split, inputs.eval_metadata, evaluation.outputs["logits"]
     source = data.sources[split]
-    tfds = sources.is_tfds(source)
-    fmt = "jsonl" if tfds else file_format(source, self.columns.format)
-    stem = self.tfds_split(split) if tfds else os.path.splitext(os.path.basename(source))[0]
+    named = sources.dataset_prefix(source)
+    fmt = "jsonl" if named else file_format(source, self.columns.format)
+    stem = self.dataset_split(split) if named else os.path.splitext(os.path.basename(source))[0]
     path = os.path.join(workdir, f"predictions_{stem}{SUFFIXES[fmt]}")
     write_predictions(path, fmt, examples,
                       predicted_values(logits, self.problem, self.label_names),
