@@ -8,9 +8,10 @@ import os
 
 import pytest
 
-from bert_jax.finetune import metrics, squad_reader
+from bert_jax.finetune import metrics, qa, squad_reader
 from bert_jax.finetune.sources import DataFormatError
 from bert_jax.run import trainer
+from bert_jax.text.tokenizers import make_tokenizer
 from configs import qa as qa_config
 from tests.test_finetune import small_bert  # noqa: F401  (the fixture)
 
@@ -104,3 +105,30 @@ def test_own_files_train_score_officially_and_predict_a_test_file(tmp_path, data
   contexts = {q["id"]: p["context"] for p in test_articles[0]["paragraphs"] for q in p["qas"]}
   assert list(predicted) == list(contexts)
   assert all(text in contexts[qid] for qid, text in predicted.items())
+
+
+def test_version_2_is_the_training_files_and_a_v1_run_refuses_unanswerable(tmp_path,
+                                                                           small_bert):  # noqa: F811
+  answered = {"id": "a1", "question": "Where?",
+              "answers": [{"text": "Paris", "answer_start": 25}]}
+  unanswerable = {"id": "n1", "question": "Who?", "answers": [], "is_impossible": True}
+  v1 = _one_question(tmp_path, answered, "v1.json")
+  v2 = _write(tmp_path / "v2.json", [{"title": "T", "paragraphs": [
+      {"context": "The capital of France is Paris.", "qas": [answered, unanswerable]}]}])
+
+  def task(arg):
+    config = qa_config.get_config(arg + ",runlocal=True")
+    config.init_from = small_bert
+    return qa.QaTask(config, trainer.resolve_model_config(config)), config
+
+  tokenizer = make_tokenizer(task(f"train={v1},dev={v1}")[1].data, model_dir=small_bert)
+  assert task(f"train={v2},dev={v1}")[0].version_2
+  v1_task = task(f"train={v1},dev={v2}")[0]
+  assert not v1_task.version_2
+  with pytest.raises(DataFormatError, match=r"v2.json: data\[0\]\.paragraphs\[0\]\.qas\[1\] "
+                                            r"\(id n1\): an unanswerable question .* set version=2"):
+    v1_task.load_split("dev", tokenizer)
+  features, metadata = task(f"train={v1},dev={v2},version=2")[0].load_split("dev", tokenizer)
+  assert metadata.version_2 and features["start_positions"].tolist()[-1] == 0
+  with pytest.raises(ValueError, match=r"config.data.version='3': expected 1 or 2"):
+    task(f"train={v1},dev={v1},version=3")
