@@ -12,7 +12,12 @@ paths are relative to the current directory (absolute allowed): these are your f
 the data root. `text=` (and `text_pair=` for pairs) and `label=` name the columns (JSON
 keys); `id=` the column the predictions keep (default: `id` where the file has it, else
 each row's line number). A comma cannot be in an argument; --config.data.sources.train=PATH
-takes any path.
+takes any path. `dataset=tfds:NAME` (e.g. tfds:glue/sst2) reads a tfds dataset instead, and
+`dataset=hf:NAME` a Hugging Face one (a folder `DatasetDict.save_to_disk` wrote, else a name
+for `datasets.load_dataset`; needs the `datasets` package): then train=, dev=, test= name its
+splits (default train, validation, none), text= and label= its features (a ClassLabel's
+class names are the labels); predictions go to
+WORKDIR/predictions_<split>.jsonl, keyed by `index` (the record's place in its split) or id=.
 The labels are the training file's, sorted; `problem_type` is inferred
 (finetune/classify.py infer_problem): multi_label where the label is a JSON list or
 `label_sep=|` splits a CSV/TSV field; regression where every training label is a number and
@@ -46,19 +51,27 @@ from bert_jax.configs.common import finetuning_config, parse_arg, shrink_for_run
 
 
 def get_config(arg=None):
-  arg = parse_arg(arg, train="", dev="", test="", text="", text_pair="", label="", id="",
-                  format="", task="", label_sep="", skip_bad_rows=False, train_examples=0,
-                  runlocal=False)
-  for field in ("train", "dev", "text", "label"):
+  arg = parse_arg(arg, train="", dev="", test="", dataset="", text="", text_pair="", label="",
+                  id="", format="", task="", label_sep="", skip_bad_rows=False,
+                  train_examples=0, runlocal=False)
+  for field in ("text", "label") if arg.dataset else ("train", "dev", "text", "label"):
     if not arg[field]:
       raise ValueError(f"configs/classify.py: {field}= is required (e.g. "
                        "configs/classify.py:train=train.csv,dev=dev.csv,text=sentence,label=label)")
-  sources = {split: os.path.abspath(arg[split]) if arg[split] else ""
-             for split in ("train", "dev", "test")}
+  if arg.dataset:  # train=, dev=, test= name its splits
+    if not arg.dataset.startswith(("tfds:", "hf:")):
+      raise ValueError(f"configs/classify.py: dataset={arg.dataset!r}: expected tfds:NAME or "
+                       "hf:NAME (e.g. dataset=tfds:glue/sst2, dataset=hf:path/to/saved)")
+    splits = {"train": arg.train or "train", "dev": arg.dev or "validation", "test": arg.test}
+    sources = {split: arg.dataset if name else "" for split, name in splits.items()}
+  else:
+    splits = {}
+    sources = {split: os.path.abspath(arg[split]) if arg[split] else ""
+               for split in ("train", "dev", "test")}
   config = finetuning_config("classify", sources, text=arg.text, text_pair=arg.text_pair,
                              label=arg.label, id=arg.id, format=arg.format,
                              problem_type=arg.task, label_sep=arg.label_sep,
-                             skip_bad_rows=arg.skip_bad_rows,
+                             skip_bad_rows=arg.skip_bad_rows, dataset_splits=splits,
                              predict_split="test")  # predicted with --config.predict=true
   config.data.train_examples = arg.train_examples
   return shrink_for_runlocal(config) if arg.runlocal else config

@@ -32,19 +32,29 @@ def get_config(arg=None):
       # > 0: this seeded share of the training articles is held out and scored (split
       # "heldout") and the rest trained on; heldout_seed draws them.
       heldout_fraction=0.1, heldout_seed=0,
-      doc_stride=128,  # a long context is read in windows that start this many tokens apart
-      max_query_length=64,  # question tokens kept (the rest cut)
-      n_best_size=20,  # the start and end positions per window that answer spans come from
-      max_answer_length=30,  # the longest answer span, in tokens
-      # v2.0: the null answer where null score - best span score exceeds this.
-      null_score_threshold=0.0,
-      version_2_with_negative=arg.version == "2.0")  # questions may have no answer (v2.0)
+      version_2_with_negative=arg.version == "2.0",  # questions may have no answer (v2.0)
+      **SPAN_SEARCH)
   config.data.eval_split = "heldout"
+  return squad_settings(config, arg.train_examples, arg.runlocal)
+
+
+# The windows' and the answer search's settings (BERT's run_squad), shared with configs/qa.py.
+SPAN_SEARCH = dict(
+    doc_stride=128,  # a long context is read in windows that start this many tokens apart
+    max_query_length=64,  # question tokens kept (the rest cut)
+    n_best_size=20,  # the start and end positions per window that answer spans come from
+    max_answer_length=30,  # the longest answer span, in tokens
+    null_score_threshold=0.0,  # v2.0: no answer where null - best span score exceeds this
+)
+
+
+def squad_settings(config, train_examples: int, runlocal: bool):
+  """SQuAD's training settings (seq 384, 2 epochs, lr 5e-5); runlocal: the smoke test's."""
   config.data.max_seq_length = 384
-  config.data.train_examples = arg.train_examples
+  config.data.train_examples = train_examples
   config.optim.learning_rate = 5e-5
   config.num_train_epochs = 2.0
-  if arg.runlocal:
+  if runlocal:
     shrink_for_runlocal(config)
     config.data.max_seq_length = 128
     config.data.doc_stride = 64

@@ -19,7 +19,7 @@ from bert_jax.run import trainer
 from bert_jax.text.tokenizers import make_tokenizer
 from configs import classify as classify_config
 from tests.helpers.runs import REPO
-
+from tests.helpers.tfds_mock import mock_tfds
 
 SENTIMENT = ("negative", "positive")
 
@@ -302,3 +302,58 @@ def test_multi_label_with_label_sep(tmp_path, data_dir, small_bert):  # noqa: F8
     raw = json.load(f)
   assert raw["problem_type"] == "multi_label_classification"
   assert raw["id2label"] == {"0": "long", "1": "negative", "2": "positive"}
+
+
+def test_a_tfds_dataset_trains_and_predicts_its_test_split(tmp_path, data_dir,
+                                                          small_bert):  # noqa: F811
+  rows = _sst2(data_dir, 88)
+  record = lambda text, label, i: {"sentence": text, "label": label, "idx": i}
+  records = {"train": [record(t, SENTIMENT.index(y), i) for i, (t, y) in enumerate(rows[:64])],
+             "validation": [record(t, SENTIMENT.index(y), i)
+                            for i, (t, y) in enumerate(rows[64:80])],
+             "test": [record(t, -1, i) for i, (t, _) in enumerate(rows[80:])]}
+  config = _config("dataset=tfds:glue/sst2,test=test,text=sentence,label=label", small_bert)
+  config.predict = True
+  with mock_tfds(records):
+    results = _train(config, tmp_path / "run")
+  assert 0.0 <= results["eval_accuracy"] <= 1.0
+  with open(tmp_path / "run" / "model_config.json") as f:
+    assert json.load(f)["labels"] == list(SENTIMENT)  # tfds's class names
+  with open(tmp_path / "run" / "predictions_test.jsonl") as f:
+    predicted = [json.loads(line) for line in f]
+  assert [p["index"] for p in predicted] == list(range(8))
+  assert {p["prediction"] for p in predicted} <= set(SENTIMENT)
+  # A feature the dataset lacks, and a labelled split's -1, name the dataset and record.
+  with mock_tfds(records), pytest.raises(DataFormatError, match=r"tfds:glue/sst2:train: the "
+                                                                 r"features have no column 'text'"):
+    classify.read_labelled("tfds:glue/sst2", _columns(text="text"), "", None, dataset_split="train")
+  with mock_tfds({"test": records["test"]}), pytest.raises(
+      DataFormatError, match=r"tfds:glue/sst2:test\[0\]: column 'label' is missing"):
+    classify.read_labelled("tfds:glue/sst2", _columns(), "", None, dataset_split="test")
+
+
+def test_a_saved_hugging_face_dataset_reads_with_its_class_names(tmp_path, data_dir):
+  datasets = pytest.importorskip("datasets")
+  rows = _sst2(data_dir, 12)
+  sentiment = datasets.ClassLabel(names=list(SENTIMENT))
+  features = datasets.Features({"text": datasets.Value("string"), "label": sentiment,
+                                "tags": datasets.Sequence(datasets.ClassLabel(names=["a", "b"]))})
+  split = lambda part: datasets.Dataset.from_dict(
+      {"text": [t for t, _ in part], "label": [SENTIMENT.index(y) for _, y in part],
+       "tags": [[0, 1][:i % 3] for i in range(len(part))]}, features=features)
+  datasets.DatasetDict({"train": split(rows[:8]), "validation": split(rows[8:])}).save_to_disk(
+      str(tmp_path / "saved"))
+  source = f"hf:{tmp_path / 'saved'}"
+  problem, labels, examples = classify.read_labelled(source, _columns(text="text"), "", None,
+                                                     dataset_split="train")
+  assert (problem, labels) == ("single_label", SENTIMENT)
+  assert [(e.text_a, e.label) for e in examples] == rows[:8]
+  assert examples[3].provenance == f"{source}:train[3]"
+  # A sequence of classes is multi-label; a split the folder lacks names the splits it has.
+  problem, labels, examples = classify.read_labelled(
+      source, _columns(text="text", label="tags"), "", None, dataset_split="validation")
+  assert (problem, labels) == ("multi_label", ("a", "b"))
+  assert [e.label for e in examples] == [(), ("a",), ("a", "b"), ()]
+  with pytest.raises(ValueError, match=r"saved: no split 'test' \(splits: \['train', "
+                                       r"'validation'\]\)"):
+    classify.read_labelled(source, _columns(text="text"), "", None, dataset_split="test")

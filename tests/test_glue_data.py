@@ -3,11 +3,10 @@ import collections
 
 import numpy as np
 import pytest
-import tensorflow as tf
-import tensorflow_datasets as tfds
 
 from bert_jax.finetune import glue_reader as glue
 from bert_jax.finetune.sources import DataFormatError
+from tests.helpers.tfds_mock import mock_tfds
 
 
 
@@ -128,20 +127,12 @@ def test_heldout_split_is_disjoint_from_train_and_fixed_by_seed(data_dir, tokeni
 # ------------------------------------------------------------------------------------
 # tfds (mocked: no download).
 # ------------------------------------------------------------------------------------
-def _mock_tfds(records_by_split):
-  def as_dataset(self, split, **unused_kwargs):
-    spec = self.info.features.get_tensor_spec()
-    records = records_by_split[split]
-    return tf.data.Dataset.from_generator(lambda: iter(records), output_signature=spec)
-  return tfds.testing.mock_data(as_dataset_fn=as_dataset)
-
-
 def test_tfds_mnli_maps_to_the_file_labels():
   # tfds MNLI classes: entailment, neutral, contradiction.
   records = [{"premise": f"p{i}", "hypothesis": f"h{i}", "label": i, "idx": i}
              for i in range(3)]
   test_records = [{"premise": "p", "hypothesis": "h", "label": -1, "idx": 0}]
-  with _mock_tfds({"validation_mismatched": records, "test_matched": test_records}):
+  with mock_tfds({"validation_mismatched": records, "test_matched": test_records}):
     examples = glue.read_examples("mnli", "dev_mismatched", "tfds:glue/mnli")
     test = glue.read_examples("mnli", "test_matched", "tfds:glue/mnli")
   assert [e.label for e in examples] == ["entailment", "neutral", "contradiction"]
@@ -160,7 +151,7 @@ def test_tfds_mnli_maps_to_the_file_labels():
     ("stsb", {"sentence1": "a", "sentence2": "b"}, 3.25, 3.25),
 ])
 def test_tfds_tasks(task, texts, tfds_label, label):
-  with _mock_tfds({"validation": [{**texts, "label": tfds_label, "idx": 0}]}):
+  with mock_tfds({"validation": [{**texts, "label": tfds_label, "idx": 0}]}):
     (example,) = glue.read_examples(task, "dev", f"tfds:glue/{task}")
   assert example.label == label
   assert example.text_a == next(iter(texts.values()))

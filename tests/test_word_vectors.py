@@ -153,9 +153,9 @@ def test_the_cli_writes_vectors_that_a_pretraining_run_starts_from(corpus, tmp_p
                                    eval_batches=1)
   config_file = tmp_path / "config.py"
   config_file.write_text(
-      "import sys\nsys.path.insert(0, %r)\nfrom conftest import tiny_pretraining_config\n"
+      "import sys\nsys.path.insert(0, %r)\nfrom tests.helpers.runs import tiny_pretraining_config\n"
       "def get_config():\n  return tiny_pretraining_config(%r, num_train_steps=1)\n"
-      % (os.path.join(REPO, "tests"), corpus))
+      % (REPO, corpus))
   output = str(tmp_path / "vectors.npz")
   subprocess.run([sys.executable, "-m", "bert_jax.pretrain.word_vectors",
                   f"--config={config_file}", f"--output={output}", "--window=2"],

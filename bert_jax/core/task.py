@@ -63,6 +63,8 @@ class TaskInputs:
   predict, predict_metadata: an unlabelled split (a test file) that `evaluate` runs the
     model over beside the eval split, for `write_predictions` (config.predict), and what
     writing its predictions needs; None where there is none.
+  data_notes: one line per file whose bad records reading skipped (skip_bad_rows), for
+    the run report; () when none was.
   """
   train: Input
   eval: Input | None
@@ -74,6 +76,7 @@ class TaskInputs:
   select_metric: str | None = None
   predict: Input | None = None
   predict_metadata: Any = None
+  data_notes: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

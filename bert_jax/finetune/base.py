@@ -6,8 +6,8 @@ module (`<task>.py`: the model spec, which of its
 features the model reads, its loss as additive sums so gradient accumulation stays exact,
 scoring and predictions), a small class over `FinetuningTask`, which owns the rest:
 reading the splits through the reader's `load_split`, batching them (ArrayInput),
-gathering eval outputs. classify.py and tag.py are GLUE's and CoNLL's tasks on the user's
-own files (their readers inside them).
+gathering eval outputs. classify.py, tag.py and qa.py are GLUE's, CoNLL's and SQuAD's tasks
+on the user's own files (their readers inside them).
 
 config.data fields read here: data_dir, sources ({split: source}), train_split,
 eval_split, train_examples (0 = all; else a fixed random subset), max_seq_length,
@@ -26,6 +26,7 @@ heldout_fraction, heldout_seed). predict_split: with config.predict, a split of 
 (TaskInputs.predict; "" or no source: none). The tokenizer is the run's one
 (bert_jax/text/tokenizers.py).
 """
+import functools
 import math
 
 import jax
@@ -221,7 +222,20 @@ class FinetuningTask:
                       width_examples=tuple(train.width_examples()), select=select,
                       select_metadata=select_metadata,
                       select_metric=self.select_metric if select is not None else None,
-                      predict=predict, predict_metadata=predict_metadata)
+                      predict=predict, predict_metadata=predict_metadata,
+                      data_notes=tuple(filter(None, (s.note() for s in self._skips))))
+
+  @functools.cached_property
+  def _skips(self) -> list[sources.Skips]:
+    """The Skips of every file the task has read (`skips`)."""
+    return []
+
+  def skips(self, path: str, unit: str = "rows") -> sources.Skips:
+    """A Skips for one of the user's files (config.data.skip_bad_rows), whose note joins
+    the run report (TaskInputs.data_notes)."""
+    skips = sources.Skips(path, bool(self.config.data.get("skip_bad_rows")), unit)
+    self._skips.append(skips)
+    return skips
 
   def predict_split(self) -> str | None:
     """The split of config.data.predict_split to predict (config.predict), if it has a

@@ -8,7 +8,11 @@ multi-label loss and score and writes predictions in the files' own format.
 
 config.data fields (besides finetune/base.py's):
   sources {train, dev, test}: the files, paths as given: relative to the current directory
-    (absolute allowed), not the data root (they are the user's files); test "" = none.
+    (absolute allowed), not the data root (they are the user's files); test "" = none. Or
+    a named dataset, "tfds:NAME" (tfds) or "hf:NAME" (a Hugging Face dataset: a folder
+    save_to_disk wrote, or a name for datasets.load_dataset), whose split
+    dataset_splits[split] is read (its features the columns, a ClassLabel's class names the
+    labels; predictions: predictions_<split>.jsonl).
   format: "" (each file's by its extension: EXTENSIONS) or one of FORMATS for all of them.
   text, text_pair ("" = one text), label: column names; id: the column kept in the
     predictions ("" = `id` where a file has it, else the row's line number).
@@ -41,7 +45,8 @@ import numpy as np
 
 from bert_jax.finetune import base, glue_reader, metrics
 from bert_jax.finetune.glue import GlueTask
-from bert_jax.finetune.sources import DataFormatError, read_lines, user_file
+from bert_jax.finetune import sources
+from bert_jax.finetune.sources import DataFormatError, Skips, read_lines, user_file
 from bert_jax.core.losses import sigmoid_xent_sums
 
 EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
@@ -171,6 +176,29 @@ def _json_rows(path: str):
            Row(None, f"{path}:{line}", f"a JSON {type(value).__name__}, not an object"))
 
 
+def _dataset_value(value, feature):
+  """A named dataset's value as a row field: text as str, a ClassLabel as its class name
+  (None for -1, an unlabelled test record's), a sequence as a list, a number as a number."""
+  names = getattr(feature, "names", None)
+  if names is not None:
+    return None if int(value) < 0 else names[int(value)]
+  if isinstance(value, (np.ndarray, list, tuple)):
+    return [_dataset_value(v, getattr(feature, "feature", None)) for v in value]
+  if isinstance(value, (bytes, np.bytes_)):
+    return sources.as_text(value)
+  return value.item() if isinstance(value, np.generic) else value
+
+
+def _dataset_rows(source: str, split: str):
+  """The records of split `split` of a named dataset ("tfds:NAME", "hf:NAME_OR_FOLDER") as
+  rows; the header is its feature names."""
+  records, features = sources.load_dataset_split(source, split)
+  yield list(features)
+  for index, record in enumerate(records):
+    yield Row({key: _dataset_value(value, features.get(key)) for key, value in record.items()},
+              f"{source}:{split}[{index}]")
+
+
 FORMATS = {"csv": _csv_rows, "tsv": _tsv_rows, "jsonl": _json_rows}
 SUFFIXES = {"csv": ".csv", "tsv": ".tsv", "jsonl": ".jsonl"}  # of a predictions file
 
@@ -185,25 +213,6 @@ def file_format(path: str, forced: str = "") -> str:
                      f"of {sorted(EXTENSIONS)}); set config.data.format to one of "
                      f"{sorted(FORMATS)}")
   return EXTENSIONS[extension]
-
-
-class Skips:
-  """A file's bad rows: an error at the first (skip=False), or counted and printed once."""
-
-  def __init__(self, path: str, skip: bool):
-    self.path, self.skip, self.count, self.first = path, skip, 0, ""
-
-  def bad(self, where: str, reason: str) -> None:
-    message = f"{where}: {reason}"
-    if not self.skip:
-      raise DataFormatError(f"{message} (config.data.skip_bad_rows=true skips such rows)")
-    self.count += 1
-    self.first = self.first or message
-
-  def report(self, kept: int) -> None:
-    if self.count:
-      print(f"{self.path}: skipped {self.count} bad rows of {self.count + kept} "
-            f"(skip_bad_rows); the first: {self.first}", flush=True)
 
 
 def _value(row: Row, column: str):
@@ -250,15 +259,21 @@ def _row_id(row: Row, columns: Columns) -> str | None:
   return value if isinstance(value, str) else json.dumps(value)
 
 
-def read_rows(path: str, columns: Columns, labelled: bool, skips: Skips) -> list[ClassifyExample]:
-  """The file's examples with their raw labels (`_raw_label`; None unlabelled)."""
-  rows = FORMATS[file_format(user_file(path), columns.format)](path)
+def read_rows(path: str, columns: Columns, labelled: bool, skips: Skips,
+              dataset_split: str = "") -> list[ClassifyExample]:
+  """The file's examples with their raw labels (`_raw_label`; None unlabelled); path
+  "tfds:NAME" or "hf:NAME": split dataset_split of that dataset."""
+  if sources.dataset_prefix(path):
+    rows = _dataset_rows(path, dataset_split)
+    where = f"{path}:{dataset_split}: the features have"
+  else:
+    rows = FORMATS[file_format(user_file(path), columns.format)](path)
+    where = f"{path}:1: the header has"
   header = next(rows)
   needed = [columns.text, columns.text_pair, columns.label if labelled else "", columns.id]
   missing = [c for c in needed if c and header is not None and c not in header]
   if missing:
-    raise DataFormatError(f"{path}:1: the header has no column {missing[0]!r} "
-                          f"(columns: {header})")
+    raise DataFormatError(f"{where} no column {missing[0]!r} (columns: {header})")
   examples = []
   for row in rows:
     try:
@@ -362,12 +377,14 @@ def multi_hot(examples, labels: tuple[str, ...]) -> np.ndarray:
   return rows
 
 
-def read_labelled(path: str, columns: Columns, problem: str, labels) -> tuple[
-    str, tuple[str, ...] | None, list[ClassifyExample]]:
-  """(problem, labels, examples) of a labelled file; problem "" is inferred and labels None
-  are the file's own (the training file)."""
-  skips = Skips(path, columns.skip_bad_rows)
-  examples = read_rows(path, columns, True, skips)
+def read_labelled(path: str, columns: Columns, problem: str, labels,
+                  skips: Skips | None = None, dataset_split: str = "") -> tuple[
+                      str, tuple[str, ...] | None, list[ClassifyExample]]:
+  """(problem, labels, examples) of a labelled file (or dataset split: `read_rows`); problem ""
+  is inferred and labels None are the file's own (the training file). skips: where its bad
+  rows go (the task's)."""
+  skips = skips or Skips(path, columns.skip_bad_rows)
+  examples = read_rows(path, columns, True, skips, dataset_split)
   problem = problem or infer_problem([e.label for e in examples])
   if problem not in PROBLEMS:
     raise ValueError(f"config.data.problem_type={problem!r}: expected one of "
@@ -383,10 +400,11 @@ def read_labelled(path: str, columns: Columns, problem: str, labels) -> tuple[
   return problem, names, examples
 
 
-def read_unlabelled(path: str, columns: Columns) -> list[ClassifyExample]:
+def read_unlabelled(path: str, columns: Columns, skips: Skips | None = None,
+                    dataset_split: str = "") -> list[ClassifyExample]:
   """The examples of a file to predict (its label column, if any, is not read)."""
-  skips = Skips(path, columns.skip_bad_rows)
-  examples = read_rows(path, columns, False, skips)
+  skips = skips or Skips(path, columns.skip_bad_rows)
+  examples = read_rows(path, columns, False, skips, dataset_split)
   if not examples:
     raise DataFormatError(f"{path}: no examples (every row skipped, or only a header)")
   skips.report(len(examples))
@@ -428,10 +446,13 @@ def write_predictions(path: str, fmt: str, examples, values, label_sep: str) -> 
   """`id` (or `line`) and `prediction` per example, in `fmt`; a list of labels is joined
   with label_sep ("|" when unset) in CSV/TSV."""
   with_ids = all(e.id is not None for e in examples)
-  keys = [e.id if with_ids else int(e.provenance.rsplit(":", 1)[1]) for e in examples]
+  named = any(sources.dataset_prefix(e.provenance) for e in examples)  # "...:split[i]"
+  position = lambda e: int(e.provenance.rsplit("[" if named else ":", 1)[1].rstrip("]"))
+  keys = [e.id if with_ids else position(e) for e in examples]
   if fmt != "jsonl":
     values = [(label_sep or "|").join(v) if isinstance(v, list) else v for v in values]
-  WRITERS[fmt](path, ["id" if with_ids else "line", "prediction"], zip(keys, values))
+  WRITERS[fmt](path, ["id" if with_ids else "index" if named else "line", "prediction"],
+               zip(keys, values))
 
 
 # ------------------------------------------------------------------------------------
@@ -466,8 +487,10 @@ class ClassifyTask(GlueTask):
   def _train(self):
     """(problem, labels, examples) of the training file, read once."""
     data = self.config.data
-    return read_labelled(data.sources[data.train_split], self.columns,
-                         data.get("problem_type") or "", None)
+    path = data.sources[data.train_split]
+    return read_labelled(path, self.columns, data.get("problem_type") or "", None,
+                         self.skips(self.where(data.train_split)),
+                         self.dataset_split(data.train_split))
 
   def read_split(self, split: str) -> list[ClassifyExample]:
     data = self.config.data
@@ -476,9 +499,21 @@ class ClassifyTask(GlueTask):
       raise ValueError(f"config.data.sources.{split} is empty: name its file")
     if split == data.train_split:
       return self._train[2]
+    skips, dataset_split = self.skips(self.where(split)), self.dataset_split(split)
     if split == data.get("predict_split"):
-      return read_unlabelled(path, self.columns)
-    return read_labelled(path, self.columns, self.problem, self.label_names)[2]
+      return read_unlabelled(path, self.columns, skips, dataset_split)
+    return read_labelled(path, self.columns, self.problem, self.label_names, skips,
+                         dataset_split)[2]
+
+  def dataset_split(self, split: str) -> str:
+    """The split a named dataset's source of `split` reads (config.data.dataset_splits)."""
+    return (self.config.data.get("dataset_splits") or {}).get(split) or ""
+
+  def where(self, split: str) -> str:
+    """The split's file, or named dataset and its split, as messages name it."""
+    source = self.config.data.sources[split]
+    named = sources.dataset_prefix(source)
+    return f"{source}:{self.dataset_split(split)}" if named else source
 
   def load_split(self, split, tokenizer):
     examples = self.read_split(split)
@@ -517,8 +552,9 @@ class ClassifyTask(GlueTask):
     else:
       split, examples, logits = data.eval_split, inputs.eval_metadata, evaluation.outputs["logits"]
     source = data.sources[split]
-    fmt = file_format(source, self.columns.format)
-    stem = os.path.splitext(os.path.basename(source))[0]
+    named = sources.dataset_prefix(source)
+    fmt = "jsonl" if named else file_format(source, self.columns.format)
+    stem = self.dataset_split(split) if named else os.path.splitext(os.path.basename(source))[0]
     path = os.path.join(workdir, f"predictions_{stem}{SUFFIXES[fmt]}")
     write_predictions(path, fmt, examples,
                       predicted_values(logits, self.problem, self.label_names),

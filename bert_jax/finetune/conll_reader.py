@@ -126,22 +126,37 @@ class TaggingMetadata:
 # ------------------------------------------------------------------------------------
 # Reading.
 # ------------------------------------------------------------------------------------
-def read_file(path: str, column: "str | Column" = "ner") -> list[Sentence]:
+def read_file(path: str, column: "str | Column" = "ner",
+              skips: task_sources.Skips | None = None) -> list[Sentence]:
   """Sentences of a space-separated `token POS chunk NER` file (a Column of another width:
   `token ... tag ...`), tagged with `column`'s tags.
 
-  Blank lines end a sentence and -DOCSTART- lines (document breaks) are dropped.
+  Blank lines end a sentence and -DOCSTART- lines (document breaks) are dropped. A bad line
+  or tag sequence is a DataFormatError naming its line; with `skips` (a user's files), its
+  sentence goes to skips (the error, or skipped and counted: skip_bad_rows).
   """
   spec = get_column(column)
   known = None if spec.labels is None else spec.label_ids
   sentences, words, tags, lines, first_line = [], [], [], [], 0
+  problem = []  # the sentence's first bad line (with skips)
+
+  def fail(message: str) -> None:
+    if skips is None:
+      raise DataFormatError(message)
+    problem.append(message)
 
   def flush():
-    if words:
-      if spec.check is not None:
-        spec.check(tags, lines)
-      sentences.append(Sentence(tuple(words), tuple(tags), f"{path}:{first_line}"))
-      for values in (words, tags, lines):
+    if words or problem:
+      if not problem and spec.check is not None:
+        try:
+          spec.check(tags, lines)
+        except DataFormatError as e:
+          fail(str(e))
+      if problem:
+        skips.bad_message(problem[0])
+      else:
+        sentences.append(Sentence(tuple(words), tuple(tags), f"{path}:{first_line}"))
+      for values in (words, tags, lines, problem):
         values.clear()
 
   for line_number, text in task_sources.read_lines(path):
@@ -150,24 +165,30 @@ def read_file(path: str, column: "str | Column" = "ner") -> list[Sentence]:
       flush()
       continue
     where = f"{path}:{line_number}"
-    if spec.width is not None and len(fields) != spec.width:
-      raise DataFormatError(f"{where}: expected {spec.width} space-separated columns "
-                            f"(token POS chunk NER), found {len(fields)}.")
-    if spec.width is None and not (len(fields) > 1 and -len(fields) <= spec.index < len(fields)):
-      raise DataFormatError(f"{where}: {len(fields)} space-separated columns, no tag column "
-                            f"{spec.index} (a line is `word ... tag`)")
-    tag = fields[spec.index]
-    if known is not None and tag not in known:
-      raise DataFormatError(f"{where}: {spec.name} tag {tag!r} is not one of "
-                            f"{list(spec.labels)}.")
     if not words:
       first_line = line_number
+    if spec.width is not None and len(fields) != spec.width:
+      fail(f"{where}: expected {spec.width} space-separated columns (token POS chunk NER), "
+           f"found {len(fields)}.")
+      continue
+    if spec.width is None and not ((len(fields) > 1 or spec.index == 0)
+                                   and -len(fields) <= spec.index < len(fields)):
+      fail(f"{where}: {len(fields)} space-separated columns, no tag column {spec.index} (a "
+           "line is `word ... tag`)")
+      continue
+    tag = fields[spec.index]
+    if known is not None and tag not in known:
+      fail(f"{where}: {spec.name} tag {tag!r} is not one of {list(spec.labels)}.")
+      continue
     words.append(fields[0])
     tags.append(tag)
     lines.append(where)
   flush()
+  if skips is not None:
+    skips.report(len(sentences))
   if not sentences:
-    raise DataFormatError(f"{path}:1: no sentences (only blank or -DOCSTART- lines).")
+    raise DataFormatError(f"{path}:1: no sentences (only blank or -DOCSTART- lines"
+                          f"{', or every one skipped' if skips is not None else ''}).")
   return sentences
 
 

@@ -5,6 +5,8 @@ Every task reader (glue, conll, squad, swag) takes a *source* string:
     layout of ../shared/data, e.g. "glue/MNLI/k-shot/16-13/train.tsv";
   * or "tfds:<name>", e.g. "tfds:glue/sst2", "tfds:squad/v2.0", "tfds:conll2003". The
     reader maps its own split names (train/dev/test...) onto the tfds split names.
+  * the user's own data (finetune/classify.py) may also name a Hugging Face dataset,
+    "hf:<folder or name>" (`load_hf`; DATASET_LOADERS reads either kind by its prefix).
 
 Bad input raises `DataFormatError`, whose message starts with "<path>:<line>: " (or a
 JSON location for SQuAD) so the offending row can be found.
@@ -21,10 +23,46 @@ import numpy as np
 from bert_jax.text import paths
 
 TFDS_PREFIX = "tfds:"
+HF_PREFIX = "hf:"
 
 
 class DataFormatError(ValueError):
   """A task file (or tfds record) that does not have the expected format."""
+
+
+class Skips:
+  """A file's bad records (rows, sentences, questions): an error at the first (skip=False),
+  or counted and printed once (skip=True: config.data.skip_bad_rows). hint: the error says
+  how to skip (a config with config.data.skip_bad_rows)."""
+
+  def __init__(self, path: str, skip: bool, unit: str = "rows", hint: bool = True):
+    self.path, self.skip, self.unit, self.hint = path, skip, unit, hint
+    self.count, self.first, self.kept = 0, "", 0
+
+  def bad(self, where: str, reason: str) -> None:
+    self.bad_message(f"{where}: {reason}")
+
+  def bad_message(self, message: str) -> None:
+    """`message` ("<file>:<line>: what is wrong") raised, or counted."""
+    if not self.skip:
+      hint = (f" (config.data.skip_bad_rows=true skips such {self.unit})" if self.hint
+              else "")
+      raise DataFormatError(message + hint)
+    self.count += 1
+    self.first = self.first or message
+
+  def note(self) -> str:
+    """The file's skips in one line ("" when none)."""
+    if not self.count:
+      return ""
+    return (f"{self.path}: skipped {self.count} bad {self.unit} of {self.count + self.kept} "
+            f"(skip_bad_rows); the first: {self.first}")
+
+  def report(self, kept: int) -> None:
+    """Prints the note, once the file is read (`kept` records kept)."""
+    self.kept = kept
+    if self.count:
+      print(self.note(), flush=True)
 
 
 def is_tfds(source: str) -> bool:
@@ -82,6 +120,48 @@ def load_tfds(name: str, split: str, data_dir: str | None = None):
   dataset, info = tfds.load(name, split=split, data_dir=data_dir, with_info=True,
                             shuffle_files=False)
   return tfds.as_numpy(dataset), info
+
+
+def load_hf(name: str, split: str):
+  """(records as dicts, {feature name: datasets feature}) of split `split` of a Hugging Face
+  dataset: a folder `Dataset(Dict).save_to_disk` wrote, else a name for
+  `datasets.load_dataset` (the Hub, or its cache offline). Needs the `datasets` package."""
+  try:
+    import datasets  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    raise ValueError(f"{HF_PREFIX}{name}: reading a Hugging Face dataset needs the `datasets` "
+                     "package (pip install datasets)") from None
+  if os.path.isdir(name):
+    loaded = datasets.load_from_disk(name)
+    if isinstance(loaded, datasets.Dataset):
+      raise ValueError(f"{HF_PREFIX}{name}: a single Dataset, no splits; save a DatasetDict "
+                       "({split: Dataset}) there")
+  else:
+    loaded = datasets.load_dataset(name)
+  if split not in loaded:
+    raise ValueError(f"{HF_PREFIX}{name}: no split {split!r} (splits: {sorted(loaded)})")
+  return loaded[split], dict(loaded[split].features)
+
+
+def _tfds_records(name: str, split: str):
+  records, info = load_tfds(name, split)
+  return records, dict(info.features)
+
+
+# A named dataset's prefix -> (name, split) -> (records as dicts, {feature: its type}).
+DATASET_LOADERS = {TFDS_PREFIX: _tfds_records, HF_PREFIX: load_hf}
+
+
+def dataset_prefix(source: str) -> str | None:
+  """The DATASET_LOADERS prefix `source` starts with ("tfds:glue/sst2": "tfds:"), or None (a
+  file)."""
+  return next((p for p in DATASET_LOADERS if source.startswith(p)), None)
+
+
+def load_dataset_split(source: str, split: str):
+  """(records, features) of split `split` of the named dataset `source` (DATASET_LOADERS)."""
+  prefix = dataset_prefix(source)
+  return DATASET_LOADERS[prefix](source[len(prefix):], split)
 
 
 def as_text(value: Any) -> str:

@@ -49,14 +49,18 @@ class SquadTask(FinetuningTask):
 
   def write_predictions(self, evaluation, inputs, workdir):
     """SQuAD submission format: predictions.json {id: text} (+ null_odds.json for v2.0)."""
-    outputs, eval_metadata = evaluation.outputs, inputs.eval_metadata
+    return self.write_answers(evaluation.outputs, inputs.eval_metadata,
+                              os.path.join(workdir, "predictions.json"),
+                              os.path.join(workdir, "null_odds.json"))
+
+  def write_answers(self, outputs, metadata, path: str, null_odds_path: str) -> str:
+    """{question id: answer text} of start / end logits to `path` (v2.0: "" where the null
+    answer wins; each question's null_score_diff to null_odds_path)."""
     predictions = squad_postprocess.postprocess(outputs["start_logits"], outputs["end_logits"],
-                                                eval_metadata,
-                                                **self._postprocess_args())
-    path = os.path.join(workdir, "predictions.json")
+                                                metadata, **self._postprocess_args())
     with open(path, "w") as f:
       json.dump(predictions.answers(self.config.data.null_score_threshold), f, indent=1)
     if predictions.version_2:
-      with open(os.path.join(workdir, "null_odds.json"), "w") as f:
+      with open(null_odds_path, "w") as f:
         json.dump(predictions.null_score_diff, f, indent=1)
     return path

@@ -33,7 +33,7 @@ most context on its shorter side (+0.01 * window length; first window on ties).
 Each answer must equal context[answer_start : answer_start + len(text)]. A mismatch
 raises DataFormatError naming the file and JSON location (data[i].paragraphs[j].qas[k]
 and the question id), or, with skip_bad_answers=True, the question is skipped and the
-skips are logged with their count.
+skips are printed with their count (so is a question missing a field).
 """
 import dataclasses
 import hashlib
@@ -41,7 +41,6 @@ import json
 import re
 from collections.abc import Sequence
 
-from absl import logging
 import numpy as np
 
 from bert_jax.finetune import sources as task_sources
@@ -83,27 +82,47 @@ def _check_answers(answers: Sequence[Answer], context: str, where: str) -> str |
   return None
 
 
-def _make_example(qid, title, question, context, answers, is_impossible, where):
+def _make_example(qid, title, question, context, answers, is_impossible, where,
+                  labelled=True):
   if not context.strip():
     raise DataFormatError(f"{where}: empty context.")
-  if is_impossible != (not answers):
+  if labelled and is_impossible != (not answers):
     raise DataFormatError(f"{where}: is_impossible={is_impossible} but the question "
                           f"has {len(answers)} answer(s).")
   return SquadExample(qid, title, question, context, tuple(answers), is_impossible,
                       where)
 
 
-def _keep_or_skip(examples, example, problem, skip_bad_answers, skipped):
+def _keep_or_skip(examples, example, problem, skips: task_sources.Skips):
   if problem is None:
     examples.append(example)
-  elif skip_bad_answers:
-    skipped.append(problem)
   else:
-    raise DataFormatError(problem)
+    skips.bad_message(problem)
 
 
-def read_json(path: str, skip_bad_answers: bool = False) -> list[SquadExample]:
-  """Examples of a SQuAD v1.1/v2.0 JSON file (data -> paragraphs -> qas)."""
+def _json_example(article, paragraph, qa, where: str, labelled: bool) -> SquadExample:
+  """One question of a SQuAD file; unlabelled (a file to predict): its answers unread."""
+  try:
+    answers = ([Answer(a["text"], int(a["answer_start"])) for a in qa["answers"]]
+               if labelled else [])
+    return _make_example(qa["id"], article.get("title", ""), qa["question"],
+                         paragraph["context"], answers,
+                         labelled and bool(qa.get("is_impossible", False)), where, labelled)
+  except KeyError as e:
+    raise DataFormatError(f"{where}: missing or malformed field: no {e.args[0]!r}.") from None
+  except (TypeError, ValueError) as e:
+    if isinstance(e, DataFormatError):
+      raise
+    raise DataFormatError(f"{where}: missing or malformed field ({e!r}).") from None
+
+
+def read_json(path: str, skip_bad_answers: bool = False, labelled: bool = True,
+              skips: task_sources.Skips | None = None) -> list[SquadExample]:
+  """Examples of a SQuAD v1.1/v2.0 JSON file (data -> paragraphs -> qas). A bad question
+  (a missing field, an answer off its context) is the error naming it, or with
+  skip_bad_answers skipped and counted (skips: where, a user's file's); labelled=False reads
+  no answers (a test file)."""
+  skips = skips or task_sources.Skips(path, skip_bad_answers, "questions", hint=False)
   with open(path, encoding="utf-8") as f:
     text = f.read()
   if not text.strip():
@@ -114,30 +133,23 @@ def read_json(path: str, skip_bad_answers: bool = False) -> list[SquadExample]:
     raise DataFormatError(f"{path}:{e.lineno}: invalid JSON ({e.msg}).") from None
   except (KeyError, TypeError):
     raise DataFormatError(f"{path}: no top-level 'data' list.") from None
-  examples, skipped = [], []
+  examples = []
   for i, article in enumerate(articles):
     for j, paragraph in enumerate(article.get("paragraphs", ())):
       for k, qa in enumerate(paragraph.get("qas", ())):
         where = f"{path}: data[{i}].paragraphs[{j}].qas[{k}] (id {qa.get('id')})"
         try:
-          answers = [Answer(a["text"], int(a["answer_start"])) for a in qa["answers"]]
-          example = _make_example(qa["id"], article.get("title", ""), qa["question"],
-                                  paragraph["context"], answers,
-                                  bool(qa.get("is_impossible", False)), where)
-        except (KeyError, TypeError, ValueError) as e:
-          if isinstance(e, DataFormatError):
-            raise
-          raise DataFormatError(f"{where}: missing or malformed field ({e!r}).") from None
-        problem = _check_answers(answers, example.context, where)
-        _keep_or_skip(examples, example, problem, skip_bad_answers, skipped)
-  _report(path, examples, skipped)
+          example = _json_example(article, paragraph, qa, where, labelled)
+          problem = _check_answers(example.answers, example.context, where)
+        except DataFormatError as e:
+          example, problem = None, str(e)
+        _keep_or_skip(examples, example, problem, skips)
+  _report(path, examples, skips)
   return examples
 
 
-def _report(where: str, examples: list, skipped: list[str]):
-  if skipped:
-    logging.warning("%s: skipped %d question(s) whose answer does not match the "
-                    "context; first: %s", where, len(skipped), skipped[0])
+def _report(where: str, examples: list, skips: task_sources.Skips):
+  skips.report(len(examples))
   if not examples:
     raise DataFormatError(f"{where}: no questions.")
 
@@ -151,7 +163,9 @@ def read_tfds(name: str, split: str, skip_bad_answers: bool = False,
   """Examples of tfds squad/v1.1 or squad/v2.0."""
   tf_split = tfds_split(split)
   records, _ = task_sources.load_tfds(name, tf_split, tfds_data_dir)
-  examples, skipped = [], []
+  examples = []
+  skips = task_sources.Skips(f"tfds:{name}:{tf_split}", skip_bad_answers, "questions",
+                             hint=False)
   for index, record in enumerate(records):
     where = f"tfds:{name}:{tf_split}[{index}]"
     answers = [Answer(task_sources.as_text(t), int(s)) for t, s in
@@ -162,8 +176,8 @@ def read_tfds(name: str, split: str, skip_bad_answers: bool = False,
                             text["context"], answers,
                             bool(record.get("is_impossible", False)), where)
     problem = _check_answers(answers, example.context, where)
-    _keep_or_skip(examples, example, problem, skip_bad_answers, skipped)
-  _report(f"tfds:{name}:{tf_split}", examples, skipped)
+    _keep_or_skip(examples, example, problem, skips)
+  _report(f"tfds:{name}:{tf_split}", examples, skips)
   return examples
 
 

@@ -310,8 +310,9 @@ def write_eval(writer: MetricWriter, step: int, eval_metrics: dict) -> None:
 
 
 def report(config, workdir: str, task: Task, steps: RunSteps, meter: Throughput, state,
-            loop_end: float, stopped_by=None) -> None:
-  """Writes this invocation's run report (WORKDIR/run_report.json) and prints it."""
+            loop_end: float, stopped_by=None, data_notes=()) -> None:
+  """Writes this invocation's run report (WORKDIR/run_report.json) and prints it;
+  data_notes: TaskInputs.data_notes (the bad records skipped)."""
   if jax.process_index() != 0 or steps.global_batch is None:
     return
   meter.close(loop_end)
@@ -319,7 +320,7 @@ def report(config, workdir: str, task: Task, steps: RunSteps, meter: Throughput,
       meter.invocation, step_flops=task.step_flops(meter.last_local) * jax.process_count(),
       step_flops_compiled=steps.compiled_flops(state), peak_flops=meter.peak_flops,
       meter=meter.energy, report_config=config.get("report") or run_report.default_config(),
-      stopped_by=stopped_by)
+      stopped_by=stopped_by, data_notes=data_notes)
   run_report.append(workdir, entry)
   print(run_report.summary_line(entry), flush=True)
 

@@ -212,8 +212,10 @@ def compiled_flops(jitted, *args) -> Optional[float]:
 
 def invocation_report(invocation: Invocation, *, step_flops: float,
                       step_flops_compiled: Optional[float], peak_flops: float,
-                      meter: EnergyMeter, report_config, stopped_by: Optional[str]) -> dict:
-  """One invocation's report (a JSON-able dict)."""
+                      meter: EnergyMeter, report_config, stopped_by: Optional[str],
+                      data_notes=()) -> dict:
+  """One invocation's report (a JSON-able dict); data_notes: one line per file whose bad
+  records were skipped (config.data.skip_bad_rows), kept as "data_notes"."""
   wall = time.time() - invocation.started
   achieved = (invocation.steady_flops / invocation.steady_seconds
               if invocation.steady_seconds > 0 else None)
@@ -231,6 +233,8 @@ def invocation_report(invocation: Invocation, *, step_flops: float,
   }
   if stopped_by:
     report["stopped_by"] = stopped_by
+  if data_notes:
+    report["data_notes"] = list(data_notes)
   return report
 
 
@@ -275,4 +279,6 @@ def summary_line(report: dict) -> str:
   if "kwh" in energy:
     parts.append(f"{energy['kwh'] * 1000:.3g} Wh, {energy['co2e_kg'] * 1000:.3g} g CO2e "
                  f"({energy['method']})")
+  if report.get("data_notes"):
+    parts.append(f"bad records skipped in {len(report['data_notes'])} file(s) (data_notes)")
   return "run report: " + ", ".join(parts)

@@ -7,6 +7,7 @@ import ml_collections
 from bert_jax.finetune.classify import ClassifyTask
 from bert_jax.finetune.conll import ConllTask
 from bert_jax.finetune.glue import GlueTask
+from bert_jax.finetune.qa import QaTask
 from bert_jax.finetune.squad import SquadTask
 from bert_jax.finetune.swag import SwagTask
 from bert_jax.finetune.tag import TagTask
@@ -18,7 +19,7 @@ from bert_jax.core.task import Task
 # config.task -> the task class; each is built as Task(config, model_config).
 TASKS = {"pretraining": PretrainingTask, "electra": ElectraTask, "glue": GlueTask,
          "conll": ConllTask, "squad": SquadTask, "swag": SwagTask, "classify": ClassifyTask,
-         "tag": TagTask}
+         "tag": TagTask, "qa": QaTask}
 
 
 def task_class(name: str) -> type:

@@ -225,7 +225,8 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
     if stopping and step < total_steps:
       saver.close()
       by = stop.requested
-      loop.report(config, workdir, task, steps, meter, state, time.time(), stopped_by=by)
+      loop.report(config, workdir, task, steps, meter, state, time.time(), stopped_by=by,
+                  data_notes=inputs.data_notes)
       print(f"Stopped by {by} at step {step}; checkpoint saved in {checkpoints.directory}: "
             "run the same command to resume", flush=True)
       return {"stopped_by": by, "step": step}
@@ -246,7 +247,8 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
   if jax.process_index() == 0:
     final = loop.write_results(workdir, task, step, final, start.finished_before)
     if not start.finished_before:
-      loop.report(config, workdir, task, steps, meter, state, loop_end)
+      loop.report(config, workdir, task, steps, meter, state, loop_end,
+                  data_notes=inputs.data_notes)
     if config.get("predict") and evaluation is not None:
       path = storage.write_folder(
           workdir, lambda folder: task.write_predictions(evaluation, inputs, folder))
