@@ -1,6 +1,12 @@
 """bert_jax: BERT and its family in JAX/Flax.
 
   model, variables = bert_jax.load_pretrained(path)   # HF folder, TF checkpoint, or ours
+  outputs = model.apply(variables, input_ids)          # int [B, T] ids
+
+The names here: `load_pretrained` (bert_jax.weights), `BertConfig` and `config_for_size`
+(bert_jax.models.config), imported on first use. The models are in
+bert_jax.models.bert (BertModel) and bert_jax.models.task_models, the tokenizers in
+bert_jax.text.tokenizers, the trainer in bert_jax.run.trainer.
 
 Importing the package keeps TensorFlow's and XLA's C++ start-up lines and other packages'
 deprecation warnings off the terminal (`bert_jax.startup.quiet`; BERT_JAX_VERBOSE=1 or --verbose

@@ -86,6 +86,14 @@ def test_docs_build_strict(tmp_path):
     assert "BertConfig" in f.read()  # the API reference rendered the docstrings
   with open(tmp_path / "reference" / "commands" / "index.html") as f:
     assert "--compile_only" in f.read()  # every program's flags, read from its source
+  with open(tmp_path / "api" / "index.html") as f:
+    public = f.read()
+  # The public page: a model's call arguments, its output's fields in a table, docstrings
+  # as paragraphs (not one preformatted block each).
+  assert 'id="bert_jax.models.bert.BertModel.__call__"' in public
+  assert "<li><code>masked_lm_positions</code>" in public
+  assert "<td><code>sequence_output</code></td>" in public
+  assert public.count("<p>") > 3 * public.count("<pre")
 
 
 def test_config_reference_is_current():

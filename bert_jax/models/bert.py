@@ -23,7 +23,7 @@ from bert_jax.models.layers import (ACT_BT, ACT_BTH, ACT_BTI, AttentionMask, Sel
 
 @flax.struct.dataclass
 class EncoderOutput:
-  """What `BertModel` returns.
+  """What `BertModel` returns (a flax.struct dataclass: a pytree, fields by name).
 
   sequence_output: [B, T, H] the last layer.
   pooled_output: [B, H] tanh(dense(sequence_output[:, 0])), or None without a pooler.
@@ -261,8 +261,31 @@ class Pooler(nn.Module):
 class BertModel(nn.Module):
   """Embeddings + encoder (+ pooler) of any family. Heads are separate modules (heads.py).
 
+  config: the encoder's hyper-parameters (`BertConfig`, e.g. `config_for_size("base")`).
   add_pooling_layer: None takes the family's default (HF's encoder of that family:
   BERT and RoBERTa have a pooler, DistilBERT has none).
+
+  Called with int [B, T] ids (see `__call__`), it returns an `EncoderOutput`:
+
+  ```python
+  import jax
+  import jax.numpy as jnp
+  from bert_jax import config_for_size
+  from bert_jax.models.bert import BertModel
+
+  model = BertModel(config_for_size("tiny", vocab_size=100))
+  input_ids = jnp.array([[2, 15, 27, 3, 0, 0]])  # [CLS] two tokens [SEP], then padding
+  attention_mask = (input_ids != 0).astype(jnp.int32)
+  variables = model.init(jax.random.key(0), input_ids)
+  out = model.apply(variables, input_ids, attention_mask=attention_mask,
+                    output_hidden_states=True)
+  assert out.sequence_output.shape == (1, 6, 128)  # [B, T, H]
+  assert out.pooled_output.shape == (1, 128)  # [B, H]
+  assert len(out.hidden_states) == 3  # the embeddings, then each of the 2 layers
+  # Training: dropout on, from an rng named "dropout".
+  out = model.apply(variables, input_ids, attention_mask=attention_mask,
+                    deterministic=False, rngs={"dropout": jax.random.key(1)})
+  ```
   """
   config: BertConfig
   add_pooling_layer: Optional[bool] = None
@@ -283,7 +306,14 @@ class BertModel(nn.Module):
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
                deterministic: bool = True, output_hidden_states: bool = False,
                packing=None, task_type_ids=None) -> EncoderOutput:
-    """input_ids, token_type_ids, attention_mask: int [B, T]; the last two default to 0s/1s.
+    """Runs the encoder on a batch of B rows of T tokens.
+
+    input_ids: int [B, T] token ids (the tokenizer's `encode_for_model` gives them).
+    token_type_ids: int [B, T] segment of each token (0 first text, 1 second); None: 0s.
+    attention_mask: int [B, T], 1 for real tokens, 0 for padding; None: 1s.
+    deterministic: True (inference) turns dropout off; False needs an rng named
+      "dropout" in `apply`.
+    output_hidden_states: also return every layer's output (`EncoderOutput.hidden_states`).
     task_type_ids: int [B, T], ERNIE's task ids (config.task_type_vocab_size); None: 0s.
 
     packing: None, or a packed batch's {"segment_ids", "positions"} int [B, T] and

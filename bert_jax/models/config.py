@@ -49,6 +49,20 @@ PROJECTION_INITS = ("normal", "fan_in")
 class BertConfig:
   """Hyper-parameters of an encoder of the BERT family.
 
+  Frozen (hashable, so a Flax module can hold it); `replace` gives a changed copy;
+  `from_json_file` reads a google-research/bert `bert_config.json` or an HF BERT
+  `config.json`. Usually made by `config_for_size`:
+
+  ```python
+  import jax.numpy as jnp
+  from bert_jax import BertConfig, config_for_size
+
+  config = config_for_size("tiny", hidden_dropout_prob=0.0)
+  assert (config.num_hidden_layers, config.hidden_size, config.head_dim) == (2, 128, 64)
+  assert config.replace(dtype="bfloat16").compute_dtype == jnp.bfloat16
+  assert BertConfig.from_json_dict(config.to_json_dict()) == config
+  ```
+
   Attributes:
     vocab_size: rows of the word-embedding table (V).
     hidden_size: width of the residual stream (H).
@@ -91,8 +105,9 @@ class BertConfig:
       have none).
     mlm_transform_bias: the MLM head's dense transform has a bias (HF ModernBERT's
       `classifier_bias`, false there).
-    The remaining fields are read by ModernBERT's layers only (models/modernbert.py; the
-    BERT-architecture layers always have biases and learned absolute positions):
+    ModernBERT's layers alone read attention_bias, mlp_bias, the rope thetas,
+    local_attention and global_attn_every_n_layers (models/modernbert.py; the
+    BERT-architecture layers always have biases and learned absolute positions).
     attention_bias: the fused q/k/v projection and the attention output have biases.
     mlp_bias: the GeGLU feed-forward's two projections have biases.
     global_rope_theta: rotary-embedding base of the global-attention layers.
@@ -106,9 +121,10 @@ class BertConfig:
       `attention_probs` intermediates), "xla" (`jax.nn.dot_product_attention`),
       "cudnn" (its cuDNN flash kernel; GPU, bfloat16) or "splash" (Pallas splash
       attention; TPU). See `bert_jax.models.layers.dot_product_attention`.
-    The fields below are read by Reformer's layers only (models/reformer.py; HF
-    ReformerConfig's names; intermediate_size is its feed_forward_size and
-    attention_probs_dropout_prob its local_attention_probs_dropout_prob):
+    Reformer's layers alone read attn_layers ... reversible (REFORMER_FIELDS; HF
+    ReformerConfig's names, models/reformer.py; intermediate_size is its
+    feed_forward_size and attention_probs_dropout_prob its
+    local_attention_probs_dropout_prob).
     attn_layers: each layer's attention, "local" (chunked) or "lsh" (LSH); its length is
       num_hidden_layers.
     attention_head_size: D when it is not H / N (Reformer's N * D need not be H); None: H / N.
@@ -437,7 +453,18 @@ SIZES = {
 
 def config_for_size(size: str, **overrides) -> BertConfig:
   """BertConfig of a named size ("tiny" ... "large", "roberta-base", "modernbert-tiny", ...);
-  any field can be overridden."""
+  any field can be overridden. The names are the keys of `SIZES`; a family's "-tiny" size
+  is BERT-Tiny's shape with that family's fields, for tests and smoke runs.
+
+  ```python
+  from bert_jax import config_for_size
+
+  base = config_for_size("base")
+  assert (base.num_hidden_layers, base.hidden_size, base.intermediate_size) == (12, 768, 3072)
+  roberta = config_for_size("roberta-tiny", num_hidden_layers=1)
+  assert (roberta.family, roberta.num_hidden_layers) == ("roberta", 1)
+  ```
+  """
   if size not in SIZES:
     raise ValueError(f"Unknown model size {size!r}; known: {list(SIZES)}")
   fields = dict(SIZES[size])

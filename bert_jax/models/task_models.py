@@ -41,12 +41,16 @@ from bert_jax.models.heads import (MLM_HEADS, LinearHead, NextSentenceHead, Repl
 
 @flax.struct.dataclass
 class PreTrainingOutput:
-  """mlm_logits: [B, P, V] at the masked positions, or [B, T, V] when none were given.
+  """What `BertForPreTraining` returns.
+
+  sequence_output: [B, T, H] the encoder's last layer.
+  mlm_logits: [B, P, V] at the masked positions, or [B, T, V] when none were given.
 
   sentence_logits: {head name: [B, 2]} for each sentence-level head (e.g. "nsp"); packed
     rows: [B, K, 2], one per example's [CLS].
   pooled_output: [B, H], or None when the encoder has no pooler (RoBERTa, DistilBERT).
   span_logits: [B, P, V] from the span boundary head (SpanBERT's SBO), when it is on.
+  hidden_states: the encoder's (`EncoderOutput.hidden_states`), when asked for.
   """
   sequence_output: jax.Array
   pooled_output: Optional[jax.Array]
@@ -58,14 +62,24 @@ class PreTrainingOutput:
 
 @flax.struct.dataclass
 class ClassifierOutput:
-  """logits: [B, C] (sequence, C=1 for regression), [B, T, C] (tokens), [B, C] (choices),
-  [B, T] (replaced-token detection: one logit per token)."""
+  """What the classifiers return (sequence, token, multiple choice, replaced tokens).
+
+  logits: [B, C] (sequence, C=1 for regression), [B, T, C] (tokens), [B, C] (choices),
+    [B, T] (replaced-token detection: one logit per token).
+  hidden_states: the encoder's (`EncoderOutput.hidden_states`), when asked for.
+  """
   logits: jax.Array
   hidden_states: Optional[tuple[jax.Array, ...]] = None
 
 
 @flax.struct.dataclass
 class SpanOutput:
+  """What `BertForQuestionAnswering` returns.
+
+  start_logits: [B, T] each token's score as the answer's first token.
+  end_logits: [B, T] each token's score as the answer's last token.
+  hidden_states: the encoder's (`EncoderOutput.hidden_states`), when asked for.
+  """
   start_logits: jax.Array  # [B, T]
   end_logits: jax.Array  # [B, T]
   hidden_states: Optional[tuple[jax.Array, ...]] = None
@@ -80,6 +94,23 @@ class BertForPreTraining(nn.Module):
   when a sentence head reads it or the family's pretraining model has one (BERT's).
   span_boundary_head: SpanBERT's SBO head, params `sbo_head`, on `masked_lm_spans` =
   (left, right, offset) int [B, P] each (the span fields of pretrain/masking.py).
+
+  Returns a `PreTrainingOutput`:
+
+  ```python
+  import jax
+  import jax.numpy as jnp
+  from bert_jax import config_for_size
+  from bert_jax.models.task_models import BertForPreTraining
+
+  model = BertForPreTraining(config_for_size("tiny", vocab_size=100))
+  input_ids = jnp.ones((2, 8), jnp.int32)
+  masked = jnp.array([[1, 4], [2, 5]])  # the masked tokens' positions, [B, P]
+  variables = model.init(jax.random.key(0), input_ids)
+  out = model.apply(variables, input_ids, masked_lm_positions=masked)
+  assert out.mlm_logits.shape == (2, 2, 100)  # [B, P, V]
+  assert out.sentence_logits["nsp"].shape == (2, 2)  # BERT's next-sentence head
+  ```
   """
   config: BertConfig
   sentence_heads: Optional[tuple[str, ...]] = None
@@ -90,7 +121,15 @@ class BertForPreTraining(nn.Module):
                masked_lm_positions=None, *, masked_lm_spans=None, deterministic: bool = True,
                output_hidden_states: bool = False, packing=None,
                task_type_ids=None) -> PreTrainingOutput:
-    """packing: packed rows' {"segment_ids", "positions"} int [B, T] (see BertModel):
+    """The MLM logits at the masked positions and each sentence head's logits.
+
+    input_ids, token_type_ids, attention_mask: int [B, T], as `BertModel.__call__`'s.
+    deterministic: True turns dropout off; False needs an rng named "dropout".
+    output_hidden_states: also return every layer's output (`hidden_states`).
+    task_type_ids: ERNIE's int [B, T] task ids (None: 0s).
+    masked_lm_positions: int [B, P], the positions the MLM head scores; None: every token.
+    masked_lm_spans: (left, right, offset) int [B, P] each, for the span boundary head.
+    packing: packed rows' {"segment_ids", "positions"} int [B, T] (see BertModel):
     several examples per row, each token's outputs equal to its example's unpacked ones;
     with "cls_positions" int [B, K] (packed pairs) the sentence heads read each example's
     [CLS]: sentence_logits [B, K, 2]."""
@@ -132,6 +171,21 @@ class BertForSequenceClassification(nn.Module):
   BERT paper). `problem_type`: what the logits stand for, in HF's config.problem_type terms
   (single_label_classification, multi_label_classification, regression; "" unsaid): the
   HF export writes it (convert/hf.py), the computation does not read it.
+
+  Returns a `ClassifierOutput`, logits [B, C]:
+
+  ```python
+  import jax
+  import jax.numpy as jnp
+  from bert_jax import config_for_size
+  from bert_jax.models.task_models import BertForSequenceClassification
+
+  model = BertForSequenceClassification(config_for_size("tiny", vocab_size=100), num_labels=3)
+  input_ids = jnp.ones((2, 8), jnp.int32)
+  variables = model.init(jax.random.key(0), input_ids)
+  logits = model.apply(variables, input_ids).logits
+  assert logits.shape == (2, 3)  # [B, C]
+  ```
   """
   config: BertConfig
   num_labels: int
@@ -147,7 +201,13 @@ class BertForSequenceClassification(nn.Module):
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
                deterministic: bool = True, output_hidden_states: bool = False, packing=None,
                task_type_ids=None, cached_layers=None):
-    """packing: a packed batch's arrays (see BertModel); logits are then [B, K, C], one
+    """One row of C logits per input row.
+
+    input_ids, token_type_ids, attention_mask: int [B, T], as `BertModel.__call__`'s.
+    deterministic: True turns dropout off; False needs an rng named "dropout".
+    output_hidden_states: also return every layer's output (`hidden_states`).
+    task_type_ids: ERNIE's int [B, T] task ids (None: 0s).
+    packing: a packed batch's arrays (see BertModel); logits are then [B, K, C], one
     row per packed example. cached_layers: [B, T, K, H], the feature_layers as a frozen
     encoder gave them before training (finetune/feature_cache.py): the encoder is not run
     (hidden_states None)."""
@@ -224,7 +284,22 @@ class BertForPromptClassification(nn.Module):
 class BertForTokenClassification(nn.Module):
   """Every token -> C logits (tagging, e.g. NER); `feature_layers`, `feature_mix` and
   `frozen_encoder` as above; `feature_head` (TOKEN_FEATURE_HEADS): the linear classifier
-  on the features, or on a two-layer BiLSTM over them."""
+  on the features, or on a two-layer BiLSTM over them.
+
+  Returns a `ClassifierOutput`, logits [B, T, C]:
+
+  ```python
+  import jax
+  import jax.numpy as jnp
+  from bert_jax import config_for_size
+  from bert_jax.models.task_models import BertForTokenClassification
+
+  model = BertForTokenClassification(config_for_size("tiny", vocab_size=100), num_labels=5)
+  input_ids = jnp.ones((2, 8), jnp.int32)
+  variables = model.init(jax.random.key(0), input_ids)
+  assert model.apply(variables, input_ids).logits.shape == (2, 8, 5)  # [B, T, C]
+  ```
+  """
   config: BertConfig
   num_labels: int
   dropout_rate: float | None = None
@@ -237,7 +312,13 @@ class BertForTokenClassification(nn.Module):
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
                deterministic: bool = True, output_hidden_states: bool = False, packing=None,
                task_type_ids=None, cached_layers=None):
-    """packing: a packed batch's arrays (see BertModel); logits stay [B, T, C], each
+    """C logits for every token.
+
+    input_ids, token_type_ids, attention_mask: int [B, T], as `BertModel.__call__`'s.
+    deterministic: True turns dropout off; False needs an rng named "dropout".
+    output_hidden_states: also return every layer's output (`hidden_states`).
+    task_type_ids: ERNIE's int [B, T] task ids (None: 0s).
+    packing: a packed batch's arrays (see BertModel); logits stay [B, T, C], each
     token's equal to its unpacked one. cached_layers: as BertForSequenceClassification's."""
     check_cached(cached_layers, self.feature_layers)
     enc = None if cached_layers is not None else BertModel(
@@ -261,13 +342,36 @@ class BertForTokenClassification(nn.Module):
 
 
 class BertForQuestionAnswering(nn.Module):
-  """Every token -> start and end logits (extractive QA, SQuAD)."""
+  """Every token -> start and end logits (extractive QA, SQuAD).
+
+  Returns a `SpanOutput`; the answer is the span from the best start to the best end:
+
+  ```python
+  import jax
+  import jax.numpy as jnp
+  from bert_jax import config_for_size
+  from bert_jax.models.task_models import BertForQuestionAnswering
+
+  model = BertForQuestionAnswering(config_for_size("tiny", vocab_size=100))
+  input_ids = jnp.ones((2, 8), jnp.int32)  # question [SEP] context, as one pair
+  variables = model.init(jax.random.key(0), input_ids)
+  out = model.apply(variables, input_ids)
+  assert out.start_logits.shape == out.end_logits.shape == (2, 8)  # [B, T]
+  ```
+  """
   config: BertConfig
 
   @nn.compact
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
                deterministic: bool = True, output_hidden_states: bool = False,
                task_type_ids=None):
+    """Start and end logits for every token.
+
+    input_ids, token_type_ids, attention_mask: int [B, T], as `BertModel.__call__`'s.
+    deterministic: True turns dropout off; False needs an rng named "dropout".
+    output_hidden_states: also return every layer's output (`hidden_states`).
+    task_type_ids: ERNIE's int [B, T] task ids (None: 0s).
+    """
     enc = BertModel(self.config, add_pooling_layer=False, name="bert")(
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
         output_hidden_states=output_hidden_states, task_type_ids=task_type_ids)
@@ -278,7 +382,22 @@ class BertForQuestionAnswering(nn.Module):
 
 
 class BertForMultipleChoice(nn.Module):
-  """[B, C, T] choices -> [B, C] logits: each choice's pooled output scored by one linear."""
+  """[B, C, T] choices -> [B, C] logits: each choice's pooled output scored by one linear.
+
+  Returns a `ClassifierOutput`, logits [B, C]:
+
+  ```python
+  import jax
+  import jax.numpy as jnp
+  from bert_jax import config_for_size
+  from bert_jax.models.task_models import BertForMultipleChoice
+
+  model = BertForMultipleChoice(config_for_size("tiny", vocab_size=100))
+  input_ids = jnp.ones((2, 4, 8), jnp.int32)  # 4 choices of 8 tokens per example
+  variables = model.init(jax.random.key(0), input_ids)
+  assert model.apply(variables, input_ids).logits.shape == (2, 4)  # [B, C]
+  ```
+  """
   config: BertConfig
   dropout_rate: float | None = None
 
@@ -286,6 +405,13 @@ class BertForMultipleChoice(nn.Module):
   def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
                deterministic: bool = True, output_hidden_states: bool = False,
                task_type_ids=None):
+    """One logit per choice.
+
+    input_ids, token_type_ids, attention_mask: int [B, C, T], one row per choice.
+    deterministic: True turns dropout off; False needs an rng named "dropout".
+    output_hidden_states: also return every layer's output, for the B * C rows.
+    task_type_ids: ERNIE's int [B, C, T] task ids (None: 0s).
+    """
     batch, choices, length = input_ids.shape
     flat = lambda x: None if x is None else x.reshape(batch * choices, length)  # noqa: E731
     enc = BertModel(self.config, add_pooling_layer=classifier_pooler(self.config, "pooler"),

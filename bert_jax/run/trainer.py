@@ -144,6 +144,24 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   its data position, a lock held by another run) is checked before anything in the
   workdir is written. SIGTERM/SIGINT stop after the current step with a checkpoint; the
   result then has "stopped_by" (the signal's name) and "step".
+
+  config: an experiment's ConfigDict (configs/*.py `get_config(arg)`); its `task` names
+  the task (bert_jax.run.tasks), which builds the model, the inputs and the loss.
+  workdir: where checkpoints, metrics, model_config.json and the run report go (a local
+  folder or a gs:// URL); a second call with the same workdir resumes the run.
+
+  The command line's `python -m bert_jax.train --config=... --workdir=...` is this call.
+  A pretraining smoke run (configs/tiny.py shrunk by runlocal; a prepared corpus and its
+  vocab, see docs/getting-started.md):
+
+  ```python
+  from configs import tiny
+  from bert_jax.run.trainer import train_and_evaluate
+
+  config = tiny.get_config("corpus=runs/corpus/pretrain.txt,runlocal=True")  # 20 steps
+  config.num_train_steps = 40  # any field can be changed before the run
+  metrics = train_and_evaluate(config, "/tmp/bert_tiny_run")  # the final metrics
+  ```
   """
   validate_config(config, task_class(config.task).counts_in_steps)
   with workdir_lib.WorkdirLock(workdir), StopSignals() as stop:

@@ -207,7 +207,34 @@ class SubwordTokenizer(abc.ABC):
     """`[CLS] a [SEP] (b [SEP])`, longest-first truncated, padded with `pad_id`.
 
     Returns int32 arrays `input_ids`, `token_type_ids` and `attention_mask`, each of
-    shape [N, max_length].
+    shape [N, max_length]: a model's first three call arguments.
+
+    texts_a: N texts. texts_b: N second texts of pairs, or None.
+    max_length: T, the row length (the pair is truncated to fit, longest text first).
+
+    ```python
+    import os
+    import tempfile
+    import jax
+    from bert_jax import config_for_size
+    from bert_jax.models.bert import BertModel
+    from bert_jax.text.tokenizers import model_tokenizer
+
+    folder = tempfile.mkdtemp()
+    with open(os.path.join(folder, "vocab.txt"), "w") as f:
+      for token in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat"]:
+        print(token, file=f)
+    tokenizer = model_tokenizer(folder)
+    batch = tokenizer.encode_for_model(["the cat sat"], ["the cat"], max_length=10)
+    assert batch["input_ids"].tolist() == [[2, 5, 6, 7, 3, 5, 6, 3, 0, 0]]
+    assert batch["token_type_ids"].tolist() == [[0, 0, 0, 0, 0, 1, 1, 1, 0, 0]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1, 1, 1, 1, 1, 1, 0, 0]]
+
+    model = BertModel(config_for_size("tiny", vocab_size=tokenizer.vocab_size))
+    variables = model.init(jax.random.key(0), batch["input_ids"])
+    out = model.apply(variables, **batch)  # the arrays are the model's arguments, by name
+    assert out.sequence_output.shape == (1, 10, 128)
+    ```
     """
     ids_b = None if texts_b is None else self.encode(texts_b)
     return pack_for_model(self.encode(texts_a), ids_b, max_length,

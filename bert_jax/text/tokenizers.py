@@ -179,7 +179,25 @@ def _resolve(data_config, model_dir: str, kinds) -> tuple[str, str, list[str]]:
 
 def make_tokenizer(data_config, model_dir: str = "", kinds=DEFAULT_KINDS) -> SubwordTokenizer:
   """The tokenizer of config.data.vocab_path, or of the folder of `model_dir`, read as
-  config.data.tokenizer or else as the one of `kinds` (the family's) that it holds."""
+  config.data.tokenizer or else as the one of `kinds` (the family's) that it holds.
+
+  data_config: a run config's `data` (vocab_path, tokenizer, lower_case are read).
+
+  ```python
+  import os
+  import tempfile
+  import ml_collections
+  from bert_jax.text.tokenizers import make_tokenizer
+
+  vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+  with open(vocab, "w") as f:
+    for token in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]:
+      print(token, file=f)
+  data = ml_collections.ConfigDict({"vocab_path": vocab, "tokenizer": "", "lower_case": True})
+  tokenizer = make_tokenizer(data)
+  assert tokenizer.kind == "wordpiece" and tokenizer.encode(["The cat"]) == [[5, 6]]
+  ```
+  """
   source, kind, files = _resolve(data_config, model_dir, kinds)
   if os.path.isdir(source):
     tokenizer = KINDS[kind].from_folder(source)
@@ -193,7 +211,22 @@ def model_tokenizer(model_path: str, kinds=DEFAULT_KINDS) -> SubwordTokenizer:
   """The tokenizer saved with a model: in its folder (an HF folder of any family, a
   bert_jax workdir or saved model) or beside its file (a TF checkpoint); `kinds`: the
   model's family's (`bert_jax.models.families.tokenizer_kinds`); a Hub id: the tokenizer
-  of its snapshot (`bert_jax.files.hub`)."""
+  of its snapshot (`bert_jax.files.hub`).
+
+  ```python
+  import os
+  import tempfile
+  from bert_jax.text.tokenizers import model_tokenizer
+
+  folder = tempfile.mkdtemp()  # a model folder: here only its vocab.txt
+  with open(os.path.join(folder, "vocab.txt"), "w") as f:
+    for token in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]:
+      print(token, file=f)
+  tokenizer = model_tokenizer(folder)
+  batch = tokenizer.encode_for_model(["the cat"], max_length=6)
+  assert batch["input_ids"].tolist() == [[2, 5, 6, 3, 0, 0]]  # [CLS] the cat [SEP] pad pad
+  ```
+  """
   model_path = hub.local_path(model_path)
   folder = model_path if os.path.isdir(model_path) else os.path.dirname(model_path)
   kind, _ = folder_kind(folder, kinds)

@@ -188,6 +188,34 @@ def load_pretrained(path: "str | Pretrained", heads: str = "auto", **config_over
   BertForPreTraining, BertModel, or a fine-tuned workdir's BertForSequenceClassification;
   heads="none" gives the encoder alone. config_overrides change implementation fields
   such as dtype="bfloat16" or scan_layers=True (params are then stacked to match).
+
+  path: an HF model folder (config.json + weights) or Hub id, a TF checkpoint prefix
+  (bert_model.ckpt beside bert_config.json), a bert_jax saved model or training workdir.
+
+  ```python
+  import tempfile
+  import jax
+  import jax.numpy as jnp
+  from bert_jax import config_for_size, load_pretrained
+  from bert_jax.models.task_models import BertForSequenceClassification
+  from bert_jax.weights.checkpoint import save_model
+
+  # A tiny classifier saved as a bert_jax model folder, then loaded back as it was.
+  config = config_for_size("tiny", vocab_size=100)
+  classifier = BertForSequenceClassification(config, num_labels=2)
+  input_ids = jnp.ones((1, 8), jnp.int32)
+  params = classifier.init(jax.random.key(0), input_ids)["params"]
+  folder = tempfile.mkdtemp()
+  save_model(folder, config, params,
+             spec={"task_model": "sequence_classification", "num_labels": 2})
+
+  model, variables = load_pretrained(folder)  # an HF folder or TF checkpoint: the same call
+  assert type(model).__name__ == "BertForSequenceClassification"
+  logits = model.apply(variables, input_ids).logits
+  assert jnp.allclose(logits, classifier.apply({"params": params}, input_ids).logits)
+  encoder, encoder_variables = load_pretrained(folder, heads="none")
+  assert type(encoder).__name__ == "BertModel"
+  ```
   """
   source = resolve(path)
   config, params, _ = load_params(source, heads)
