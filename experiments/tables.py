@@ -4,7 +4,8 @@ r"""Prints the markdown table of a sweep from its results file (the README's tab
   python -m experiments.tables finetune_minilm [--results=PATH]
 
 Rows are the results file's (experiments/results/SWEEP.jsonl, written by
-`python -m experiments.run SWEEP`), in its order; the columns are the sweep's COLUMNS.
+`python -m experiments.run SWEEP`), in its order; the columns are the sweep's COLUMNS, and
+a "command" column is printed as a list of each run's command under the table.
 When the rows carry run reports, a line after the table gives the sweep's total compute,
 energy and CO2e (bert_jax/run/run_report.py states how they are estimated).
 """
@@ -13,11 +14,22 @@ import argparse
 from experiments import sweeps
 
 
+# A column with this header is written as a list under the table, one command a run: a
+# command is too long for a table cell that fits the page.
+COMMAND = "command"
+
+
 def markdown(columns, rows: list[dict]) -> str:
-  """A markdown table: columns are (header, row -> cell text) pairs."""
-  lines = ["| " + " | ".join(header for header, _ in columns) + " |",
-           "|" + "---|" * len(columns)]
-  lines += ["| " + " | ".join(cell(row) for _, cell in columns) + " |" for row in rows]
+  """A markdown table: columns are (header, row -> cell text) pairs. A COMMAND column
+  becomes a "Commands" list under the table, keyed by each row's run."""
+  table_columns = [column for column in columns if column[0] != COMMAND]
+  lines = ["| " + " | ".join(header for header, _ in table_columns) + " |",
+           "|" + "---|" * len(table_columns)]
+  lines += ["| " + " | ".join(cell(row) for _, cell in table_columns) + " |" for row in rows]
+  command = dict(columns).get(COMMAND)
+  if command is not None and rows:
+    lines += ["", "Commands:", ""]
+    lines += [f"- {row['run']}: {command(row)}" for row in rows]
   return "\n".join(lines)
 
 
