@@ -1,6 +1,7 @@
 """Shared fixtures and helpers: the data root, the real-weights folder, a small real corpus
 and the tiny pretraining config the end-to-end tests train."""
 import gc
+import json
 import os
 import signal
 import subprocess
@@ -172,3 +173,28 @@ def sigkill_when(cmd: list[str], ready, timeout_s: float = 300) -> None:
     time.sleep(0.05)
   proc.send_signal(signal.SIGKILL)
   proc.wait()
+
+
+@pytest.fixture(scope="module")
+def gcs(tmp_path_factory):
+  """A GCS server (tests/gcs_helpers.py) holding the bucket BUCKET, and the clients'
+  endpoint settings in this process's environment (and so in the programs the tests
+  start)."""
+  from tests.gcs_helpers import BUCKET, GcsServer
+  server = GcsServer(str(tmp_path_factory.mktemp("gcs")))
+  settings = {"STORAGE_EMULATOR_HOST": server.url, "TENSORSTORE_GCS_HTTP_URL": server.url,
+              # gcsfs would otherwise ask Google's storage-control API whether the bucket
+              # is zonal (no credentials here: a warning per call); read when gcsfs is
+              # first imported, so set before the server's start imports it
+              "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
+  before = {key: os.environ.get(key) for key in settings}
+  os.environ.update(settings)
+  server.start()
+  server.request("/storage/v1/b?project=test", json.dumps({"name": BUCKET}).encode())
+  yield server
+  server.stop()
+  for key, value in before.items():
+    if value is None:
+      os.environ.pop(key, None)
+    else:
+      os.environ[key] = value

@@ -252,7 +252,8 @@ def _row_id(row: Row, columns: Columns) -> str | None:
 
 def read_rows(path: str, columns: Columns, labelled: bool, skips: Skips) -> list[ClassifyExample]:
   """The file's examples with their raw labels (`_raw_label`; None unlabelled)."""
-  rows = FORMATS[file_format(user_file(path), columns.format)](path)
+  local = user_file(path)  # a URL's object: its local copy
+  rows = FORMATS[file_format(local, columns.format)](local)
   header = next(rows)
   needed = [columns.text, columns.text_pair, columns.label if labelled else "", columns.id]
   missing = [c for c in needed if c and header is not None and c not in header]
