@@ -24,6 +24,21 @@ from bert_jax.models.config import BertConfig
 from bert_jax.models.layout import stacked_layout, unstack_layers
 
 MODEL_CONFIG = "model_config.json"
+# tensorstore (orbax's array writer) retries a failed GCS request 32 times, backing off to
+# 32 s between tries: an unreachable bucket held a save, and so the process's exit (orbax's
+# save thread waits on it), for about 15 minutes. Bounded here to about 45 s in all.
+GCS_RETRIES = {"max_retries": 6, "initial_delay": "1s", "max_delay": "16s"}
+
+
+def _bound_tensorstore_retries() -> None:
+  """GCS_RETRIES in the tensorstore contexts orbax builds its reads and writes with."""
+  from orbax.checkpoint._src.serialization import tensorstore_utils
+  for context in (tensorstore_utils._BASE_TS_CONTEXT,  # pylint: disable=protected-access
+                  tensorstore_utils._DEFAULT_OCDBT_TS_CONTEXT):  # pylint: disable=protected-access
+    context.setdefault("gcs_request_retries", dict(GCS_RETRIES))
+
+
+_bound_tensorstore_retries()
 
 
 def is_native(path: str) -> bool:
@@ -151,6 +166,9 @@ class TrainCheckpoints:
     self.directory = storage.join(storage.absolute(workdir), "checkpoints")
     self._max_to_keep = max_to_keep
     self._manager = None
+    self.whole = None  # the newest step known written whole (restored, or saved and waited)
+    self._pending = None  # the step whose asynchronous save may still be running
+    self._saved = False
 
   @property
   def manager(self) -> ocp.CheckpointManager:
@@ -161,11 +179,18 @@ class TrainCheckpoints:
               max_to_keep=self._max_to_keep, create=True))
     return self._manager
 
+  @property
+  def saving(self) -> bool:
+    """A save was started (an error from here on may have cut one short)."""
+    return self._saved
+
   def save(self, step: int, state, data_position: dict) -> None:
     """data_position: this process's input `state()`; merged over processes here."""
-    self.manager.save(step, args=ocp.args.Composite(
+    self._saved = True
+    self.manager.save(step, args=ocp.args.Composite(  # waits for the save before it
         state=ocp.args.StandardSave(state),
         data=ocp.args.JsonSave(merge_over_processes(data_position))))
+    self.whole, self._pending = self._pending if self._pending is not None else self.whole, step
 
   def restore(self, step: int, abstract_state):
     """abstract_state: ShapeDtypeStructs with shardings (restores onto any mesh)."""
@@ -197,6 +222,7 @@ class TrainCheckpoints:
       if check_data is not None:
         check_data(data)
       self._set_aside(damaged)
+      self.whole = step
       return step, state, data
     if steps:
       raise ValueError(f"{self.directory}: no intact checkpoint among steps {steps} (see "
@@ -217,6 +243,17 @@ class TrainCheckpoints:
   def wait(self) -> None:
     if self._manager is not None:
       self._manager.wait_until_finished()
+      if self._pending is not None:
+        self.whole, self._pending = self._pending, None
+
+  def lost(self, error: OSError) -> OSError:
+    """The error of a run whose storage failed (a bucket out of reach), as one line naming
+    the newest whole checkpoint, which a rerun resumes from."""
+    kept = (f"the last whole checkpoint is step {self.whole} in {self.directory}"
+            if self.whole is not None else f"no whole checkpoint in {self.directory}")
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return OSError(f"the run stopped: writing to storage failed ({first}); {kept}: run the "
+                   "same command to resume once it is reachable")
 
   def close(self) -> None:
     if self._manager is not None:

@@ -166,3 +166,66 @@ def test_a_url_in_a_local_only_config_field_is_refused(corpus, tmp_path):
                      "reads it on local disk"):
     trainer.train_and_evaluate(config, str(tmp_path / "run"))
   assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.slow
+def test_a_bucket_lost_mid_save_stops_in_one_line_and_the_rerun_resumes(corpus, tmp_path):
+  """The server stopped while the run writes a checkpoint: the run exits (within the
+  bounded retries, not the clients' quarter of an hour) with a last line naming the last
+  whole checkpoint; with the server back on the same storage folder, the same command
+  resumes (from that checkpoint or a newer whole one) and finishes."""
+  from tests.gcs_helpers import GcsServer
+  server = GcsServer(str(tmp_path / "store"))
+  env = {**os.environ, "PYTHONPATH": REPO, "STORAGE_EMULATOR_HOST": server.url,
+         "TENSORSTORE_GCS_HTTP_URL": server.url, "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false",
+         "PYTHONFAULTHANDLER": "1"}
+  server.start()
+  server.request("/storage/v1/b?project=test", json.dumps({"name": BUCKET}).encode())
+  workdir, prefix = f"gs://{BUCKET}/lost", "lost/checkpoints/"
+  cmd = [sys.executable, "-m", "bert_jax.train",
+         f"--config={REPO}/configs/tiny.py:corpus={corpus},runlocal=True",
+         f"--workdir={workdir}", *[f"--config.{k}={v}" for k, v in _OVERRIDES.items()]]
+  run = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+  try:
+    def saving_after_a_whole_one():  # step 8 whole, a later step's files appearing
+      names = server.names(prefix)
+      started = {n[len(prefix):].split("/")[0] for n in names}
+      whole = {n[len(prefix):].split("/")[0] for n in names if n.endswith("/commit_success.txt")
+               and n.count("/") == 3}
+      return "8" in whole and started - whole - {"8"}
+    _wait(run, saving_after_a_whole_one)
+    server.stop()
+    stopped = time.time()
+    try:
+      _, stderr = run.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+      run.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER: every thread's stack
+      pytest.fail(f"still running 240 s after the server stopped:\n"
+                  f"{run.communicate()[1][-6000:]}")
+  finally:
+    if run.poll() is None:
+      run.kill()
+      run.wait()
+  took = time.time() - stopped
+  assert run.returncode == 1, stderr[-3000:]
+  last = stderr.strip().splitlines()[-1]
+  named = re.search(f"the last whole checkpoint is step ([0-9]+) in {workdir}/checkpoints",
+                    last)
+  assert last.startswith("bert_jax.train: error: the run stopped: writing to storage "
+                         "failed") and named, stderr[-3000:]
+  print(f"exited {took:.0f} s after the server stopped")
+  assert took < 150, took  # GCS_RETRIES bound tensorstore's retries
+
+  server.start()  # the same folder: what the bucket held
+  try:
+    assert f"{prefix}{named[1]}/commit_success.txt" in server.names(prefix)
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # From that one, or a newer one the lost run had finished without knowing it.
+    resumed = re.search(f"Resumed from {workdir}/checkpoints at step ([0-9]+)", done.stdout)
+    assert resumed and int(resumed[1]) >= int(named[1]), done.stdout
+    assert f"{prefix}{_STEPS}/commit_success.txt" in server.names(prefix)
+  finally:
+    server.stop()
