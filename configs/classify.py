@@ -45,8 +45,7 @@ negative/positive, SST-2's 872 dev rows as dev.csv, `--config.data.max_seq_lengt
 --config.num_train_epochs=1 --config.optim.learning_rate=1e-4`: 62 steps in 7.1 min (75 s of
 it compiling), eval_accuracy 0.8050, eval_macro_f1 0.8050.
 """
-import os
-
+from bert_jax.files import storage
 from bert_jax.configs.common import finetuning_config, parse_arg, shrink_for_runlocal
 
 
@@ -66,7 +65,7 @@ def get_config(arg=None):
     sources = {split: arg.dataset if name else "" for split, name in splits.items()}
   else:
     splits = {}
-    sources = {split: os.path.abspath(arg[split]) if arg[split] else ""
+    sources = {split: storage.absolute(arg[split]) if arg[split] else ""
                for split in ("train", "dev", "test")}
   config = finetuning_config("classify", sources, text=arg.text, text_pair=arg.text_pair,
                              label=arg.label, id=arg.id, format=arg.format,

@@ -1,6 +1,7 @@
 """Shared fixtures and helpers: the data root, the real-weights folder, a small real corpus
 and the tiny pretraining config the end-to-end tests train."""
 import gc
+import json
 import os
 import subprocess
 import sys
@@ -147,3 +148,28 @@ def small_bert(tmp_path_factory, vocab_path):
   folder = str(tmp_path_factory.mktemp("small_bert"))
   checkpoint.save_model(folder, config, jax.device_get(params), vocab_path=vocab_path)
   return folder
+
+
+@pytest.fixture(scope="module")
+def gcs(tmp_path_factory):
+  """A GCS server (tests/helpers/gcs.py) holding the bucket BUCKET, and the clients'
+  endpoint settings in this process's environment (and so in the programs the tests
+  start)."""
+  from tests.helpers.gcs import BUCKET, GcsServer
+  server = GcsServer(str(tmp_path_factory.mktemp("gcs")))
+  settings = {"STORAGE_EMULATOR_HOST": server.url, "TENSORSTORE_GCS_HTTP_URL": server.url,
+              # gcsfs would otherwise ask Google's storage-control API whether the bucket
+              # is zonal (no credentials here: a warning per call); read when gcsfs is
+              # first imported, so set before the server's start imports it
+              "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
+  before = {key: os.environ.get(key) for key in settings}
+  os.environ.update(settings)
+  server.start()
+  server.request("/storage/v1/b?project=test", json.dumps({"name": BUCKET}).encode())
+  yield server
+  server.stop()
+  for key, value in before.items():
+    if value is None:
+      os.environ.pop(key, None)
+    else:
+      os.environ[key] = value

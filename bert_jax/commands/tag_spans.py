@@ -24,6 +24,7 @@ import numpy as np
 from absl import flags
 
 from bert_jax.startup import cli
+from bert_jax.files import storage
 from bert_jax.finetune import conll_reader
 from bert_jax.text import spans as spans_lib
 from bert_jax.models.families import tokenizer_kinds
@@ -130,7 +131,7 @@ def main(argv):
   del argv
   cli.quiet_logs()
   try:
-    with open(_INPUT.value, encoding="utf-8") as f:
+    with storage.open_file(_INPUT.value) as f:
       lines = f.read().split("\n")
   except FileNotFoundError:
     raise FileNotFoundError(f"--input: {_INPUT.value} not found") from None
@@ -143,7 +144,7 @@ def main(argv):
                      "or both)")
   found = tag_file_lines(lines, models, _MAX_LENGTH.value, _BATCH_SIZE.value, progress=True)
   output = spans_lib.span_path(_INPUT.value)
-  with open(output, "w", encoding="utf-8") as f:
+  with storage.open_file(output, "w") as f:
     f.writelines(spans_lib.format_line(line_spans) + "\n" for line_spans in found)
   counts = {kind: sum(k == kind for line in found for _, _, k in line)
             for kind in (SPAN_COLUMNS[column][0] for column in models)}
@@ -153,4 +154,4 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["input"])
-  cli.run(main)
+  cli.run(main, urls=("model", "phrase_model", "input"))

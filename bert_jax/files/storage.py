@@ -3,9 +3,15 @@
 Every file of a training workdir goes through here: the lock, config.json, metrics.jsonl,
 the TensorBoard events, eval_results.json, the run report, model_config.json, the
 tokenizer's files, predictions; orbax writes the checkpoints themselves (tensorstore for
-the arrays, etils.epath for its folders and metadata). A URL is never turned into a local
-path: `absolute` leaves it as it is, and a step that cannot use one refuses it up front
-(`local_only`).
+the arrays, etils.epath for its folders and metadata). So do the other paths a run or a
+program reads or writes: corpus globs (`glob`; the lines streamed, text/corpus.py), the
+pipeline cache, vocabularies, word vectors, task files, `prepare`'s sources and output,
+`convert`'s and `embed`'s. A reader that opens local files only (safetensors, TensorFlow's
+checkpoint reader, the tokenizers' and the vocabulary learners' libraries) reads a URL's
+copy (`local_copy`: a temporary folder, removed at exit), a writer of that kind writes a
+temporary folder that is then copied (`write_folder`). A URL is never turned into a local
+path name: `absolute` leaves it as it is, and a step that cannot use one refuses it up
+front (`local_only`).
 
 The layer is etils.epath, orbax's own, on its fsspec backend (gcsfs for gs://). With
 TensorFlow installed epath would pick tf.io.gfile for gs://, whose GCS client (TensorFlow
@@ -21,6 +27,9 @@ To use a local GCS server (tests, docs/guides/runs.md):
   STORAGE_EMULATOR_HOST=http://127.0.0.1:PORT       gcsfs (this module, orbax's folders)
   TENSORSTORE_GCS_HTTP_URL=http://127.0.0.1:PORT    tensorstore (orbax's arrays)
 """
+import atexit
+import glob as glob_lib
+import io
 import os
 import re
 import shutil
@@ -55,8 +64,36 @@ def join(path: str, *names: str) -> str:
   return os.path.join(os.fspath(path), *names)
 
 
+def glob(pattern: str) -> list[str]:
+  """The sorted paths a glob matches (`*`, `?`, `[...]`); a URL's through its fsspec file
+  system (gcsfs lists the bucket), each match a URL of the same scheme."""
+  if not is_url(pattern):
+    return sorted(glob_lib.glob(pattern))
+  import fsspec
+  scheme = pattern.split("://", 1)[0]
+  fs, key = fsspec.core.url_to_fs(pattern)
+  fs.invalidate_cache()  # another process may have written there since the last listing
+  return sorted(f"{scheme}://{match}" for match in fs.glob(key))
+
+
+def parent(path: str) -> str:
+  """The folder a file is in (a URL's: the URL up to its last "/")."""
+  return os.path.dirname(os.fspath(path).rstrip("/"))
+
+
 def exists(path: str) -> bool:
   return epath.Path(path).exists()
+
+
+def version(path: str) -> list:
+  """[size, when it was last written] of a file: what a cache keyed on it compares (on
+  object storage the size and the object's generation)."""
+  if not is_url(path):
+    return [os.path.getsize(path), os.path.getmtime(path)]
+  import fsspec
+  fs, key = fsspec.core.url_to_fs(path)
+  info = fs.info(key)
+  return [info["size"], info.get("generation") or info.get("updated") or info.get("mtime")]
 
 
 def isdir(path: str) -> bool:
@@ -75,6 +112,22 @@ def makedirs(path: str) -> None:
 
 def remove(path: str) -> None:
   epath.Path(path).unlink()
+
+
+def remove_tree(path: str) -> None:
+  """A folder and everything in it (on object storage: every object under it)."""
+  if is_url(path):
+    epath.Path(path).rmtree(missing_ok=True)
+  else:
+    shutil.rmtree(path)
+
+
+def copy(source: str, target: str) -> None:
+  """One file, local or URL, to a new name (replacing what is there)."""
+  if not is_url(source) and not is_url(target):
+    shutil.copyfile(source, target)
+  else:
+    epath.Path(source).copy(epath.Path(target), overwrite=True)
 
 
 def remove_empty_folder(path: str) -> None:
@@ -102,7 +155,9 @@ def open_file(path: str, mode: str = "r"):
   """A file object, like open(); on object storage "w" writes the object on close."""
   if not is_url(path):
     return open(path, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
-  return epath.Path(path).open(mode)
+  if "b" in mode:
+    return epath.Path(path).open(mode)
+  return io.TextIOWrapper(epath.Path(path).open(mode + "b"), encoding="utf-8")
 
 
 def read_text(path: str) -> str:
@@ -110,13 +165,23 @@ def read_text(path: str) -> str:
     return f.read()
 
 
+def read_bytes(path: str) -> bytes:
+  with open_file(path, "rb") as f:
+    return f.read()
+
+
 def write_text(path: str, text: str) -> None:
   """The whole file; atomic where the file system can rename (local: a .tmp, renamed)."""
+  write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path: str, data: bytes) -> None:
+  """The whole file, as write_text."""
   if is_url(path):  # an object appears whole, or not at all
-    epath.Path(path).write_text(text)
+    epath.Path(path).write_bytes(data)
     return
-  with open(path + ".tmp", "w", encoding="utf-8") as f:
-    f.write(text)
+  with open(path + ".tmp", "wb") as f:
+    f.write(data)
   os.replace(path + ".tmp", path)
 
 
@@ -174,3 +239,37 @@ def write_folder(target: str, fill):
     if isinstance(result, str) and result.startswith(local + os.sep):
       result = join(target, os.path.relpath(result, local))
     return result
+
+
+_STAGED: dict[str, str] = {}  # URL -> its local copy, once per process
+_STAGING: list[str] = []  # the process's staging folder, removed at exit
+
+
+def local_copy(path: str) -> str:
+  """A local path that open() reads, for readers that know no other (tokenizers,
+  safetensors, TensorFlow's checkpoint reader, numpy): a local path as it is; a URL's
+  object, or a URL folder's objects (not its subfolders'), copied once per process into a
+  temporary folder removed at exit, as `<tmp>/bert_jax-staged-*/<scheme>/<bucket>/<path>`
+  (no local name starts with the scheme's "gs:"). A URL that names nothing is a
+  FileNotFoundError naming it."""
+  if not is_url(path):
+    return path
+  url = os.fspath(path).rstrip("/")
+  if url not in _STAGED:
+    source = epath.Path(url)
+    if not _STAGING:
+      _STAGING.append(tempfile.mkdtemp(prefix="bert_jax-staged-"))
+      atexit.register(shutil.rmtree, _STAGING[0], True)
+    local = os.path.join(_STAGING[0], *url.replace("://", "/", 1).split("/"))
+    if source.is_dir():
+      os.makedirs(local, exist_ok=True)
+      for child in source.iterdir():
+        if not child.is_dir():
+          child.copy(epath.Path(os.path.join(local, child.name)), overwrite=True)
+    elif source.exists():
+      os.makedirs(os.path.dirname(local), exist_ok=True)
+      source.copy(epath.Path(local), overwrite=True)
+    else:
+      raise FileNotFoundError(f"{url}: no such object or folder")
+    _STAGED[url] = local
+  return _STAGED[url]

@@ -267,7 +267,8 @@ def read_rows(path: str, columns: Columns, labelled: bool, skips: Skips,
     rows = _dataset_rows(path, dataset_split)
     where = f"{path}:{dataset_split}: the features have"
   else:
-    rows = FORMATS[file_format(user_file(path), columns.format)](path)
+    local = user_file(path)  # a URL's object: its local copy
+    rows = FORMATS[file_format(local, columns.format)](local)
     where = f"{path}:1: the header has"
   header = next(rows)
   needed = [columns.text, columns.text_pair, columns.label if labelled else "", columns.id]

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from bert_jax.files import storage
 from bert_jax.text import paths
 
 TFDS_PREFIX = "tfds:"
@@ -77,16 +78,22 @@ def tfds_name(source: str) -> str:
 
 
 def resolve_file(source: str, data_dir: str | None) -> str:
-  """The absolute path of a file source; raises FileNotFoundError if it is missing."""
-  path = paths.resolve(data_dir, source)
-  if not os.path.isfile(path):
+  """The absolute path of a file source (a URL's object copied to a local file first,
+  storage.local_copy, for the readers' open()); FileNotFoundError if it is missing."""
+  path = paths.resolve(data_dir, source, urls=True)
+  if not (storage.exists(path) and not storage.isdir(path)):
     raise FileNotFoundError(f"Task file not found: {path}")
-  return path
+  return storage.local_copy(path)
 
 
 def user_file(path: str) -> str:
   """`path` itself, a user's own file (configs/classify.py, tag.py): as given, relative to the
-  current directory, not the data root; FileNotFoundError saying so when it is missing."""
+  current directory, not the data root (a URL's object copied to a local file first);
+  FileNotFoundError saying so when it is missing."""
+  if storage.is_url(path):
+    if not storage.exists(path):
+      raise FileNotFoundError(f"{path}: no such object")
+    return storage.local_copy(path)
   if not os.path.isfile(path):
     raise FileNotFoundError(f"{path}: no such file (relative paths are read from the current "
                             f"directory, {os.getcwd()}, not the data root)")

@@ -101,12 +101,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterator
 
 import ml_collections
 import numpy as np
 
+from bert_jax.files import storage
 from bert_jax.startup.lazy import tensorflow as tf
 from bert_jax.pretrain import builders
 from bert_jax.pretrain import masking
@@ -408,7 +408,7 @@ def _line_source(data_config, field: str) -> tuple[corpus_lib.LineSource, list]:
                                             f"config.data.{field}")
     source = corpus_lib.file_lines(files, with_spans)
     described = files + ([spans_lib.span_path(f) for f in files] if with_spans else [])
-    identity = [[f, os.path.getsize(f), os.path.getmtime(f)] for f in described]
+    identity = [[f, *storage.version(f)] for f in described]
     return source, identity
   if with_spans:
     raise corpus_lib.CorpusError("config.data.spans=True reads the span files beside "
@@ -438,18 +438,15 @@ def _cached(data_config, tokenizer, key: list, kind: str, build):
   vocab_digest = tokenizers.vocab_fingerprint(data_config, tokenizer)
   full_key = json.dumps([_CACHE_FORMAT_VERSION, key, vocab_digest, data_config.lower_case])
   digest = hashlib.sha256(full_key.encode()).hexdigest()[:16]
-  path = os.path.join(data_config.cache_dir, f"{key[0]}-{digest}.{kind}")
-  if os.path.isfile(path):
+  path = storage.join(data_config.cache_dir, f"{key[0]}-{digest}.{kind}")
+  if storage.exists(path):
     if kind == "npz":
       return corpus_lib.TokenizedCorpus.load(path)
-    with open(path) as f:
-      return json.load(f)
+    return json.loads(storage.read_text(path))
   value = build()
-  os.makedirs(data_config.cache_dir, exist_ok=True)
+  storage.makedirs(data_config.cache_dir)
   if kind == "npz":
     value.save(path)
   else:
-    with open(path + ".tmp", "w") as f:
-      json.dump(value, f)
-    os.replace(path + ".tmp", path)
+    storage.write_text(path, json.dumps(value))
   return value

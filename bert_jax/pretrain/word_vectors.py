@@ -27,7 +27,7 @@ sentence's vectors (experiments/payoff_diagnosis.py's, 4,000 SST-2 sentences, de
 72.4% with them against 58.4% with random vectors (experiments/PAYOFF.md,
 "Corpus word vectors").
 """
-import os
+import io
 import time
 
 import numpy as np
@@ -36,6 +36,7 @@ from absl import app
 from absl import flags
 from sklearn.utils.extmath import randomized_svd
 
+from bert_jax.files import storage
 from bert_jax.startup import cli
 from bert_jax.startup import config_flag
 from bert_jax.pretrain import pipeline
@@ -110,14 +111,16 @@ def main(argv):
   corpora, _ = pipeline.load_corpora(config.data, tokenizer)
   corpus = corpora[0]
   vectors, counts = word_vectors(corpus, config.model.vocab_size, dim, _WINDOW.value)
-  os.makedirs(os.path.dirname(os.path.abspath(_OUTPUT.value)), exist_ok=True)
-  np.savez(_OUTPUT.value, vectors=vectors, counts=counts, window=_WINDOW.value,
+  storage.makedirs(storage.parent(storage.absolute(_OUTPUT.value)))
+  data = io.BytesIO()
+  np.savez(data, vectors=vectors, counts=counts, window=_WINDOW.value,
            sources=np.array(corpus.sources), vocab=np.array(config.data.vocab_path),
            tokens=corpus.num_tokens)
+  storage.write_bytes(_OUTPUT.value, data.getvalue())  # local, or a bucket's object
   print(f"Wrote {_OUTPUT.value}: {vectors.shape[0]} x {dim} vectors ({int((counts > 0).sum())} "
         f"pieces occur) from {corpus.num_tokens:,} tokens of {corpus.num_documents} documents, "
         f"window {_WINDOW.value}, in {time.time() - start:.0f} s", flush=True)
 
 
 if __name__ == "__main__":
-  cli.run(main)
+  cli.run(main, urls=("output",))

@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from absl import flags
 
+from bert_jax.files import storage
 from bert_jax.startup import cli
 from bert_jax.models.layers import attention_probs
 from bert_jax.probe import relations as relation_rules
@@ -292,11 +293,11 @@ def main(argv):
         f"alignment {_ALIGNMENT.value}; heads layer-head, 1-based")
   print(format_table(result))
   if _OUTPUT.value:
-    with open(_OUTPUT.value, "w", encoding="utf-8") as f:
+    with storage.open_file(_OUTPUT.value, "w") as f:
       json.dump(result, f, indent=1)
     print(f"wrote {_OUTPUT.value}")
 
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["model"])
-  cli.run(main)
+  cli.run(main, urls=("model", "treebank", "output"))

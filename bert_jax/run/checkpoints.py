@@ -53,6 +53,9 @@ class TrainCheckpoints:
     self.directory = storage.join(storage.absolute(workdir), "checkpoints")
     self._max_to_keep = max_to_keep
     self._manager = None
+    self.whole = None  # the newest step known written whole (restored, or saved and waited)
+    self._pending = None  # the step whose asynchronous save may still be running
+    self._saved = False
 
   @property
   def manager(self) -> ocp.CheckpointManager:
@@ -63,11 +66,18 @@ class TrainCheckpoints:
               max_to_keep=self._max_to_keep, create=True))
     return self._manager
 
+  @property
+  def saving(self) -> bool:
+    """A save was started (an error from here on may have cut one short)."""
+    return self._saved
+
   def save(self, step: int, state, data_position: dict) -> None:
     """data_position: this process's input `state()`; merged over processes here."""
-    self.manager.save(step, args=ocp.args.Composite(
+    self._saved = True
+    self.manager.save(step, args=ocp.args.Composite(  # waits for the save before it
         state=ocp.args.StandardSave(state),
         data=ocp.args.JsonSave(merge_over_processes(data_position))))
+    self.whole, self._pending = self._pending if self._pending is not None else self.whole, step
 
   def restore(self, step: int, abstract_state):
     """abstract_state: ShapeDtypeStructs with shardings (restores onto any mesh)."""
@@ -99,6 +109,7 @@ class TrainCheckpoints:
       if check_data is not None:
         check_data(data)
       self._set_aside(damaged)
+      self.whole = step
       return step, state, data
     if steps:
       raise ValueError(f"{self.directory}: no intact checkpoint among steps {steps} (see "
@@ -119,6 +130,17 @@ class TrainCheckpoints:
   def wait(self) -> None:
     if self._manager is not None:
       self._manager.wait_until_finished()
+      if self._pending is not None:
+        self.whole, self._pending = self._pending, None
+
+  def lost(self, error: OSError) -> OSError:
+    """The error of a run whose storage failed (a bucket out of reach), as one line naming
+    the newest whole checkpoint, which a rerun resumes from."""
+    kept = (f"the last whole checkpoint is step {self.whole} in {self.directory}"
+            if self.whole is not None else f"no whole checkpoint in {self.directory}")
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return OSError(f"the run stopped: writing to storage failed ({first}); {kept}: run the "
+                   "same command to resume once it is reachable")
 
   def close(self) -> None:
     if self._manager is not None:

@@ -143,7 +143,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   Everything that can refuse the run (config values, the model the workdir already holds,
   its data position, a lock held by another run) is checked before anything in the
   workdir is written. SIGTERM/SIGINT stop after the current step with a checkpoint; the
-  result then has "stopped_by" (the signal's name) and "step".
+  result then has "stopped_by" (the signal's name) and "step". Storage that fails once
+  saving has begun (a bucket out of reach) stops the run with one line naming the last
+  whole checkpoint (TrainCheckpoints.lost).
 
   config: an experiment's ConfigDict (configs/*.py `get_config(arg)`); its `task` names
   the task (bert_jax.run.tasks), which builds the model, the inputs and the loss.
@@ -165,10 +167,17 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   """
   validate_config(config, task_class(config.task).counts_in_steps)
   with workdir_lib.WorkdirLock(workdir), StopSignals() as stop:
-    return _train(config, workdir, stop)
+    checkpoints = TrainCheckpoints(workdir, config.max_checkpoints_to_keep)
+    try:
+      return _train(config, workdir, stop, checkpoints)
+    except (OSError, RuntimeError) as error:
+      if not checkpoints.saving:
+        raise
+      raise checkpoints.lost(error) from None
 
 
-def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -> dict:
+def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals,
+           checkpoints: TrainCheckpoints) -> dict:
   invocation, energy = run_report.Invocation(), run_report.EnergyMeter()
   # ------------------------------------------------------------------------------------
   # Task, tokenizer, data (a fine-tuning run's length is counted in epochs of its data).
@@ -195,7 +204,6 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals) -
   # ------------------------------------------------------------------------------------
   # Restore (automatic, from the workdir) or init_from pretrained weights.
   # ------------------------------------------------------------------------------------
-  checkpoints = TrainCheckpoints(workdir, config.max_checkpoints_to_keep)
   start = _restore_or_start(config, workdir, setup, state, checkpoints, inputs.train,
                             total_steps, source)
   if start.results is not None:  # finished before: reported again, nothing changed

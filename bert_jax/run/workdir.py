@@ -105,8 +105,13 @@ class WorkdirLock:
 
   def __exit__(self, *exc) -> None:
     if self._held:
-      storage.remove(self.path)
       self._held = False
+      try:
+        storage.remove(self.path)
+      except OSError:
+        if exc[0] is None:
+          raise
+        return  # the run's own error is the one to report; a rerun here finds it stale
       if self.created_workdir:
         storage.remove_empty_folder(self.workdir)  # a refused run leaves no trace
 

@@ -14,8 +14,9 @@ always shows its traceback.
 
 A flag given a URL (gs://..., s3://...) is refused before main, in one line naming the
 flag, the URL and the program, unless the program lists the flag in `run(main, urls=...)`
-(train's --workdir): a program that reads and writes local files never makes a folder
-named after a URL, nor resolves one under the data root.
+(the flags it reads or writes through `bert_jax.files.storage`: train's --workdir, prepare's
+--source and --output, ...): a flag such as --data_dir, read on local disk only, never
+makes a folder named after a URL, nor resolves one under the data root.
 
 This module imports nothing else from bert_jax but `storage` (the layer below): it is the
 bottom layer of the programs, so every program, `text/` ones included, can use it.

@@ -41,13 +41,13 @@ tokens.
 from __future__ import annotations
 
 import dataclasses
-import glob
-import os
+import io
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
 
+from bert_jax.files import storage
 from bert_jax.startup.lazy import tensorflow as tf
 from bert_jax.text import paths
 from bert_jax.text import sentences
@@ -132,17 +132,17 @@ class TokenizedCorpus:
     return self.select_documents(np.flatnonzero(wanted(self.document_ids)))
 
   def save(self, path: str) -> None:
-    """Writes an .npz (atomically: a temporary file, then a rename)."""
-    temporary = path + ".tmp.npz"
+    """Writes an .npz, whole (`storage.write_bytes`: on disk a temporary file, renamed)."""
     tags = {} if self.span_tags is None else {"span_tags": self.span_tags}
-    np.savez(temporary, token_ids=self.token_ids, sentence_starts=self.sentence_starts,
+    data = io.BytesIO()
+    np.savez(data, token_ids=self.token_ids, sentence_starts=self.sentence_starts,
              document_starts=self.document_starts, sources=np.array(self.sources),
              skipped_lines=self.skipped_lines, document_ids=self.document_ids, **tags)
-    os.replace(temporary, path)
+    storage.write_bytes(path, data.getvalue())
 
   @classmethod
   def load(cls, path: str) -> "TokenizedCorpus":
-    with np.load(path) as arrays:
+    with np.load(io.BytesIO(storage.read_bytes(path))) as arrays:
       return cls(token_ids=arrays["token_ids"], sentence_starts=arrays["sentence_starts"],
                  document_starts=arrays["document_starts"],
                  sources=tuple(str(s) for s in arrays["sources"]),
@@ -177,14 +177,14 @@ def expand_file_patterns(patterns: Sequence[str], data_dir: str | None,
     raise CorpusError("no file patterns given")
   files = []
   for pattern in patterns:
-    resolved = paths.resolve(data_dir, pattern)
-    matches = [os.path.abspath(match) for match in sorted(glob.glob(resolved))]
+    resolved = paths.resolve(data_dir, pattern, urls=True)
+    matches = [storage.absolute(match) for match in storage.glob(resolved)]
     if not matches:
       raise CorpusError(f"file pattern '{pattern}' (resolved to '{resolved}') matches no file")
     for match in matches:
-      if os.path.isdir(match):
+      if storage.isdir(match):
         raise CorpusError(f"{field}: {match} is a directory; give files or a glob such as "
-                          f"{os.path.join(match, '*.txt')}")
+                          f"{storage.join(match, '*.txt')}")
     files.extend(matches)
   return files
 
@@ -207,8 +207,14 @@ def file_lines(files: Sequence[str], with_spans: bool = False) -> LineSource:
   """Plain-format files (see expand_file_patterns) as a LineSource; with_spans: with the
   span files beside them (spans.py)."""
   files = list(files)
-  lines = tf.data.Dataset.from_tensor_slices(files).enumerate().flat_map(
-      tf.autograph.experimental.do_not_convert(_numbered_lines))
+  if any(storage.is_url(f) for f in files):
+    lines = _streamed_lines(files)
+  else:
+    lines = tf.data.Dataset.from_tensor_slices(files).enumerate().flat_map(
+        tf.autograph.experimental.do_not_convert(_numbered_lines))
+  if with_spans:
+    for f in files:
+      storage.local_only(f, "reading span annotations (config.data.spans)")
   spans = tuple(spans_lib.read_span_file(f) for f in files) if with_spans else None
   return LineSource(lines, tuple(files), lambda source, line: f"{files[source]}:{line + 1}",
                     spans)
@@ -343,6 +349,22 @@ def _span_tags(source: LineSource, length, ids, kept_source, kept_line, words_pe
 def _numbered_lines(source_index: tf.Tensor, path: tf.Tensor) -> tf.data.Dataset:
   return tf.data.TextLineDataset(path).enumerate().map(tf.autograph.experimental.do_not_convert(
       lambda line_number, text: (source_index, line_number, text)))
+
+
+def _streamed_lines(files: Sequence[str]) -> tf.data.Dataset:
+  """TextLineDataset's lines (without "\n" or "\r\n"), each file read through
+  `bert_jax.files.storage` by a Python generator: TensorFlow's own GCS client reaches only
+  Google's endpoint, the layer reaches whatever gcsfs is pointed at (a TPU VM's bucket or
+  a local server)."""
+  def lines():
+    for index, path in enumerate(files):
+      with storage.open_file(path, "rb") as f:
+        for number, line in enumerate(f):
+          line = line[:-1] if line.endswith(b"\n") else line
+          yield index, number, line[:-1] if line.endswith(b"\r") else line
+  scalar = lambda dtype: tf.TensorSpec([], dtype)  # noqa: E731
+  return tf.data.Dataset.from_generator(
+      lines, output_signature=(scalar(tf.int64), scalar(tf.int64), scalar(tf.string)))
 
 
 def _numbered_line_batches(lines: tf.data.Dataset) -> tf.data.Dataset:

@@ -23,10 +23,10 @@ points outside its sentence or at the word itself, a sentence without exactly on
 or whose heads form a cycle, a file that is not UTF-8 or holds no sentence.
 """
 import dataclasses
-import os
 import zipfile
 from collections.abc import Iterator
 
+from bert_jax.files import storage
 from bert_jax.text import paths
 
 DEFAULT_PATH = "nltk_corpora/dependency_treebank.zip"
@@ -138,7 +138,8 @@ def _files(path: str) -> Iterator[tuple[str, str]]:
 def read_treebank(path: str = DEFAULT_PATH, *, data_dir: str | None = None,
                   ) -> list[DependencySentence]:
   """Every sentence of a dependency zip or `.dp` file (relative to the data root)."""
-  resolved = paths.resolve(data_dir, path)
-  if not os.path.isfile(resolved):
+  resolved = paths.resolve(data_dir, path, urls=True)
+  if not storage.exists(resolved) or storage.isdir(resolved):
     raise FileNotFoundError(f"{resolved}: no such treebank file")
-  return [s for name, text in _files(resolved) for s in parse_text(text, name)]
+  local = storage.local_copy(resolved)  # a URL's object, copied (zipfile reads it)
+  return [s for name, text in _files(local) for s in parse_text(text, name)]

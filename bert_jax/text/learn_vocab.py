@@ -27,6 +27,7 @@ import collections
 import os
 from collections.abc import Sequence
 
+from bert_jax.files import storage
 from bert_jax.startup.lazy import tensorflow as tf
 from bert_jax.text import bpe
 from bert_jax.text import sentencepiece_vocab
@@ -82,11 +83,10 @@ def learn_vocab(input_files: Sequence[str], vocab_size: int, lower_case: bool = 
 
 
 def write_vocab(vocab: Sequence[str], path: str) -> None:
-  """One token per line, as vocab.txt files are."""
-  if os.path.dirname(path):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-  with open(path, "w", encoding="utf-8") as f:
-    f.write("".join(token + "\n" for token in vocab))
+  """One token per line, as vocab.txt files are (a local file or a URL's object)."""
+  if storage.parent(path):
+    storage.makedirs(storage.parent(path))
+  storage.write_text(path, "".join(token + "\n" for token in vocab))
 
 
 def _learn_wordpiece(input_files, output, vocab_size, lower_case, min_count) -> int:
@@ -99,16 +99,20 @@ def _learn_bpe(input_files, output, vocab_size, lower_case, min_count) -> int:
   del min_count  # The BPE trainer's own min_frequency (2) applies.
   if lower_case:
     raise ValueError("byte-level BPE keeps case: drop --lower_case for --kind=bpe")
-  return bpe.train_bpe(input_files, output, vocab_size).vocab_size
+  return storage.write_folder(  # a bucket's folder: trained locally, then copied
+      output, lambda local: bpe.train_bpe(input_files, local, vocab_size).vocab_size)
 
 
 def _learn_sentencepiece(input_files, output, vocab_size, lower_case, min_count) -> int:
   del min_count
-  model = sentencepiece_vocab.train_sentencepiece(
-      input_files, os.path.join(output, "spiece"), vocab_size, lower_case=lower_case)
-  tokenizer = sentencepiece_vocab.SentencePieceTokenizer(model)
-  tokenizer.save(output)
-  return tokenizer.vocab_size
+
+  def learn(local: str) -> int:
+    model = sentencepiece_vocab.train_sentencepiece(
+        input_files, os.path.join(local, "spiece"), vocab_size, lower_case=lower_case)
+    tokenizer = sentencepiece_vocab.SentencePieceTokenizer(model)
+    tokenizer.save(local)
+    return tokenizer.vocab_size
+  return storage.write_folder(output, learn)  # a bucket's folder: learnt locally, copied
 
 
 # Kind -> learner(input_files, output, vocab_size, lower_case, min_count) -> size written.
@@ -122,8 +126,10 @@ def learn_and_write(kind: str, input_files: Sequence[str], output: str, vocab_si
 
   Args:
     kind: a name in KINDS.
-    input_files: plain-format text files.
-    output: the vocab.txt file (wordpiece) or the folder (bpe, sentencepiece) to write.
+    input_files: plain-format text files (URLs: copied to local files first, for the
+      learners' readers).
+    output: the vocab.txt file (wordpiece) or the folder (bpe, sentencepiece) to write,
+      local or a URL.
     vocab_size: the target size, special tokens included.
     lower_case: None = True for wordpiece and sentencepiece, False for bpe.
     min_count: wordpiece only: words seen fewer times only contribute their characters.
@@ -132,7 +138,8 @@ def learn_and_write(kind: str, input_files: Sequence[str], output: str, vocab_si
     raise ValueError(f"unknown vocabulary kind {kind!r}; expected one of {sorted(KINDS)}")
   if lower_case is None:
     lower_case = kind != "bpe"
-  return KINDS[kind](list(input_files), output, vocab_size, lower_case, min_count)
+  files = [storage.local_copy(path) if storage.exists(path) else path for path in input_files]
+  return KINDS[kind](files, output, vocab_size, lower_case, min_count)
 
 
 if __name__ == "__main__":
@@ -157,4 +164,4 @@ if __name__ == "__main__":
                            _LOWER_CASE.value, _MIN_COUNT.value)
     print(f"wrote a {_KIND.value} vocabulary of {size} tokens to {_OUTPUT.value}")
 
-  cli.run(main)
+  cli.run(main, urls=("input", "output"))

@@ -32,12 +32,15 @@ def default_data_dir() -> str:
   return os.path.expanduser(CACHE_DIR)
 
 
-def resolve(data_dir: str | None, relative_path: str) -> str:
+def resolve(data_dir: str | None, relative_path: str, urls: bool = False) -> str:
   """Joins a config-relative path onto the data root; absolute paths pass through.
 
-  data_dir: the root; "" or None means `default_data_dir()`. A URL is refused (ValueError
-  naming it): data is read from local files, and a URL is not a path under the root.
+  data_dir: the root; "" or None means `default_data_dir()`. A URL (gs://bucket/...) is
+  not a path under the root: it passes through where the caller reads it through
+  `bert_jax.files.storage` (urls=True), and is refused otherwise (ValueError naming it).
   """
+  if urls and storage.is_url(relative_path):
+    return relative_path
   storage.local_only(relative_path, "reading data files")
   if os.path.isabs(relative_path):
     return relative_path

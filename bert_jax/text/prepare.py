@@ -83,6 +83,7 @@ from collections.abc import Iterator
 from absl import app
 from absl import flags
 
+from bert_jax.files import storage
 from bert_jax.startup import cli
 from bert_jax.text import paths
 from bert_jax.text import spans as spans_lib
@@ -151,10 +152,10 @@ def parse_source(spec: str, data_dir: str | None) -> tuple[str, str]:
   if colon and tail in FORMATS:
     path, fmt = head, tail
   fmt = fmt or guess_format(path)
-  resolved = paths.resolve(data_dir, path)
-  if os.path.isdir(resolved):
+  resolved = paths.resolve(data_dir, path, urls=True)
+  if storage.isdir(resolved):
     raise PrepareError(_directory_message(spec, resolved))
-  if not os.path.isfile(resolved):
+  if not storage.exists(resolved):
     fetch = ("" if os.path.isabs(path) else
              " (`python -m bert_jax.commands.download NAME` fetches the data root's files; "
              "`all` fetches every set)")
@@ -163,9 +164,9 @@ def parse_source(spec: str, data_dir: str | None) -> tuple[str, str]:
 
 
 def _directory_message(spec: str, resolved: str) -> str:
-  files = sorted(name for name in os.listdir(resolved)
-                 if os.path.isfile(os.path.join(resolved, name)) and not name.startswith("."))
-  example = f" (e.g. --source={os.path.join(spec, files[0])})" if files else ""
+  files = [name for name in storage.listdir(resolved)
+           if not storage.isdir(storage.join(resolved, name)) and not name.startswith(".")]
+  example = f" (e.g. --source={storage.join(spec, files[0])})" if files else ""
   return (f"source '{spec}' is a directory ('{resolved}'); give the files in it, "
           f"one --source each{example}")
 
@@ -193,7 +194,7 @@ def _decode(raw: bytes, where: str, policy: str, counts: SourceCounts) -> str:
 def _zip_documents(path: str, policy: str, counts: SourceCounts,
                    shard: "Shard") -> Iterator[tuple[str, bool]]:
   """The raw text of each member this shard keeps; only those are read and decoded."""
-  with zipfile.ZipFile(path) as archive:
+  with storage.open_file(path, "rb") as f, zipfile.ZipFile(f) as archive:
     for member in sorted(archive.namelist()):
       base = os.path.basename(member)
       if member.endswith("/") or not base or base.startswith("."):
@@ -258,7 +259,7 @@ def raw_documents(path: str, fmt: str, invalid_utf8: str, counts: SourceCounts,
     raise PrepareError(f"{path}: unknown format '{fmt}'; expected one of {FORMATS}")
   if fmt.startswith("zip"):
     return _zip_documents(path, invalid_utf8, counts, shard)
-  with open(path, "rb") as f:  # every shard reads it all; the first one counts its lines
+  with storage.open_file(path, "rb") as f:  # every shard reads it all; the first counts
     text = _decode(f.read(), path, invalid_utf8,
                    counts if shard.reports_whole_sources else SourceCounts(path))
   split = _wikitext_documents if fmt == "wikitext" else _plain_documents
@@ -282,6 +283,7 @@ def read_annotated_source(path: str, fmt: str,
   if fmt != "plain":
     raise PrepareError(f"{path}: --with_spans reads plain-format sources (one sentence per "
                        f"line) with a span file beside them, not format '{fmt}'")
+  storage.local_only(path, "--with_spans (its span files)")
   annotations = spans_lib.read_span_file(path)
   with open(path, "rb") as f:
     text = _decode(f.read(), path, "error", counts)
@@ -407,14 +409,14 @@ def prepare(sources: list[str], output: str, data_dir: str | None = None,
     raise PrepareError("no --source given")
   resolved = [parse_source(spec, data_dir) for spec in sources]
   shard = Shard(num_shards, shard_index)
-  output = shard.path(output)
-  os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+  output = shard.path(storage.absolute(output))
+  storage.makedirs(storage.parent(output))
   all_counts = []
   outputs = {output: output + ".tmp"}
   if with_spans:
     outputs[spans_lib.span_path(output)] = spans_lib.span_path(output) + ".tmp"
   with contextlib.ExitStack() as files:
-    out, *span_out = (files.enter_context(open(temporary, "w", encoding="utf-8"))
+    out, *span_out = (files.enter_context(storage.open_file(temporary, "w"))
                       for temporary in outputs.values())
     span_out = span_out[0] if span_out else None
     documents = (_annotated_sources_documents(resolved, shard, all_counts) if with_spans
@@ -426,11 +428,11 @@ def prepare(sources: list[str], output: str, data_dir: str | None = None,
         span_out.write("\n".join(spans_lib.format_line(s) for _, s in document) + "\n{}\n")
   if sum(c.documents for c in all_counts) == 0:
     for temporary in outputs.values():
-      os.remove(temporary)
+      storage.remove(temporary)
     where = f" for shard {shard_index} of {num_shards}" if num_shards > 1 else ""
     raise PrepareError(f"no text found in {[path for path, _ in resolved]}{where}")
   for final, temporary in outputs.items():
-    os.replace(temporary, final)
+    storage.move(temporary, final)  # on object storage: copied, then deleted
   return all_counts
 
 
@@ -482,4 +484,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  cli.run(main)
+  cli.run(main, urls=("source", "output"))

@@ -28,6 +28,7 @@ import os
 from typing import Any, Callable
 
 from bert_jax.files import hub
+from bert_jax.files import storage
 from bert_jax.text import paths
 from bert_jax.text.bpe import BPETokenizer
 from bert_jax.text.sentencepiece_vocab import SentencePieceTokenizer
@@ -148,15 +149,35 @@ def _file_kind(path: str, kinds) -> str:
 def _vocab_source(data_config, model_dir: str) -> str:
   """The vocab_path (resolved) or the model's folder that the tokenizer comes from."""
   if data_config.get("vocab_path"):
-    path = paths.resolve(data_config.get("data_dir"), data_config.vocab_path)
-    if not os.path.exists(path):
+    path = paths.resolve(data_config.get("data_dir"), data_config.vocab_path, urls=True)
+    if not storage.exists(path):
       raise FileNotFoundError(f"config.data.vocab_path: vocab file not found: {path}")
-    return path
+    return _local_vocab(path)
   if not model_dir:
     raise ValueError("config.data.vocab_path is empty and there is no config.init_from to "
                      "take the vocabulary from")
-  model_dir = hub.local_path(model_dir)  # a Hub id: its snapshot folder
-  return model_dir if os.path.isdir(model_dir) else os.path.dirname(model_dir)
+  return model_folder(model_dir)
+
+
+def _local_vocab(path: str) -> str:
+  """A vocab_path file or folder where the tokenizers' readers open it: a URL's copied
+  (storage.local_copy; a BPE vocab.json with the merges.txt beside it)."""
+  if storage.is_url(path) and path.endswith(KINDS["bpe"].extension):
+    merges = storage.join(storage.parent(path), "merges.txt")
+    if storage.exists(merges):
+      storage.local_copy(merges)
+  return storage.local_copy(path)
+
+
+def model_folder(model_path: str) -> str:
+  """The local folder of a model's tokenizer files: a Hub id's snapshot, a URL's files
+  copied (storage.local_copy), the folder of a TF checkpoint prefix."""
+  model_path = hub.local_path(model_path)  # a Hub id: its snapshot folder
+  if storage.is_url(model_path):
+    if not storage.isdir(model_path):
+      model_path = storage.parent(model_path)  # a TF checkpoint prefix in a bucket
+    return storage.local_copy(model_path)
+  return model_path if os.path.isdir(model_path) else os.path.dirname(model_path)
 
 
 def _resolve(data_config, model_dir: str, kinds) -> tuple[str, str, list[str]]:
@@ -227,8 +248,7 @@ def model_tokenizer(model_path: str, kinds=DEFAULT_KINDS) -> SubwordTokenizer:
   assert batch["input_ids"].tolist() == [[2, 5, 6, 3, 0, 0]]  # [CLS] the cat [SEP] pad pad
   ```
   """
-  model_path = hub.local_path(model_path)
-  folder = model_path if os.path.isdir(model_path) else os.path.dirname(model_path)
+  folder = model_folder(model_path)
   kind, _ = folder_kind(folder, kinds)
   return KINDS[kind].from_folder(folder)
 

@@ -14,8 +14,6 @@ This module reads and writes the model's side (model_config.json, params/, a wor
 latest params); the trainer's checkpoints, saved and resumed, are bert_jax/run/checkpoints.py.
 """
 import json
-import os
-import shutil
 
 import orbax.checkpoint as ocp
 
@@ -24,10 +22,25 @@ from bert_jax.models.config import BertConfig
 from bert_jax.models.layout import stacked_layout, unstack_layers
 
 MODEL_CONFIG = "model_config.json"
+# tensorstore (orbax's array writer) retries a failed GCS request 32 times, backing off to
+# 32 s between tries: an unreachable bucket held a save, and so the process's exit (orbax's
+# save thread waits on it), for about 15 minutes. Bounded here to about 45 s in all.
+GCS_RETRIES = {"max_retries": 6, "initial_delay": "1s", "max_delay": "16s"}
+
+
+def _bound_tensorstore_retries() -> None:
+  """GCS_RETRIES in the tensorstore contexts orbax builds its reads and writes with."""
+  from orbax.checkpoint._src.serialization import tensorstore_utils
+  for context in (tensorstore_utils._BASE_TS_CONTEXT,  # pylint: disable=protected-access
+                  tensorstore_utils._DEFAULT_OCDBT_TS_CONTEXT):  # pylint: disable=protected-access
+    context.setdefault("gcs_request_retries", dict(GCS_RETRIES))
+
+
+_bound_tensorstore_retries()
 
 
 def is_native(path: str) -> bool:
-  return os.path.isdir(path) and os.path.exists(os.path.join(path, MODEL_CONFIG))
+  return storage.isdir(path) and storage.exists(storage.join(path, MODEL_CONFIG))
 
 
 def write_model_config(directory: str, config: BertConfig, **extra) -> None:
@@ -37,7 +50,8 @@ def write_model_config(directory: str, config: BertConfig, **extra) -> None:
 
 
 def read_model_config(directory: str) -> BertConfig:
-  return BertConfig.from_json_file(os.path.join(directory, MODEL_CONFIG))
+  return BertConfig.from_json_dict(read_model_record(directory),
+                                   source=storage.join(directory, MODEL_CONFIG))
 
 
 def read_model_record(directory: str) -> dict:
@@ -53,14 +67,13 @@ def read_model_record(directory: str) -> dict:
 def check_weights(path: str) -> None:
   """A saved model's params/ or a workdir's checkpoints/ must be there (FileNotFoundError
   naming the folder); their contents are checked as they are read."""
-  if not any(os.path.isdir(os.path.join(path, name)) for name in ("params", "checkpoints")):
+  if not any(storage.isdir(storage.join(path, name)) for name in ("params", "checkpoints")):
     raise FileNotFoundError(f"{path}: no params/ folder and no checkpoints/ folder")
 
 
 def read_labels(directory: str) -> list[str] | None:
   """The class names a fine-tuned workdir / saved model recorded (None: none recorded)."""
-  with open(os.path.join(directory, MODEL_CONFIG)) as f:
-    return json.load(f).get("labels")
+  return json.loads(storage.read_text(storage.join(directory, MODEL_CONFIG))).get("labels")
 
 
 def save_model(directory: str, config: BertConfig, params, vocab_path: str | None = None,
@@ -68,37 +81,37 @@ def save_model(directory: str, config: BertConfig, params, vocab_path: str | Non
   """Writes a saved model (see module docstring); `params` as the model uses them; `spec`,
   the task model (task_models.build's), and `labels`, its classes, are recorded in
   model_config.json as a workdir's."""
-  directory = os.path.abspath(directory)
+  directory = storage.absolute(directory)
   write_model_config(directory, config, **({"model": spec} if spec else {}),
                      **({"labels": list(labels)} if labels else {}))
-  target = os.path.join(directory, "params")
-  if os.path.exists(target):
-    shutil.rmtree(target)
+  target = storage.join(directory, "params")
+  if storage.exists(target):
+    storage.remove_tree(target)
   checkpointer = ocp.StandardCheckpointer()
   checkpointer.save(target, params)
   checkpointer.wait_until_finished()
   if vocab_path:
-    shutil.copyfile(vocab_path, os.path.join(directory, "vocab.txt"))
+    storage.copy(vocab_path, storage.join(directory, "vocab.txt"))
 
 
 def load_model_params(path: str, config: BertConfig | None = None) -> tuple[BertConfig, dict]:
   """(config, unrolled params as numpy) from a saved model or the latest step of a workdir;
   `config`: its model_config.json when already read. A damaged checkpoint is a ValueError
   naming its folder."""
-  path = os.path.abspath(path)
+  path = storage.absolute(path)
   config = config or read_model_config(path)
-  checkpoints = os.path.join(path, "checkpoints")
-  if os.path.isdir(checkpoints):
+  checkpoints = storage.join(path, "checkpoints")
+  if storage.isdir(checkpoints):
     with ocp.CheckpointManager(checkpoints) as manager:
       step = manager.latest_step()
       if step is None:
         raise FileNotFoundError(f"{checkpoints}: no finished checkpoint")
-      target = os.path.join(checkpoints, str(step))
+      target = storage.join(checkpoints, str(step))
       params = _readable(target, lambda: manager.restore(
           step, args=ocp.args.Composite(state=ocp.args.StandardRestore())))["state"]["params"]
   else:
-    target = os.path.join(path, "params")
-    if not os.path.isdir(target):
+    target = storage.join(path, "params")
+    if not storage.isdir(target):
       raise FileNotFoundError(f"{path}: no params/ folder and no checkpoints/ folder")
     params = _readable(target, lambda: ocp.StandardCheckpointer().restore(target))
   if config.scan_layers:

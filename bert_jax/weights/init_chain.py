@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bert_jax.core import optim
+from bert_jax.files import storage
 from bert_jax.models import task_models
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
@@ -125,7 +126,7 @@ def init_word_vectors(params: dict, path: str, model_config: BertConfig, std: fl
     raise ValueError(f"config.init_word_vectors_std={std}: must be >= 0 (0: the fresh "
                      f"table's std)")
   try:
-    with np.load(path) as data:
+    with np.load(storage.local_copy(path)) as data:
       vectors, counts = data["vectors"], data["counts"]
   except (OSError, KeyError, ValueError) as e:
     raise ValueError(f"init_word_vectors {path}: not a word-vector .npz with vectors and "

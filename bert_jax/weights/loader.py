@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bert_jax.weights import checkpoint
-from bert_jax.files import hub
+from bert_jax.files import hub, storage
 from bert_jax.convert import hf, mapping, tf_checkpoint
 from bert_jax.files.hub import HubModel
 from bert_jax.models import task_models
@@ -38,7 +38,7 @@ from bert_jax.models.layout import stack_layers, stacked_layout
 
 def detect_format(path: str) -> str:
   """"native" (ours: saved model or training workdir), "hf" or "tf"."""
-  if not os.path.exists(path) and not tf_checkpoint.is_tf_checkpoint(path):
+  if not storage.exists(path) and not tf_checkpoint.is_tf_checkpoint(path):
     raise FileNotFoundError(f"{path}: no such file or folder")
   if checkpoint.is_native(path):
     return "native"
@@ -109,6 +109,7 @@ def resolve(path: "str | Pretrained", check_weights: bool = True) -> Pretrained:
   if isinstance(path, Pretrained):
     return path
   path, fetched = hub.locate(path)
+  path = readable_path(path)
   if fetched and hf.only_bin(path):
     raise ValueError(f"{fetched.repo_id}@{fetched.revision}: the Hub model has only "
                      "pytorch_model.bin; pickle files are not loaded. Convert it to "
@@ -145,12 +146,26 @@ def load_params(path: "str | Pretrained", heads: str = "auto") -> tuple[BertConf
   return source.config, params, with_heads
 
 
+def readable_path(path: str) -> str:
+  """A URL where its readers can read it: a bert_jax workdir or saved model in a bucket
+  as it is (orbax and `bert_jax.files.storage` read it there); an HF folder or a TF
+  checkpoint (folder or prefix) copied to a local folder first (storage.local_copy: their
+  readers, safetensors and TensorFlow's, open local files)."""
+  if not storage.is_url(path) or checkpoint.is_native(path):
+    return path
+  if storage.isdir(path):
+    return storage.local_copy(path)
+  if storage.exists(path + ".index"):  # a TF checkpoint prefix: its folder's files
+    return os.path.join(storage.local_copy(storage.parent(path)), os.path.basename(path))
+  raise FileNotFoundError(f"{path}: no such file or folder")
+
+
 def check_vocab(path: str, config: BertConfig) -> None:
   """A vocab.txt beside the weights must have exactly vocab_size entries."""
-  folder = path if os.path.isdir(path) else os.path.dirname(path)
-  vocab = os.path.join(folder, "vocab.txt")
-  if os.path.exists(vocab):
-    with open(vocab, encoding="utf-8") as f:
+  folder = path if storage.isdir(path) else storage.parent(path)
+  vocab = storage.join(folder, "vocab.txt")
+  if storage.exists(vocab):
+    with storage.open_file(vocab) as f:
       entries = sum(1 for line in f if line.rstrip("\n"))
     if entries != config.vocab_size:
       raise ValueError(f"{vocab}: {entries} entries but the model's vocab_size is "
