@@ -21,6 +21,7 @@ To use a local GCS server (tests, docs/guides/runs.md):
   STORAGE_EMULATOR_HOST=http://127.0.0.1:PORT       gcsfs (this module, orbax's folders)
   TENSORSTORE_GCS_HTTP_URL=http://127.0.0.1:PORT    tensorstore (orbax's arrays)
 """
+import glob as glob_lib
 import os
 import re
 import shutil
@@ -65,6 +66,15 @@ def isdir(path: str) -> bool:
 
 def listdir(path: str) -> list[str]:
   return sorted(child.name for child in epath.Path(path).iterdir())
+
+
+def glob(pattern: str) -> list[str]:
+  """The paths that match `pattern` (wildcards in its last part only on object storage),
+  sorted; a URL pattern gives URLs."""
+  if not is_url(pattern):
+    return sorted(glob_lib.glob(pattern))
+  folder, name = pattern.rsplit("/", 1)
+  return sorted(os.fspath(child) for child in epath.Path(folder).glob(name))
 
 
 def makedirs(path: str) -> None:
