@@ -2,11 +2,12 @@
 
   python tests/tf_free_worker.py --config_json=OVERRIDES --workdir=DIR [--hf_dir=FOLDER]
 
-Any import of tensorflow, tensorflow_text or tensorflow_datasets raises in this process.
-It imports bert_jax, every module of bert_jax.models, the train step and the trainer; loads --hf_dir
-(an HF safetensors folder) when given; compiles configs/tiny.py:runlocal=True with the
---config_json overrides ({"data.shards": PATTERN, ...}) as --compile_only does; trains it
-into --workdir; and prints one JSON line: the result, and the tensorflow modules loaded.
+Any import of tensorflow, tensorflow_text, tensorflow_datasets or tensorboard raises in this
+process (a GPU image has none of them). It imports bert_jax, every module of
+bert_jax.models, the train step and the trainer; loads --hf_dir (an HF safetensors folder)
+when given; compiles configs/tiny.py:runlocal=True with the --config_json overrides
+({"data.shards": PATTERN, ...}) as --compile_only does; trains it into --workdir; and prints
+one JSON line: the result, and the refused modules loaded (none).
 """
 import argparse
 import importlib
@@ -17,11 +18,11 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
-_REFUSED = ("tensorflow", "tensorflow_text", "tensorflow_datasets")
+_REFUSED = ("tensorflow", "tensorflow_text", "tensorflow_datasets", "tensorboard")
 
 
 class _NoTensorFlow:
-  """A meta path finder that refuses TensorFlow's packages by name."""
+  """A meta path finder that refuses those packages by name."""
 
   def find_spec(self, name, path=None, target=None):
     if name.split(".")[0] in _REFUSED:
