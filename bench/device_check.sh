@@ -9,12 +9,10 @@
 #
 # No TensorFlow: it runs on a GPU image with Python 3.12, jax + its CUDA plugin, flax,
 # optax, orbax-checkpoint, numpy, safetensors, tokenizers, sentencepiece, scipy,
-# scikit-learn, matplotlib, huggingface-hub and absl-py, plus two pure-Python wheels
-# brought along and installed with --no-deps (scripts/tf_free_check.sh proves it on the CPU):
-#   ml-collections  the configs (ConfigDict; 0.1 MB)
-#   tensorboard     the trainer's TensorBoard event files (bert_jax/run/metric_writers.py
-#                   uses its Event protos and record writer, which need only numpy and
-#                   protobuf, an orbax dependency; 5.5 MB)
+# scikit-learn, matplotlib, huggingface-hub and absl-py, plus one pure-Python wheel brought
+# along and installed with --no-deps (scripts/tf_free_check.sh proves it on the CPU):
+#   ml-collections  the configs (ConfigDict, FieldReference) and config flags; 0.1 MB
+# (tensorboard is not needed: bert_jax/run/metric_writers.py encodes its event files itself.)
 # The shards (bert_jax/pretrain/shards.py) are written beforehand where TensorFlow is.
 set -euo pipefail
 cd "$(dirname "$0")/.."

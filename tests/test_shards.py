@@ -113,3 +113,29 @@ def test_training_from_shards_imports_no_tensorflow(written, tmp_path):
   assert np.isfinite(report["result"]["eval_loss"]) and report["plan_peak_bytes"] > 0
   assert hf_dir == "" or report["hf_params"] > 20_000_000
   assert os.path.isfile(tmp_path / "run" / "vocab.txt")
+
+
+def test_shard_input_resumes_where_it_was_and_crosses_epochs(written):
+  """restore(state()) continues with the batches an uninterrupted input gives, across the
+  epoch boundary; each epoch is a new order with new masks."""
+  from bert_jax.pretrain import shards
+  config, tokenizer, prefix = written
+  first = shards.ShardInput(prefix + "-eval.npz", config.data, tokenizer)
+  steps = first.steps_in_epoch(0)
+  for _ in range(steps - 1):
+    next(first)
+  saved = json.loads(json.dumps(first.state()))
+  ahead = [next(first) for _ in range(2)]  # the epoch's last batch, then epoch 1's first
+  assert first.state()["shards"]["0"] == {"epoch": 1, "step_in_epoch": 1,
+                                          "tokens": first.num_tokens}
+  resumed = shards.ShardInput(prefix + "-eval.npz", config.data, tokenizer)
+  resumed.restore(saved)
+  for expected in ahead:
+    got = next(resumed)
+    for key in expected:
+      np.testing.assert_array_equal(got[key], expected[key], err_msg=key)
+  epoch_0, epoch_1 = first.batch(0, 0), first.batch(1, 0)
+  assert not np.array_equal(epoch_0["masked_lm_positions"], epoch_1["masked_lm_positions"])
+  saved["seed"] = 1
+  with pytest.raises(ValueError, match="data state was saved with seed=1, this input has 0"):
+    resumed.restore(saved)

@@ -89,9 +89,10 @@ Fields read from config.data (`default_data_config()` gives them with defaults):
   batch_size           global (all processes)
   num_shards           K above; 0 = the process count
   cache_dir            "" -> no cache; else tokenized corpora are kept there as .npz
-  shards, eval_shards  "" -> this module's stream; else a pattern of the pre-tokenized
-                       shard files that bert_jax/pretrain/shards.py wrote from it, read
-                       and masked in numpy instead (no TensorFlow)
+  shards               "" -> the tf.data stream; else a pattern of pre-tokenized shard
+                       files (bert_jax/pretrain/shards.py writes them from that stream),
+                       read and masked in numpy instead (no TensorFlow)
+  eval_shards          with shards: the held-out rows' shard file(s); "" -> no eval
 """
 from __future__ import annotations
 
