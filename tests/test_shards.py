@@ -68,6 +68,20 @@ def test_shard_input_statistics_are_the_tf_streams(written):
   assert ours["epoch_mask_overlap"] < 0.5  # dynamic: each epoch draws new masks
 
 
+def test_inspect_reads_the_shards_when_config_names_them(written, corpus):
+  _, _, prefix = written
+  result = subprocess.run(
+      [sys.executable, "-m", "bert_jax.pretrain.inspect",
+       f"--config=configs/tiny.py:corpus={corpus},runlocal=True",
+       "--config.data.max_seq_length=32", "--config.data.max_predictions_per_seq=5",
+       f"--config.data.shards={prefix}-train-*.npz", "--batches=30", "--json"],
+      cwd=REPO, capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-2000:]
+  stats = json.loads(result.stdout)
+  assert 0.7 < stats["mask_fraction"] < 0.9 and 0.3 < stats["is_next_fraction"] < 0.7
+  assert "fill_rate" in stats and "fill_nsp_pairs" not in stats  # the latter: a corpus's
+
+
 def test_shard_input_refuses_what_it_cannot_read(written, tmp_path):
   from bert_jax.pretrain import shards
   config, tokenizer, prefix = written
