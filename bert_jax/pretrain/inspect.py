@@ -3,7 +3,9 @@ r"""Looks at what the pretraining input produces: decoded examples and statistic
   python -m bert_jax.pretrain.inspect --config=configs/tiny.py --batches=100 [--json]
 
 Reads config.data (the fields of pipeline.default_data_config()) and takes the first
---batches batches of epoch 0 of the training input (as process 0 of 1). Without --json it
+--batches batches of epoch 0 of the training input (as process 0 of 1): the tf.data
+stream's, or with config.data.shards the shard files' (shards.py; no fill_<builder>
+numbers then, and no unit lengths: shards mask by token). Without --json it
 prints --examples decoded examples, WordPiece by WordPiece, with each prediction shown as
 `[MASK:orig]` (now [MASK]), `[new~orig]` (now a random token) or `[=orig]` (kept), then
 the statistics. With --json it prints one JSON object, nothing else, with:
@@ -74,6 +76,7 @@ from bert_jax.startup import config_flag
 from bert_jax.pretrain import builders
 from bert_jax.pretrain import masking
 from bert_jax.pretrain import pipeline
+from bert_jax.pretrain import shards
 from bert_jax.text import spans as spans_lib
 from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import make_tokenizer
@@ -338,22 +341,31 @@ def main(argv):
   family = _CONFIG.value.get("model", {}).get("family", "bert")
   tokenizer = make_tokenizer(data_config, model_dir=_CONFIG.value.get("init_from", ""),
                              kinds=tokenizer_kinds(family))
-  train_input, _ = pipeline.make_inputs(data_config, tokenizer, span_fields=True)
+  from_shards = bool(data_config.get("shards"))
+  if from_shards:  # the shard files' rows (shards.py), masked as training masks them
+    train_input = shards.ShardInput(data_config.shards, data_config, tokenizer)
+  else:
+    train_input, _ = pipeline.make_inputs(data_config, tokenizer, span_fields=True)
   special_ids = (tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id)
   continuation = masking.continuation_table_for(tokenizer)
   stats, batches = statistics(train_input, _BATCHES.value, special_ids, tokenizer.mask_id,
                               continuation)
-  stats.update(builder_fill_rates(
-      list(train_input.corpora.values()), data_config,
-      builders.SpecialIds(pad=tokenizer.pad_id, cls=tokenizer.cls_id, sep=tokenizer.sep_id)))
+  if not from_shards:  # the builders' fill needs the tokenized corpus
+    stats.update(builder_fill_rates(
+        list(train_input.corpora.values()), data_config,
+        builders.SpecialIds(pad=tokenizer.pad_id, cls=tokenizer.cls_id, sep=tokenizer.sep_id)))
   if _JSON.value:
     print(json.dumps({key: round(value, 4) for key, value in stats.items()}))
     return
-  corpora = train_input.corpora.values()
-  print(f"corpus: {sum(c.num_documents for c in corpora)} documents, "
-        f"{sum(c.num_sentences for c in corpora)} sentences, "
-        f"{sum(c.num_tokens for c in corpora)} tokens in {len(corpora)} data shard(s); "
-        f"epoch 0: {train_input.steps_in_epoch(0)} batches of {train_input.global_batch_size}")
+  if from_shards:
+    print(f"shards: {train_input.num_rows} rows in {len(train_input.paths)} file(s); ", end="")
+  else:
+    corpora = train_input.corpora.values()
+    print(f"corpus: {sum(c.num_documents for c in corpora)} documents, "
+          f"{sum(c.num_sentences for c in corpora)} sentences, "
+          f"{sum(c.num_tokens for c in corpora)} tokens in {len(corpora)} data shard(s); ",
+          end="")
+  print(f"epoch 0: {train_input.steps_in_epoch(0)} batches of {train_input.global_batch_size}")
   for row in range(min(_EXAMPLES.value, len(batches[0]["input_ids"]))):
     print(f"\nexample {row} " + render_example(batches[0], row, tokenizer))
   print()

@@ -96,6 +96,10 @@ Fields read from config.data (`default_data_config()` gives them with defaults):
   batch_size           global (all processes)
   num_shards           K above; 0 = the process count
   cache_dir            "" -> no cache; else tokenized corpora are kept there as .npz
+  shards               "" -> the tf.data stream; else a pattern of pre-tokenized shard
+                       files (bert_jax/pretrain/shards.py writes them from that stream),
+                       read and masked in numpy instead (no TensorFlow)
+  eval_shards          with shards: the held-out rows' shard file(s); "" -> no eval
 """
 from __future__ import annotations
 
@@ -151,6 +155,8 @@ def default_data_config() -> ml_collections.ConfigDict:
       "batch_size": 32,
       "cache_dir": "",
       "num_shards": 0,
+      "shards": "",
+      "eval_shards": "",
   })
 
 
@@ -268,6 +274,11 @@ class PretrainingInput:
   def steps_in_epoch(self, epoch: int) -> int:
     """Batches in epoch_batches(epoch): the fewest of this process's shards."""
     return min(stream.steps_in_epoch(epoch) for stream in self._streams)
+
+  def unmasked_rows(self, epoch: int) -> dict[int, builders.Rows]:
+    """{shard: its epoch `epoch`'s rows for this process, in step order, before masking}
+    (what bert_jax/pretrain/shards.py writes)."""
+    return {stream.shard: stream.epoch_rows(epoch).rows for stream in self._streams}
 
   # ---------------------------------------------------------------- iteration
   def __iter__(self) -> "PretrainingInput":

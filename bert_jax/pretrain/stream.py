@@ -157,6 +157,10 @@ class ShardStream:
     with static masking (dupe_factor N) epoch mod N, so only N versions of the data exist."""
     return epoch % self.dupe_factor if self.dupe_factor else epoch
 
+  def epoch_rows(self, epoch: int) -> _EpochRows:
+    """The epoch's rows for this process in step order, unmasked (waits for them)."""
+    return self._epoch_rows(epoch)
+
   def _epoch_rows(self, epoch: int, wait: bool = True):
     """The epoch's rows (wait=True), or the future of them."""
     if epoch not in self._epoch_futures:

@@ -28,6 +28,7 @@ from bert_jax.pretrain import masking
 from bert_jax.pretrain import distillation
 from bert_jax.pretrain import objectives as objectives_lib
 from bert_jax.pretrain import pipeline
+from bert_jax.pretrain import shards
 from bert_jax.core.task import Evaluation, TaskInputs
 
 @flax.struct.dataclass
@@ -103,9 +104,11 @@ class PretrainingTask:
     return task_models.build(self.model_config, self.model_spec())
 
   def make_inputs(self, tokenizer, process_index: int, process_count: int) -> TaskInputs:
-    train, evaluation = pipeline.make_inputs(self.config.data, process_index=process_index,
-                                             process_count=process_count, tokenizer=tokenizer,
-                                             span_fields=self.span_head)
+    # config.data.shards: pre-tokenized shard files, masked in numpy (no TensorFlow).
+    make = shards.make_inputs if self.config.data.get("shards") else pipeline.make_inputs
+    train, evaluation = make(self.config.data, process_index=process_index,
+                             process_count=process_count, tokenizer=tokenizer,
+                             span_fields=self.span_head)
     _say_if_static_masking_never_repeats(self.config, train)
     return TaskInputs(train=train, eval=evaluation)
 

@@ -2,20 +2,91 @@
 
 Only process 0 writes. metrics.jsonl holds one JSON object per logged step (train rows,
 and eval rows whose keys carry an `eval_` prefix). Both files go through `bert_jax.files.storage`,
-so a gs:// workdir gets them in the bucket: the event records are TensorBoard's own format
-(tensorboard's RecordWriter and Event protos), appended at each write.
+so a gs:// workdir gets them in the bucket: the event records are TensorBoard's own format,
+appended at each write. They are encoded here (an Event proto of a wall time, a step and
+scalar Summary values, in TFRecord framing with masked CRC-32C checksums; the bytes equal
+tensorboard's RecordWriter and Event protos, tests/test_metric_writers.py), so training
+needs neither TensorFlow nor tensorboard.
 """
 import io
 import json
 import socket
+import struct
 import time
-
-from tensorboard.compat.proto import event_pb2, summary_pb2
-from tensorboard.summary.writer.record_writer import RecordWriter
 
 from bert_jax.files import storage
 
 
+# ------------------------------------------------------------------ the event encoding
+def _crc32c_table() -> list[int]:
+  table = []
+  for byte in range(256):
+    crc = byte
+    for _ in range(8):
+      crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)  # CRC-32C (Castagnoli), reflected
+    table.append(crc)
+  return table
+
+
+_CRC32C = _crc32c_table()
+
+
+def masked_crc32c(data: bytes) -> int:
+  """TFRecord's checksum: CRC-32C of `data`, rotated right by 15 and offset."""
+  crc = 0xFFFFFFFF
+  for byte in data:
+    crc = _CRC32C[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+  crc ^= 0xFFFFFFFF
+  return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def record(data: bytes) -> bytes:
+  """One TFRecord: length, its checksum, the data, its checksum."""
+  length = struct.pack("<Q", len(data))
+  return (length + struct.pack("<I", masked_crc32c(length)) + data
+          + struct.pack("<I", masked_crc32c(data)))
+
+
+def _varint(value: int) -> bytes:
+  out = bytearray()
+  while True:
+    low, value = value & 0x7F, value >> 7
+    out.append(low | (0x80 if value else 0))
+    if not value:
+      return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+  """A length-delimited protobuf field (wire type 2)."""
+  return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def event(wall_time: float, step: int = 0, file_version: str = "",
+          scalars: dict | None = None) -> bytes:
+  """tensorboard's Event proto, serialized: wall_time (1, double), step (2, int64),
+  file_version (3), summary (5: Summary, whose values (1) are tag (1) and simple_value (2,
+  float)); fields at their default are left out, as protobuf does."""
+  out = b"\x09" + struct.pack("<d", wall_time)
+  if step:
+    out += _varint(2 << 3) + _varint(step & 0xFFFFFFFFFFFFFFFF)
+  if file_version:
+    out += _field(3, file_version.encode())
+  if scalars is not None:
+    values = b"".join(_field(1, _field(1, tag.encode()) + b"\x15" + _float32(value))
+                      for tag, value in scalars.items())
+    out += _field(5, values)
+  return out
+
+
+def _float32(value: float) -> bytes:
+  """value as a little-endian float32; beyond its range, infinity (as protobuf stores it)."""
+  try:
+    return struct.pack("<f", value)
+  except OverflowError:
+    return struct.pack("<f", float("inf") if value > 0 else float("-inf"))
+
+
+# ------------------------------------------------------------------ the writers
 class EventFile:
   """WORKDIR/tensorboard/events.out.tfevents.<time>.<host>: scalars, one event per value."""
 
@@ -24,17 +95,11 @@ class EventFile:
     self.path = storage.join(logdir, f"events.out.tfevents.{int(time.time())}."
                              f"{socket.gethostname()}")
     self._pending = io.BytesIO()
-    self._records = RecordWriter(self._pending)
-    self._add(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
+    self._pending.write(record(event(time.time(), file_version="brain.Event:2")))
     self.flush()
 
-  def _add(self, event) -> None:
-    self._records.write(event.SerializeToString())
-
   def scalars(self, step: int, values: dict) -> None:
-    summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=k, simple_value=v)
-                                         for k, v in values.items()])
-    self._add(event_pb2.Event(wall_time=time.time(), step=step, summary=summary))
+    self._pending.write(record(event(time.time(), step, scalars=values)))
 
   def flush(self) -> None:
     storage.append_bytes(self.path, self._pending.getvalue())

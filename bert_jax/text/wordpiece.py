@@ -54,6 +54,7 @@ valid UTF-8.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -201,12 +202,20 @@ class WordPieceTokenizer(SubwordTokenizer):
     for index, token in enumerate(SPECIAL_TOKENS):
       graph_vocab[graph_vocab.index(token)] = chr(SENTINEL_BASE + index)
     self._unk_sentinel = chr(SENTINEL_BASE + SPECIAL_TOKENS.index(UNK))
-    self._wordpiece = tf_text.FastWordpieceTokenizer(
-        vocab=graph_vocab, suffix_indicator=CONTINUATION_PREFIX,
-        # Every word reaching the model has <= 100 chars, so <= 400 UTF-8 bytes.
-        max_bytes_per_word=4 * MAX_CHARS_PER_WORD,
-        token_out_type=tf.int32, unknown_token=self._unk_sentinel,
-        no_pretokenization=True)
+    self._graph_vocab = graph_vocab
+
+  @functools.cached_property
+  def _wordpiece(self):
+    """The in-graph WordPiece model, built on first tokenization: reading the vocabulary
+    (its ids, saving it, masking's tables) needs no TensorFlow. Made eagerly (init_scope)
+    even when first read while tf.data traces a function, so every graph can use it."""
+    with tf.init_scope():
+      return tf_text.FastWordpieceTokenizer(
+          vocab=self._graph_vocab, suffix_indicator=CONTINUATION_PREFIX,
+          # Every word reaching the model has <= 100 chars, so <= 400 UTF-8 bytes.
+          max_bytes_per_word=4 * MAX_CHARS_PER_WORD,
+          token_out_type=tf.int32, unknown_token=self._unk_sentinel,
+          no_pretokenization=True)
 
   @classmethod
   def from_pretrained_dir(cls, path: str) -> "WordPieceTokenizer":
