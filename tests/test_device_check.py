@@ -7,7 +7,7 @@ import math
 import os
 import subprocess
 
-from conftest import tiny_pretraining_config
+from tests.helpers.runs import tiny_pretraining_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -8,7 +8,7 @@ import pytest
 
 import scale_out_worker as worker
 from tests.helpers.gcs import BUCKET
-from tests.test_scale_out import Job, RTOL, free_port, max_relative_difference, train_command
+from tests.helpers.processes import free_port, Job, max_relative_difference, RTOL, train_command
 
 _PAIR_MESH = "2,2,2"  # every axis spans the devices of both processes
 

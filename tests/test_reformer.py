@@ -29,9 +29,9 @@ from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig  # noqa: E402
 from bert_jax.models.task_models import BertForPreTraining  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402
-from tests.helpers.hf_reference import (  # noqa: E402
-    TOL, assert_parity, hf_forward, hf_param_count, hf_state, max_diff, our_param_count,
-    perturbed, random_batch, random_hf_model)
+from tests.helpers.hf_reference import (assert_parity, hf_forward,  # noqa: E402
+                                        hf_param_count, hf_state, max_diff, our_param_count,
+                                        perturbed, random_batch, random_hf_model, TOL)
 
 _TINY = dict(family="reformer", vocab_size=61, hidden_size=32, num_attention_heads=3,
              attention_head_size=8, intermediate_size=40, max_position_embeddings=64,

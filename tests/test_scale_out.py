@@ -13,12 +13,10 @@ the two-process job on the fourth mesh, (2,2,2), and --compile_only. The `backgr
 fixture starts them all at once; the 1-device runs train in this process meanwhile. Every
 wait is bounded, and no subprocess outlives the module.
 """
-import ctypes
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -32,6 +30,8 @@ import scale_out_worker as worker
 from bert_jax.run import trainer
 from bert_jax.pretrain import pipeline as pretraining_data
 from bert_jax.text.tokenizers import make_tokenizer
+from tests.helpers.processes import (free_port, Job, max_relative_difference, RTOL,
+                                     train_command, WAIT_S)
 
 REPO = worker.REPO
 # (data, fsdp, tensor) meshes on 8 devices, one worker; 2,4,1's checkpoint moves. tensor=4
@@ -40,64 +40,8 @@ REPO = worker.REPO
 MESHES = ("2,4,1", "1,8,1", "2,1,4")
 PAIR_MESH = "2,2,2"  # every axis spans the devices of both processes
 ONE_DEVICE = worker.mesh_changes("1,1,1")
-RTOL = 1e-5
 HEARTBEAT_S = 10  # --heartbeat_timeout of the two processes
 EXIT_S = HEARTBEAT_S + 50  # the most process 0 may take to exit once process 1 is killed
-WAIT_S = 420  # the most any background job may take (they share two cores)
-_PRCTL = ctypes.CDLL(None).prctl if sys.platform.startswith("linux") else None
-_PR_SET_PDEATHSIG = 1  # <sys/prctl.h>
-
-
-def _die_with_parent() -> None:
-  """(In the child, before exec.) SIGKILL when pytest dies, even if it is killed -9."""
-  _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-class Job:
-  """A subprocess started now and waited for later; stdout and stderr go to `log`.
-
-  It runs on `devices` simulated CPU devices, LLVM optimisation off: compiling is most of
-  a tiny run's time and this cuts it by a quarter (the losses agree to 2e-7 either way).
-  """
-
-  def __init__(self, args: list[str], log, devices: int, env: dict | None = None):
-    self.log = str(log)
-    env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices} "
-                                      "--xla_backend_optimization_level=0",
-           "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
-    with open(self.log, "w") as out:
-      self.proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=out,
-                                   stderr=subprocess.STDOUT,
-                                   preexec_fn=_die_with_parent if _PRCTL else None)
-
-  def output(self) -> str:
-    with open(self.log, errors="replace") as f:
-      return f.read()
-
-  def check_running(self) -> None:
-    if self.proc.poll() is not None:
-      pytest.fail(f"{self.log}: exited early ({self.proc.returncode})\n{self.output()[-3000:]}")
-
-  def finish(self, timeout: float = WAIT_S) -> None:
-    """Waits for a clean exit; a failure or a timeout fails the test with the log's end."""
-    try:
-      self.proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-      self.stop()
-      pytest.fail(f"{self.log}: still running after {timeout} s\n{self.output()[-3000:]}")
-    if self.proc.returncode:
-      pytest.fail(f"{self.log}: exit code {self.proc.returncode}\n{self.output()[-3000:]}")
-
-  def stop(self) -> None:
-    if self.proc.poll() is None:
-      self.proc.kill()
-      self.proc.wait()
-
-
-def free_port() -> int:
-  with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    return s.getsockname()[1]
 
 
 def read_losses(workdir) -> dict[int, float]:
@@ -108,20 +52,6 @@ def read_losses(workdir) -> dict[int, float]:
   with open(path) as f:
     rows = [json.loads(line) for line in f if line.endswith("\n")]
   return {row["step"]: row["loss"] for row in rows if "loss" in row}
-
-
-def max_relative_difference(got: dict, want: dict) -> float:
-  assert sorted(got) == sorted(want), (sorted(got), sorted(want))
-  return max(abs(got[step] - want[step]) / abs(want[step]) for step in want)
-
-
-def train_command(corpus: str, workdir, **changes) -> list[str]:
-  """`python -m bert_jax.train` on small_config(corpus, **changes), as config flags."""
-  overrides = [f"--config.{key}={value}"
-               for key, value in worker.small_changes(corpus, **changes).items()]
-  return [sys.executable, "-m", "bert_jax.train",
-          f"--config={REPO}/configs/tiny.py:corpus={corpus},runlocal=True",
-          f"--workdir={workdir}", *overrides]
 
 
 def kill_after_step_20(pair: list[Job], workdir, outcome: types.SimpleNamespace) -> None:

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO, TINY_PRETRAINING, tiny_pretraining_config
+from tests.helpers.runs import REPO, TINY_PRETRAINING, tiny_pretraining_config
 
 
 @pytest.fixture(scope="module")

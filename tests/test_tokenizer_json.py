@@ -12,9 +12,9 @@ import pytest
 
 from bert_jax.text import tokenizers
 from bert_jax.text import wordpiece
-from tests.helpers.tokenizer_samples import (assert_model_inputs_equal, mismatches,  # noqa: F401
-                                             modernbert_like_tokenizer, sample_lines,
-                                             training_text)
+from tests.helpers.tokenizer_samples import (assert_model_inputs_equal,  # noqa: F401
+                                             mismatches, modernbert_like_tokenizer,
+                                             sample_lines, training_text)
 
 transformers = pytest.importorskip("transformers")
 

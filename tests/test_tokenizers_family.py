@@ -21,9 +21,9 @@ from bert_jax.text import sentencepiece_vocab
 from bert_jax.text import tokenizers
 from bert_jax.text import wordpiece
 
-from tests.helpers.tokenizer_samples import (  # noqa: F401
-    EDGE_CASES, assert_model_inputs_equal, mismatches, parity_bench, sample_lines,
-    training_text, write_lines)
+from tests.helpers.tokenizer_samples import (assert_model_inputs_equal,  # noqa: F401
+                                             EDGE_CASES, mismatches, parity_bench,
+                                             sample_lines, training_text, write_lines)
 
 transformers = pytest.importorskip("transformers")
 
