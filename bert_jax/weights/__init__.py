@@ -12,8 +12,8 @@ from bert_jax.weights.init_chain import fresh_start, init_params, init_word_vect
 from bert_jax.weights.init_chain import reinit_top_layers
 from bert_jax.weights.loader import Pretrained, check_vocab, detect_format, label_names
 from bert_jax.weights.loader import load_config, load_params, load_pretrained, model_spec
-from bert_jax.weights.loader import resolve
+from bert_jax.weights.loader import readable_path, resolve
 
 __all__ = ["Pretrained", "check_vocab", "detect_format", "fresh_start", "init_params",
            "init_word_vectors", "label_names", "load_config", "load_params", "load_pretrained",
-           "model_spec", "reinit_top_layers", "resolve"]
+           "model_spec", "readable_path", "reinit_top_layers", "resolve"]
