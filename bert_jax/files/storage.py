@@ -104,15 +104,6 @@ def listdir(path: str) -> list[str]:
   return sorted(child.name for child in epath.Path(path).iterdir())
 
 
-def glob(pattern: str) -> list[str]:
-  """The paths that match `pattern` (wildcards in its last part only on object storage),
-  sorted; a URL pattern gives URLs."""
-  if not is_url(pattern):
-    return sorted(glob_lib.glob(pattern))
-  folder, name = pattern.rsplit("/", 1)
-  return sorted(os.fspath(child) for child in epath.Path(folder).glob(name))
-
-
 def makedirs(path: str) -> None:
   """A local folder (and its parents); on object storage folders need not be made."""
   if not is_url(path):
