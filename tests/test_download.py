@@ -4,21 +4,19 @@ the manifest's URLs); the command fetches into a fresh root, checks sizes and sh
 refuses a corrupted file and reports a server that is down, each in one line. The manifest
 itself is checked against the data root (scripts/data_manifest.py recomputes it)."""
 import hashlib
-import http.server
 import importlib.util
 import os
 import re
 import shutil
 import subprocess
 import sys
-import threading
-import urllib.parse
 
 import pytest
 
 from bert_jax.commands import download
 from bert_jax.text import paths
 from bert_jax.text import prepare
+from tests.helpers.data_mirror import Mirror
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = ["wnli", "bert_vocab", "mnli"]  # 23 files, about 0.75 MB
@@ -31,48 +29,6 @@ def _manifest_script():
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   return module
-
-
-class Mirror:
-  """raw.githubusercontent.com's URL layout over the data root's files; `corrupt` maps a
-  data-root path to the bytes served instead, `requests` records every path asked for."""
-
-  def __init__(self, root: str, manifest: dict):
-    self.files = {urllib.parse.urlparse(entry["url"]).path: os.path.join(root, entry["path"])
-                  for entries in manifest.values() for entry in entries}
-    self.by_target = {entry["path"]: urllib.parse.urlparse(entry["url"]).path
-                      for entries in manifest.values() for entry in entries}
-    self.corrupt, self.requests = {}, []
-    mirror = self
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-      def do_GET(self):  # noqa: N802 (http.server's name)
-        mirror.requests.append(self.path)
-        local = mirror.files.get(self.path)
-        if local is None:
-          self.send_error(404)
-          return
-        body = mirror.corrupt.get(self.path)
-        if body is None:
-          with open(local, "rb") as f:
-            body = f.read()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-      def log_message(self, *args):
-        del args
-
-    self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-    self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-    self.thread.start()
-
-  def stop(self):
-    self.server.shutdown()
-    self.server.server_close()
-    self.thread.join()
 
 
 @pytest.fixture(scope="module")

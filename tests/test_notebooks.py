@@ -1,38 +1,153 @@
-"""notebooks/ run top to bottom (executed with nbclient, as a user would run them)."""
+"""notebooks/ run top to bottom (executed with nbclient) as a Colab user runs them.
+
+Each notebook starts with an "Open in Colab" link and an install cell built from
+pyproject.toml's Repository URL, fetches its data into a data root with bert_jax.commands.download,
+and needs no checkout. Here every one runs with its working directory outside the
+repository, a fresh data root and BERT_JAX_DATA_MIRROR naming a mirror on 127.0.0.1 of
+raw.githubusercontent.com (the data root's files, and the repository's committed results
+at main). The package is the checkout's (on PYTHONPATH; the install cell finds it and
+installs nothing), or, when BERT_JAX_PIP_URL is set (scripts/newest_jax_check.sh sets it to
+a wheel of the checkout, in a clean environment, with the kernel BERT_JAX_NOTEBOOK_KERNEL),
+the install cell's install from that URL.
+"""
+import ast
+import glob
 import json
 import os
 import re
+import shutil
+import subprocess
+import tomllib
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from bert_jax.commands import download
+from tests.helpers.data_mirror import Mirror
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NOTEBOOKS = sorted(glob.glob(os.path.join(REPO, "notebooks", "*.ipynb")))
+PIP_URL = "BERT_JAX_PIP_URL"
+KERNEL = "BERT_JAX_NOTEBOOK_KERNEL"
+COMMITTED = "experiments/results/syntax_heads"  # what_bert_learns reads these from GitHub
 
 
-def run_notebook(notebook) -> str:
-  """Executes a notebook from notebooks/; returns the text its code cells printed."""
-  NotebookClient(notebook, timeout=600, kernel_name="python3",
-                 resources={"metadata": {"path": os.path.join(REPO, "notebooks")}}).execute()
-  return "".join(out.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
-                 for out in cell.get("outputs", []))
+def repository() -> str:
+  with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
+    return tomllib.load(f)["project"]["urls"]["Repository"]
 
 
-def test_finetune_glue_notebook_runs_and_learns(minilm_dir, data_dir, monkeypatch, tmp_path):
+def colab_link(path: str) -> str:
+  github = "https://github.com/"
+  assert repository().startswith(github), repository()
+  return (f"https://colab.research.google.com/github/{repository()[len(github):]}/blob/main/"
+          f"notebooks/{os.path.basename(path)}")
+
+
+def test_each_notebook_opens_in_colab_and_installs_from_the_repository():
+  assert len(NOTEBOOKS) == 5
+  with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+    readme = f.read()
+  for path in NOTEBOOKS:
+    cells = nbformat.read(path, as_version=4).cells
+    first_markdown = next(c for c in cells if c.cell_type == "markdown")
+    links = re.findall(r"\]\((https://colab\.research\.google\.com/github/[^)]*)\)",
+                       first_markdown.source)
+    assert links == [colab_link(path)], (path, links)
+    assert colab_link(path) in readme, path
+    install = next(c for c in cells if c.cell_type == "code").source
+    assert f'REPOSITORY = "{repository()}"' in install and PIP_URL in install, path
+    assert "'git+' + REPOSITORY" in install, path
+    for cell in cells:  # nothing of a checkout, no placeholder
+      for text in ("<you>", "../shared/data", "from configs", "sys.path", "experiments."):
+        assert text not in cell.source, (path, text)
+
+
+def install_cells() -> dict[str, str]:
+  return {os.path.basename(path): next(c for c in nbformat.read(path, as_version=4).cells
+                                       if c.cell_type == "code").source for path in NOTEBOOKS}
+
+
+def test_the_install_cell_picks_jaxs_extra_by_the_runtime(monkeypatch, tmp_path):
+  """accelerator_extra() of each install cell, run alone: a TPU runtime's variables give
+  [tpu], an nvidia-smi that lists a GPU [cuda12], one that fails (no driver) or none, CPU;
+  each extra is one of pyproject.toml's."""
+  with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
+    extras = tomllib.load(f)["project"]["optional-dependencies"]
+  nvidia_smi = tmp_path / "nvidia-smi"
+  for name in ("COLAB_TPU_ADDR", "TPU_NAME"):
+    monkeypatch.delenv(name, raising=False)
+  monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}/usr/bin{os.pathsep}/bin")
+  for name, source in install_cells().items():
+    [function] = [node for node in ast.parse(source).body
+                  if isinstance(node, ast.FunctionDef) and node.name == "accelerator_extra"]
+    scope = {}
+    exec(compile(ast.Module([function], []), name, "exec"), scope)  # pylint: disable=exec-used
+    scope.update(glob=glob, os=os, shutil=shutil, subprocess=subprocess)
+    extra = scope["accelerator_extra"]
+    if not glob.glob("/dev/accel*"):  # a TPU VM's chips
+      assert extra() == "", name
+      nvidia_smi.write_text("#!/bin/sh\nexit 9\n")
+      nvidia_smi.chmod(0o755)
+      assert extra() == "", name
+      nvidia_smi.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H100'\n")
+      assert extra() == "[cuda12]", name
+      nvidia_smi.unlink()
+    monkeypatch.setenv("TPU_NAME", "local")
+    assert extra() == "[tpu]", name
+    monkeypatch.delenv("TPU_NAME")
+    assert {"tpu", "cuda12"} <= set(extras), extras
+
+
+@pytest.fixture
+def colab(data_dir, monkeypatch, tmp_path):
+  """A Colab user's place: a working directory outside the repository, a fresh data root
+  filled from a mirror of raw.githubusercontent.com, the package installed by the install
+  cell from BERT_JAX_PIP_URL, else the checkout's on PYTHONPATH. Yields the directory."""
+  slug = repository().removeprefix("https://github.com/")
+  committed = {f"/{slug}/main/{COMMITTED}/{name}": os.path.join(REPO, COMMITTED, name)
+               for name in os.listdir(os.path.join(REPO, COMMITTED))}
+  mirror = Mirror(data_dir, download.load_manifest(), committed)
+  monkeypatch.setenv(download.MIRROR_ENV, mirror.url)
+  monkeypatch.setenv("BERT_JAX_DATA_DIR", str(tmp_path / "data"))
+  for name in ("no_proxy", "NO_PROXY"):  # the mirror is on 127.0.0.1
+    monkeypatch.setenv(name, ",".join(filter(None, [os.environ.get(name), "127.0.0.1"])))
+  if not os.environ.get(PIP_URL):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        filter(None, [REPO, os.environ.get("PYTHONPATH")])))
+  cwd = tmp_path / "content"
+  cwd.mkdir()
+  yield cwd
+  mirror.stop()
+
+
+def run_notebook(name: str, cwd) -> str:
+  """Executes notebooks/NAME.ipynb in `cwd`; returns the text its code cells printed, after
+  checking where its install cell found bert_jax."""
+  notebook = nbformat.read(os.path.join(REPO, "notebooks", name + ".ipynb"), as_version=4)
+  NotebookClient(notebook, timeout=600, kernel_name=os.environ.get(KERNEL, "python3"),
+                 resources={"metadata": {"path": str(cwd)}}).execute()
+  outputs = "".join(out.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
+                    for out in cell.get("outputs", []))
+  package = outputs.split("bert_jax from ")[1].split()[0]
+  if os.environ.get(PIP_URL):  # installed by the cell, not the source tree
+    assert "site-packages" in package and not package.startswith(REPO), package
+  else:
+    assert package == os.path.join(REPO, "bert_jax"), package
+  return outputs
+
+
+def test_finetune_glue_notebook_runs_and_learns(minilm_dir, colab, monkeypatch, tmp_path):
   del minilm_dir  # the notebook finds the weights itself; this skips without them
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_EXAMPLES", "1280")  # 40 steps, about a minute
-  monkeypatch.setenv("BERT_JAX_DATA_DIR", data_dir)
   # The kernel trains all-MiniLM-L6-v2 (L6/H384): with LLVM optimisation on (not the suite's
   # tiny-model default, tests/conftest.py) it runs in 153 s instead of 181 s. (The notebook
   # rounds packed rows up to a multiple of 4: two train-step shapes, not six; 113 s alone
   # with an empty compilation cache, against 138 s.)
   monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=2")
-  path = os.path.join(REPO, "notebooks", "finetune_glue.ipynb")
-  notebook = nbformat.read(path, as_version=4)
-  # A fresh workdir: the notebook writes runs/notebook_sst2_1280 under the repo otherwise.
-  notebook.cells.insert(0, nbformat.v4.new_code_cell(
-      f"import os; os.environ['BERT_JAX_NOTEBOOK_RUNS'] = {str(tmp_path)!r}"))
-  outputs = run_notebook(notebook)
+  monkeypatch.setenv("BERT_JAX_NOTEBOOK_RUNS", str(tmp_path))
+  outputs = run_notebook("finetune_glue", colab)
   accuracy = float(outputs.split("dev accuracy ")[1].split()[0])
   print(f"notebook: SST-2 dev accuracy after 40 steps on 1,280 sentences: {accuracy:.4f}")
   assert accuracy > 0.7  # all-MiniLM-L6-v2 learns SST-2 well above chance even this briefly
@@ -40,8 +155,7 @@ def test_finetune_glue_notebook_runs_and_learns(minilm_dir, data_dir, monkeypatc
   assert os.path.isfile(tmp_path / "notebook_sst2_1280" / "learning_curve.png")
 
 
-def test_pretrain_tiny_notebook_runs_and_learns(data_dir, monkeypatch, tmp_path):
-  monkeypatch.setenv("BERT_JAX_DATA_DIR", data_dir)
+def test_pretrain_tiny_notebook_runs_and_learns(colab, monkeypatch, tmp_path):
   # 40 steps (the default is 1,500): MLM loss 10.35 -> 6.76, 189 s of the notebook's
   # 214 s on 2 shared cores (60 steps: 248 s of 277 s).
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_STEPS", "40")
@@ -54,9 +168,7 @@ def test_pretrain_tiny_notebook_runs_and_learns(data_dir, monkeypatch, tmp_path)
   # 40 steps of 32 x 128 tokens are compute, not compiling: with LLVM optimisation on the
   # training cell took 55 s alone instead of 79 s (the notebook 74 s instead of 101 s).
   monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=2")
-  path = os.path.join(REPO, "notebooks", "pretrain_tiny.ipynb")
-  notebook = nbformat.read(path, as_version=4)
-  outputs = run_notebook(notebook)
+  outputs = run_notebook("pretrain_tiny", colab)
   # The masking statistics of the inspect cell.
   selected = float(outputs.split("selected_fraction")[1].split()[0])
   assert abs(selected - 0.15) < 0.01
@@ -69,16 +181,13 @@ def test_pretrain_tiny_notebook_runs_and_learns(data_dir, monkeypatch, tmp_path)
   assert outputs.count("[MASK] 1:") == 2 and "[MASK] 2:" in outputs
 
 
-def test_what_bert_learns_notebook_finds_positional_heads(minilm_dir, data_dir, monkeypatch,
+def test_what_bert_learns_notebook_finds_positional_heads(minilm_dir, colab, monkeypatch,
                                                            tmp_path):
   del minilm_dir  # the notebook finds the weights itself; this skips without them
-  monkeypatch.setenv("BERT_JAX_DATA_DIR", data_dir)
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_SEGMENTS", "8")
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_TREEBANK_SENTENCES", "100")
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_RUNS", str(tmp_path))
-  path = os.path.join(REPO, "notebooks", "what_bert_learns.ipynb")
-  notebook = nbformat.read(path, as_version=4)
-  outputs = run_notebook(notebook)
+  outputs = run_notebook("what_bert_learns", colab)
 
   def best(statistic, which):
     line = next(line for line in outputs.splitlines() if line.strip().startswith(statistic))
@@ -108,13 +217,10 @@ def test_what_bert_learns_notebook_finds_positional_heads(minilm_dir, data_dir, 
     assert os.path.isfile(tmp_path / "what_bert_learns" / name)
 
 
-def test_masking_strategies_notebook_shows_each_selector(data_dir, monkeypatch, tmp_path):
-  monkeypatch.setenv("BERT_JAX_DATA_DIR", data_dir)
+def test_masking_strategies_notebook_shows_each_selector(colab, monkeypatch, tmp_path):
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_BATCHES", "10")
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_RUNS", str(tmp_path))
-  notebook = nbformat.read(os.path.join(REPO, "notebooks", "masking_strategies.ipynb"),
-                           as_version=4)
-  outputs = run_notebook(notebook)
+  outputs = run_notebook("masking_strategies", colab)
   stats = {}
   for name, selected, partial, drawn in re.findall(
       r"(\w+): selected ([\d.]+), partly-masked words ([\d.]+), first-unit length mean "
@@ -130,14 +236,12 @@ def test_masking_strategies_notebook_shows_each_selector(data_dir, monkeypatch, 
   assert os.path.isfile(tmp_path / "notebook_masking" / "masking_strategies.png")
 
 
-def test_the_family_notebook_compares_bert_and_albert(data_dir, monkeypatch, tmp_path):
-  monkeypatch.setenv("BERT_JAX_DATA_DIR", data_dir)
+def test_the_family_notebook_compares_bert_and_albert(colab, monkeypatch, tmp_path):
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_STEPS", "10")
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_RUNLOCAL", "1")
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_SOURCES", "nltk_corpora/inaugural.zip")
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_RUNS", str(tmp_path))
-  notebook = nbformat.read(os.path.join(REPO, "notebooks", "the_family.ipynb"), as_version=4)
-  outputs = run_notebook(notebook)
+  outputs = run_notebook("the_family", colab)
   table = {}
   for line in outputs.splitlines():  # the side-by-side table, in markdown
     cells = line.strip("| ").split(" | ")
