@@ -136,6 +136,18 @@ def test_pyproject_dependencies_match_the_pins():
   assert set(extras) == set(test_pins)
 
 
+def test_the_docs_extra_installs_what_builds_the_site():
+  """[docs] is the test extra's part that mkdocs.yml needs: the theme and the API plugin,
+  at the ranges the test extra gives them (so `pip install ".[docs]"` builds the site)."""
+  extras = pyproject()["optional-dependencies"]
+  docs = {Requirement(line).name: str(Requirement(line).specifier) for line in extras["docs"]}
+  test = {Requirement(line).name: str(Requirement(line).specifier) for line in extras["test"]}
+  with open(os.path.join(REPO, "mkdocs.yml")) as f:
+    site = f.read()
+  assert "name: material" in site and "mkdocstrings" in site
+  assert docs == {name: test[name] for name in ("mkdocs-material", "mkdocstrings-python")}
+
+
 def test_the_newest_set_is_inside_the_ranges():
   """requirements-newest.txt (what scripts/newest_jax_check.sh installs in place of the
   pins of the same names) pins distributions of requirements.txt, each at or above its pin
