@@ -102,6 +102,14 @@ def test_config_reference_is_current():
   assert result.returncode == 0, result.stdout + result.stderr[-3000:]
 
 
+def test_the_generated_pages_are_committed_and_current():
+  """docs/hooks.py's pages (API package pages, commands, sweeps, payoff) are in the
+  repository, so links to them resolve on a repository viewer as in the built site."""
+  result = subprocess.run([sys.executable, os.path.join("docs", "hooks.py"), "--check"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+
+
 def test_a_field_without_a_meaning_fails_the_reference_check():
   sys.path.insert(0, os.path.join(REPO, "docs"))
   try:
