@@ -33,6 +33,23 @@ without the hardware (bert_jax/run/targets.py) and prints one markdown table:
 The bound ignores communication between chips and kernel launch overheads; it says how
 fast a step can be, not how fast it is (bench/device_check.sh measures that). The JSON of
 every row is the last line.
+
+`--recipes` plans the family configs' paper-scale recipes instead (RECIPES: `configs/
+NAME.py:size=...`, each paper's model, optimizer, objectives and rows) on one host of each
+TPU generation and 8 H100s (RECIPE_TARGETS):
+
+  PYTHONPATH=~/targets JAX_PLATFORMS=cpu python bench/target_plan.py --recipes \
+      --rows=modernbert --targets=tpu:v5p-8 --max_batch
+
+Each row compiles one micro-batch of the recipe's step (rows_per_chip x chips rows, the
+paper's global batch reached by accumulating that many: the optimizer's update, once per
+step, is left out of the bound), layers unrolled (the compiler's cost analysis counts a
+scanned loop's body once), the platform's fused attention with its dropout off. Beside
+the compiler facts and the bound it prints the estimates of the paper's token budget
+(steps x global batch x row length) at the bound: the hours the host needs (tokens /
+(tokens/s per chip x chips)) and its chip-hours, lower bounds like the bound they come
+from. A recipe the compiler cannot be given (DistilBERT's
+reads a trained teacher) is a row with its error.
 """
 import argparse
 import dataclasses
@@ -122,6 +139,92 @@ def _rows():
 ROWS = _rows()
 
 
+@dataclasses.dataclass(frozen=True)
+class RecipeRow:
+  recipe: str  # "NAME:ARG": configs/NAME.py's get_config(ARG)
+  target: str
+  mesh: str
+  batch: int   # global micro-batch (rows_per_chip x chips, at most the paper's batch)
+  steps: int = 0  # the budget's steps; 0: the config's num_train_steps
+
+
+# The papers' recipes: (configs/NAME.py arg, the budget's steps where the config's differ).
+# BERT (Devlin et al. 2019, Sec. A.2): 90% of 1M steps at 128 tokens, the rest at 512.
+# ERNIE's three stages share one step (one compile): the budget is all three.
+RECIPES = (
+    ("base:seq=128", 900_000), ("base:seq=512", 100_000),
+    ("large:seq=128", 900_000), ("large:seq=512", 100_000),
+    ("roberta:size=base", 0),
+    ("electra:size=small", 0), ("electra:size=base", 0), ("electra:size=large", 0),
+    ("albert:size=base", 0), ("albert:size=large", 0), ("albert:size=xxlarge", 0),
+    ("spanbert:size=base", 0), ("spanbert:size=large", 0),
+    ("modernbert:size=base", 0), ("modernbert:size=base,phase=2", 0),
+    ("modernbert:size=large", 0),
+    ("ernie:size=base", 1_000_000),
+    ("distilbert:size=base", 0),
+    ("reformer:size=enwik8", 0),
+)
+# One host of each TPU generation (v4-8 and v5p-8: 4 chips; v5e-8 and v6e-8: 8) and 8 H100s.
+RECIPE_TARGETS = (("tpu:v4-8", 4), ("tpu:v5e-8", 8), ("tpu:v5p-8", 4), ("tpu:v6e-8", 8),
+                  ("gpu:h100x8", 8))
+TOKENS_PER_CHIP = 16_384  # a micro-batch's rows per chip: this many tokens, at least one row
+
+
+def _recipe_config(recipe: str):
+  name, _, arg = recipe.partition(":")
+  return importlib.import_module(f"configs.{name}").get_config(arg)
+
+
+def _rows_per_chip(seq: int, batch: int, chips: int) -> int:
+  """The most rows per chip, up to TOKENS_PER_CHIP tokens (at least one row), that divide
+  the paper's batch evenly over the chips (1 where the chips do not divide it)."""
+  share = batch // chips if batch % chips == 0 else 1
+  most = max(1, min(TOKENS_PER_CHIP // seq, share))
+  return next(n for n in range(most, 0, -1) if share % n == 0)
+
+
+def recipe_rows(recipes=RECIPES, targets=RECIPE_TARGETS) -> tuple[RecipeRow, ...]:
+  """Every recipe on every target, fully sharded (fsdp over the host's chips)."""
+  rows = []
+  for recipe, steps in recipes:
+    config = _recipe_config(recipe)
+    batch, seq = int(config.data.batch_size), int(config.data.max_seq_length)
+    for target, chips in targets:
+      per_chip = _rows_per_chip(seq, batch, chips)
+      rows.append(RecipeRow(recipe, target, f"fsdp={chips}", per_chip * chips, steps))
+  return tuple(rows)
+
+
+def recipe_config(row: RecipeRow, batch: int | None = None):
+  """The recipe's config at the row's micro-batch and mesh: no accumulation, layers
+  unrolled, the platform's fused attention (dropout off: splash has none) where the family
+  takes one (Reformer's local and LSH attention are its own)."""
+  config = _recipe_config(row.recipe)
+  config.data.batch_size = batch or row.batch
+  config.grad_accum_steps = 1
+  # Unrolled: XLA's cost analysis counts a scanned loop's body once (SpanBERT-large on
+  # v5p-8 scanned: 2.2 of the model's 32.6 TFLOP per chip), its bytes likewise.
+  config.model.scan_layers = False
+  if config.model.get("family", "bert") != "reformer":
+    config.model.attention_impl = ATTENTION[row.target.split(":")[0]]
+    config.model.attention_probs_dropout_prob = 0.0
+  for axis in ("data", "fsdp", "tensor"):
+    config.mesh[axis] = 1
+  for part in row.mesh.split(","):
+    axis, size = part.split("=")
+    config.mesh[axis] = int(size)
+  return config
+
+
+def budget(row: RecipeRow) -> dict:
+  """The paper's token budget of the row's recipe: steps x global batch x row length."""
+  config = _recipe_config(row.recipe)
+  steps = row.steps or int(config.num_train_steps)
+  batch, seq = int(config.data.batch_size), int(config.data.max_seq_length)
+  return {"paper_steps": steps, "paper_batch": batch, "seq": seq,
+          "accumulation": -(-batch // row.batch), "budget_tokens": steps * batch * seq}
+
+
 def row_config(row: Row, batch: int | None = None):
   """configs/base.py with the row's model, shapes and mesh; bf16 compute."""
   config = base.get_config()
@@ -151,10 +254,13 @@ def chip_of(device_kind: str) -> Chip | None:
 
 def plan(row: Row, batch: int | None = None) -> dict:
   """The compile report of the row's step and its roofline estimates."""
-  report = compile_report.compile_report(row_config(row, batch), row.target)
+  build = recipe_config if isinstance(row, RecipeRow) else row_config
+  report = compile_report.compile_report(build(row, batch), row.target)
   chip, peak = chip_of(report["device_kind"]), flops.peak_flops(report["device_kind"])
   out = {"row": dataclasses.asdict(row), "attention_impl": ATTENTION[row.target.split(":")[0]],
          **report}
+  if isinstance(row, RecipeRow):
+    out.update(budget(row))
   if chip is None or peak is None:
     return out
   if "out_of_memory" in report:  # refused by the TPU compiler: no memory or cost analysis
@@ -180,6 +286,9 @@ def plan(row: Row, batch: int | None = None) -> dict:
              report["xla_flops_per_device"] is None,
              mfu_ceiling=report["model_flops_per_step"] / devices / peak / bound,
              tokens_per_s_per_chip=report["global_batch"] * report["seq_len"] / devices / bound)
+  if "budget_tokens" in out:  # at the bound: a lower bound on the time, as the bound is
+    out["budget_hours"] = out["budget_tokens"] / (out["tokens_per_s_per_chip"] * devices) / 3600
+    out["budget_chip_hours"] = out["budget_hours"] * devices
   return out
 
 
@@ -342,6 +451,57 @@ def table(results: list[dict], with_max_batch: bool) -> str:
   return "\n".join(lines)
 
 
+def _hours(hours: float) -> str:
+  return f"{hours:,.0f}" if hours >= 10 else f"{hours:.1f}"
+
+
+def recipe_table(results: list[dict], with_max_batch: bool) -> str:
+  """The recipes' rows: compiler facts (peak, the largest micro-batch found), the bound,
+  and the estimates of the paper's budget at it (hours on the host, chip-hours)."""
+  head = ["recipe", "seq", "target", "mesh", "micro-batch (x accum.)",
+          "peak GiB/chip (compiler)", "HBM GiB", "fits",
+          *(["largest micro-batch (per chip)"] if with_max_batch else []),
+          "bound ms/micro-step", "tokens/s/chip at the bound", "paper tokens",
+          "hours at the bound (estimate)", "chip-hours (estimate)"]
+  lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+  for r in results:
+    row = r["row"]
+    start = f"| {row['recipe']} | {r.get('seq', '')} | {row['target']} | {row['mesh']} | "
+    if "error" in r:
+      lines.append(start + f"{row['batch']} | error: {r['error'][:100]} |")
+      continue
+    micro = f"{r['global_batch']:,} (x {r['accumulation']})"
+    if "out_of_memory" in r:
+      need = r["temp_bytes_per_device"] or r["peak_bytes_per_device"]
+      lines.append(start + f"{micro} | > {r['compiler_hbm_bytes_per_device'] / GIB:.2f} "
+                   f"(refused: needs {need / GIB:.2f}) | {r['hbm_bytes'] / GIB:.0f} | no |" +
+                   (" n/a |" if with_max_batch else "") + " n/a | n/a | "
+                   f"{r['budget_tokens']:.3g} | n/a | n/a |")
+      continue
+    lower = "≥ " if r.get("bound_is_lower") else ""
+    largest = _largest(r)
+    if with_max_batch and r.get("largest_batch"):
+      largest += f" ({r['largest_batch'] // r['devices']:,})"
+    cells = [f"{micro}", f"{r['peak_bytes_per_device'] / GIB:.2f}",
+             f"{r['hbm_bytes'] / GIB:.0f}" if "hbm_bytes" in r else "n/a",
+             {True: "yes", False: "no"}.get(r.get("fits"), "n/a"),
+             *([largest] if with_max_batch else []),
+             f"{lower}{r['bound_seconds'] * 1e3:,.0f}" if "bound_seconds" in r else "n/a",
+             f"{'≤ ' if lower else ''}{r['tokens_per_s_per_chip']:,.0f}"
+             if "tokens_per_s_per_chip" in r else "n/a",
+             f"{r['budget_tokens']:.3g}",
+             f"{lower}{_hours(r['budget_hours'])}" if "budget_hours" in r else "n/a",
+             f"{lower}{_hours(r['budget_chip_hours'])}" if "budget_chip_hours" in r else "n/a"]
+    lines.append(start + " | ".join(cells) + " |")
+  return "\n".join(lines)
+
+
+def select_recipes(rows, prefix: str = "", targets: str = "") -> list[RecipeRow]:
+  """The recipe rows whose recipe starts with prefix and whose target is one of targets."""
+  return [r for r in rows if r.recipe.startswith(prefix) and (
+      not targets or r.target in targets.split(","))]
+
+
 def select(rows, model_prefix: str = "", targets: str = "", seqs: str = "") -> list[Row]:
   """The rows whose model name starts with model_prefix, whose target is one of the
   comma-separated targets and whose sequence length one of seqs (every row for empty ones)."""
@@ -367,8 +527,15 @@ def main(argv=None):
                       help="LOW,HIGH: a batch known to fit and one known not to (one row)")
   parser.add_argument("--dry", action="store_true",
                       help="one tiny row on this machine's devices (the code path, fast)")
+  parser.add_argument("--recipes", action="store_true",
+                      help="the family configs' paper-scale recipes (RECIPES), with the hours "
+                      "and chip-hours of each paper's token budget; --rows picks recipes by "
+                      "the start of 'NAME:ARG'")
   args = parser.parse_args(argv)
-  rows = select(ROWS, args.rows, args.targets, args.seqs)
+  if args.recipes:
+    rows = select_recipes(recipe_rows(), args.rows, args.targets)
+  else:
+    rows = select(ROWS, args.rows, args.targets, args.seqs)
   if args.max_batch_bracket and len(rows) != 1:
     parser.error(f"--max_batch_bracket is one row's: {len(rows)} rows are selected")
   if args.dry:
@@ -393,7 +560,7 @@ def main(argv=None):
                         f"peak {result['peak_bytes_per_device'] / GIB:.2f} GiB/chip") +
           (f", largest batch {result['largest_batch']}" if "largest_batch" in result else ""),
           file=sys.stderr, flush=True)
-  print(table(results, args.max_batch))
+  print((recipe_table if args.recipes else table)(results, args.max_batch))
   print(json.dumps(results))
   return results
 

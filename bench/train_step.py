@@ -46,8 +46,9 @@ def make_batch(rng, batch, seq, vocab, predictions):
   }
 
 
-def ours(model_config, batch_np):
-  """A jitted step built exactly as the trainer builds it; returns a no-arg runner."""
+def ours(model_config, batch_np, objectives="mlm,nsp"):
+  """A jitted step built exactly as the trainer builds it (loss: `objectives`); returns a
+  no-arg runner, the compiled step's FLOPs and its HLO text."""
   from flax import linen as nn
 
   from bert_jax.core import optim
@@ -56,8 +57,8 @@ def ours(model_config, batch_np):
 
   from bert_jax.pretrain.pipeline import default_data_config
   from bert_jax.pretrain.task import PretrainingTask
-  config = ml_collections.ConfigDict({"objectives": "mlm,nsp", "data": default_data_config()})
-  task = PretrainingTask(config, model_config)  # MLM + NSP, as BERT
+  config = ml_collections.ConfigDict({"objectives": objectives, "data": default_data_config()})
+  task = PretrainingTask(config, model_config)  # MLM + NSP by default, as BERT
   model = task.build_model()
   optim_config = optim.default_optim_config()
   optim_config.warmup_steps = 10
@@ -119,8 +120,8 @@ def _timed(fn):
   return time.perf_counter() - start
 
 
-def main():
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_shape_arguments(parser, warmup: int = 2):
+  """The flags of a step bench's shapes and rounds (this file's and keras_hub_peer.py's)."""
   parser.add_argument("--size", default="mini")
   parser.add_argument("--batch", type=int, default=32)
   parser.add_argument("--seq", type=int, default=128)
@@ -128,7 +129,27 @@ def main():
   parser.add_argument("--predictions", type=int, default=20)
   parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--steps_per_round", type=int, default=2)
-  parser.add_argument("--warmup", type=int, default=2)
+  parser.add_argument("--warmup", type=int, default=warmup)
+
+
+def alternate(runs, args) -> list[list[float]]:
+  """Each run's step times: args.warmup untimed steps of each, then args.rounds rounds in
+  turn, each run's round an untimed step (it settles the machine after the other side's
+  step) and args.steps_per_round timed ones, so both see the same machine state."""
+  for _ in range(args.warmup):
+    for run in runs:
+      run()
+  times = [[] for _ in runs]
+  for _ in range(args.rounds):
+    for run, timed in zip(runs, times):
+      run()
+      timed.extend(_timed(run) for _ in range(args.steps_per_round))
+  return times
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  add_shape_arguments(parser)
   parser.add_argument("--profile_ops", type=int, default=0,
                       help="also print our step's N costliest op groups")
   args = parser.parse_args()
@@ -139,14 +160,7 @@ def main():
                      args.predictions)
   ours_run, flops, hlo = ours(model_config, batch)
   ref_run = reference(model_config, batch)
-  for _ in range(args.warmup):
-    ours_run()
-    ref_run()
-  ours_times, ref_times = [], []
-  for _ in range(args.rounds):  # alternate, so both see the same machine state
-    for run, times in ((ours_run, ours_times), (ref_run, ref_times)):
-      run()  # settles the machine after the other framework's step; not timed
-      times.extend(_timed(run) for _ in range(args.steps_per_round))
+  ours_times, ref_times = alternate((ours_run, ref_run), args)
   tokens = args.batch * args.seq
   ours_tps = tokens / statistics.median(ours_times)
   ref_tps = tokens / statistics.median(ref_times)

@@ -114,12 +114,15 @@ def recipe_data_arg(arg, seq: int) -> ml_collections.ConfigDict:
   return ml_collections.ConfigDict(dict(corpus=corpus, tfds=arg.tfds, seq=arg.seq or seq))
 
 
-def refuse_paper_args(arg) -> None:
-  """The CPU recipe (no `size=`) reads neither tfds nor seq: refused rather than ignored."""
-  given = [name for name in ("tfds", "seq") if arg[name]]
+def refuse_paper_args(arg, *names: str) -> None:
+  """The CPU recipe (no `size=`) reads neither tfds nor seq, nor the paper-only `names` a
+  config has: refused rather than ignored."""
+  given = [name for name in ("tfds", "seq", *names) if arg[name]]
   if given:
+    why = ("reads the prepared corpus at its own length" if given[0] in ("tfds", "seq") else
+           "does not read it")
     raise ValueError(f"config arg {given[0]}={arg[given[0]]!r} needs a paper-scale size= "
-                     "(the CPU recipe reads the prepared corpus at its own length)")
+                     f"(the CPU recipe {why})")
 
 
 # Config-file arguments that were renamed: (old spelling, the one to use); the old one is

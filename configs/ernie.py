@@ -56,15 +56,40 @@ What differs from configs/tiny.py (BERT): the ernie family (BERT's encoder and h
 lays the span tags out beside the ids) and knowledge masking: an annotated entity or phrase
 is masked whole or not at all, the budget of 15% kept. NSP pairs, the WordPiece vocabulary,
 size, attention guidance and schedule are tiny.py's, so the runs compare.
+
+`size=base,phase=basic|phrase|entity`: ERNIE 1.0 at the paper's scale (Sun et al. 2019,
+Sec. 3.2 and 4.1): BERT-base's shape (L12/H768/A12) with ERNIE 1.0's released fields (ReLU,
+an 18,000-piece vocabulary, 513 positions, no task types; HF nghuyong/ernie-1.0-base-zh),
+trained in the paper's three learning stages of knowledge masking, one run each, every run
+starting from the one before (`--config.init_from`): basic-level (tokens), then
+phrase-level, then entity-level masking, 15% of the tokens. The paper gives neither batch
+nor steps: BERT-base's are used (batch 256 x 512, lr 1e-4 after 10k warmup steps, linear
+decay, 1M steps, BERT's NSP pairs), split evenly over the stages, each its own warmup and
+decay; a choice here, not ERNIE's. Its dialogue language model (DLM) is not here. bf16
+compute, fp32 params and Adam state, no attention guidance:
+
+  python -m bert_jax.train --config=configs/ernie.py:size=base,phase=basic,corpus=/data/zh.txt \
+      --workdir=gs://bucket/ernie_basic   # then phase=phrase and phase=entity with init_from
+
+`vocab` is a WordPiece vocab.txt (default: ERNIE 1.0's, runs/corpus/ernie-1.0/vocab.txt);
+the corpus needs its span file (above); `tfds=NAME` is refused (a tfds dataset has no span
+file), `seq=N` another row length, `runlocal=True` the same model for a smoke test.
 """
+from bert_jax import storage
 from bert_jax.configs import tiny
-from bert_jax.configs.common import parse_arg
+from bert_jax.configs.base import set_pretraining_data
+from bert_jax.configs.common import (paper_scale, parse_arg, pretraining_config,
+                                     recipe_data_arg, refuse_paper_args)
 from bert_jax.models.config import config_for_size
 
 
 def get_config(arg=None):
   arg = parse_arg(arg, corpus="runs/corpus/knowledge.txt", masking="mixture",
-                  mixture="token:1|phrase:1|entity:1", runlocal=False)
+                  mixture="token:1|phrase:1|entity:1", size="", phase="", vocab="", tfds="",
+                  seq=0, runlocal=False)
+  if arg.size:
+    return paper_config(arg)
+  refuse_paper_args(arg, "phase", "vocab")
   config = tiny.get_config(f"corpus={arg.corpus},runlocal={arg.runlocal}")
   config.model.update(config_for_size(
       "ernie-tiny", vocab_size=config.model.vocab_size, task_type_vocab_size=0,
@@ -74,3 +99,44 @@ def get_config(arg=None):
   config.data.masking = arg.masking
   config.data.masking_mixture = arg.mixture.replace("|", ",") if arg.masking == "mixture" else ""
   return config
+
+
+def paper_config(arg):
+  """configs/ernie.py:size=base,phase=NAME (module docstring)."""
+  if arg.tfds:
+    raise ValueError(f"config arg tfds={arg.tfds!r}: knowledge masking reads a corpus file "
+                     "with its span file beside it (corpus=PATH)")
+  phase = arg.phase or "basic"
+  if phase not in PHASES:
+    raise ValueError(f"config arg phase={phase!r}: expected one of {list(PHASES)} (ERNIE's "
+                     "stages, in order)")
+  # Sec. 4.1: "the same model size as BERT-base"; ERNIE 1.0's released config fields.
+  config = pretraining_config("ernie-1.0-base-zh", task_type_vocab_size=0)
+  set_pretraining_data(config, recipe_data_arg(arg, seq=512))
+  config.data.vocab_path = storage.absolute(arg.vocab or "runs/corpus/ernie-1.0/vocab.txt")
+  config.data.spans = True
+  config.data.masking = PHASES[phase]
+  config.data.masking_mixture = ""
+  paper_scale(config, RECIPES, arg)
+  return config
+
+
+def _ernie_base(config):
+  """BERT-base's pretraining values (Devlin et al. 2019, Sec. A.2; configs/base.py), a third
+  of its 1M steps per stage."""
+  config.data.batch_size = 256
+  config.data.max_predictions_per_seq = 80  # 15% of 512 is 77
+  config.data.masked_lm_prob = 0.15  # Sec. 3.2: the masking budget, as BERT's
+  config.num_train_steps = 1_000_000 // len(PHASES)
+  config.optim.name = "adamw"
+  config.optim.learning_rate = 1e-4
+  config.optim.warmup_steps = 10_000
+  config.optim.end_learning_rate = 0.0
+  config.optim.b2 = 0.999
+  config.optim.weight_decay = 0.01
+  config.objectives = "mlm,nsp"
+
+
+RECIPES = {"base": _ernie_base}
+# ERNIE's learning stages (Sec. 3.2), in order -> the masking each one uses.
+PHASES = {"basic": "token", "phrase": "phrase", "entity": "entity"}

@@ -30,6 +30,33 @@ PAPER = {
         objectives="mlm,sop")
        for size, shape in (("base", (12, 768, 12, 128)), ("large", (24, 1024, 16, 128)),
                            ("xxlarge", (12, 4096, 64, 128)))},
+    **{("spanbert", size): dict(
+        family="bert", shape=shape, vocab=("wordpiece", 28996), rows=(256, 512, 80),
+        steps=2_400_000, optim=("adamw", 1e-4, 10_000, 0.999, 1e-8, 0.01, 1.0),
+        objectives="mlm,sbo")
+       for size, shape in (("base", (12, 768, 12, None)), ("large", (24, 1024, 16, None)))},
+    # Phase 1 (1,024 tokens) and the context extension (8,192): 1.719T and 300B tokens.
+    **{("modernbert", size + phase): dict(
+        family="modernbert", shape=shape, vocab=("tokenizer_json", 50368), rows=rows, steps=steps,
+        optim=("stableadamw", lr, warmup, 0.98, 1e-6, 1e-5 / lr, 0.0), objectives="mlm",
+        schedule=("wsd", end))
+       for size, phase, shape, rows, steps, lr, warmup, end in (
+           ("base", "", (22, 768, 12, None), (4608, 1024, 307), 364_304, 8e-4, 636, 8e-4),
+           ("large", "", (28, 1024, 16, None), (4928, 1024, 307), 340_648, 5e-4, 397, 5e-4),
+           ("base", ",phase=2", (22, 768, 12, None), (576, 8192, 2457), 63_579, 3e-4, 0,
+            0.0))},
+    ("ernie", "base"): dict(
+        family="ernie", shape=(12, 768, 12, None), vocab=("wordpiece", 18000),
+        rows=(256, 512, 80), steps=333_333, optim=("adamw", 1e-4, 10_000, 0.999, 1e-6, 0.01, 1.0),
+        objectives="mlm,nsp"),
+    ("distilbert", "base"): dict(
+        family="distilbert", shape=(6, 768, 12, None), vocab=("wordpiece", 30522),
+        rows=(4096, 512, 80), steps=6_100, optim=("adamw", 5e-4, 0, 0.999, 1e-6, 0.0, 5.0),
+        objectives="distill:5,mlm:2,cosine:1"),
+    ("reformer", "enwik8"): dict(
+        family="reformer", shape=(12, 1024, 8, None), vocab=("sentencepiece", 258),
+        rows=(8, 65536, 9830), steps=100_000, optim=("adamw", 7e-4, 2_000, 0.98, 1e-9, 0.0, 0.0),
+        objectives="mlm"),
 }
 # ELECTRA's generator widths (fraction of the discriminator's) and masking rates.
 ELECTRA = {"small": (0.25, 0.15), "base": (1 / 3, 0.15), "large": (0.25, 0.25)}
@@ -55,7 +82,8 @@ def test_paper_variant_has_the_papers_values(name, size):
   optim = config.optim
   assert (optim.name, optim.learning_rate, optim.warmup_steps, optim.b2, optim.eps,
           optim.weight_decay, optim.grad_clip_norm) == want["optim"]
-  assert (optim.schedule, optim.end_learning_rate, optim.b1) == ("linear", 0.0, 0.9)
+  assert (optim.schedule, optim.end_learning_rate, optim.b1) == (
+      *want.get("schedule", ("linear", 0.0)), 0.9)
   assert config.objectives == want["objectives"]
   # Paper scale: dynamic masking, bf16 compute over fp32 params, no CPU-scale aid.
   assert config.data.dupe_factor == 0 and model.dtype == "bfloat16"
@@ -82,6 +110,48 @@ def test_each_familys_own_choices():
                 "all", "gelu_tanh", 0.0, 0.0)
 
 
+
+def test_the_other_members_own_choices():
+  from bert_jax.pretrain import selectors
+  for size in ("base", "large"):
+    span = _config("spanbert", f"size={size}")
+    assert (span.data.example_builder, span.data.masking, span.data.lower_case,
+            span.data.masked_lm_prob) == ("doc_sentences", "span", False, 0.15)
+    assert span.data.vocab_path.endswith("bert/cased_L-12_H-768_A-12/vocab.txt")
+    assert span.model.hidden_dropout_prob == span.model.attention_probs_dropout_prob == 0.1
+  # Joshi et al. 2020, Sec. 3.1: geometric(0.2) span lengths clipped at 10 words.
+  assert (selectors.SPAN_GEOMETRIC_P, selectors.SPAN_MAX_WORDS) == (0.2, 10)
+  for arg, theta in (("size=base", 10_000.0), ("size=large", 10_000.0),
+                     ("size=base,phase=2", 160_000.0)):
+    modern = _config("modernbert", arg)
+    assert (modern.model.local_attention, modern.model.global_attn_every_n_layers,
+            modern.model.local_rope_theta, modern.model.global_rope_theta) == (
+                128, 3, 10_000.0, theta)
+    assert (modern.data.masked_lm_prob, modern.data.packing, modern.data.lower_case,
+            modern.data.example_builder) == (0.3, True, False, "full_sentences")
+    assert modern.model.hidden_dropout_prob == modern.model.attention_probs_dropout_prob == 0
+  assert _config("modernbert", "size=large").model.intermediate_size == 2624
+  # Phase 2: 300B tokens, the last 50B decaying; phase 1's 4,608 x 1,024 tokens per step.
+  phase_2 = _config("modernbert", "size=base,phase=2")
+  assert phase_2.optim.decay_fraction == 50 / 300
+  assert phase_2.data.batch_size * 8192 == 4608 * 1024
+  for phase, masking in (("basic", "token"), ("phrase", "phrase"), ("entity", "entity")):
+    ernie = _config("ernie", f"size=base,phase={phase}")
+    assert (ernie.data.masking, ernie.data.masking_mixture, ernie.data.spans) == (
+        masking, "", True)
+    assert (ernie.model.hidden_act, ernie.model.task_type_vocab_size) == ("relu", 0)
+  distil = _config("distilbert", "size=base,teacher=/models/bert-base-uncased")
+  assert (distil.distillation.teacher, distil.distillation.student_layers,
+          distil.distillation.temperature) == ("/models/bert-base-uncased", "0,2,4,7,9,11", 2.0)
+  assert (distil.optim.warmup_fraction, distil.data.example_builder) == (0.05, "full_sentences")
+  reformer = BertConfig(**_config("reformer", "size=enwik8").model)
+  assert reformer.attn_layers == ("local", "local", "lsh", "local") * 3
+  assert (reformer.axial_pos_shape, reformer.axial_pos_embds_dim) == ((128, 512), (256, 768))
+  assert (reformer.num_hashes, reformer.num_buckets, reformer.lsh_attn_chunk_length,
+          reformer.local_attn_chunk_length, reformer.attention_head_size) == (4, 512, 256, 128, 128)
+  assert reformer.max_position_embeddings == 65536 and reformer.reversible
+
+
 @pytest.mark.parametrize("name,size", sorted(PAPER))
 def test_runlocal_keeps_the_architecture_and_shrinks_the_run(name, size):
   full, local = _config(name, f"size={size}"), _config(name, f"size={size},runlocal=True")
@@ -105,6 +175,13 @@ def test_arguments_choose_data_length_and_vocabulary(tmp_path):
     ("albert", "size=xlarge", r"expected one of \['base', 'large', 'xxlarge'\]"),
     ("electra", "seq=512", "seq=512.* needs a paper-scale size="),
     ("roberta", "tfds=wikipedia", "tfds='wikipedia' needs a paper-scale size="),
+    ("modernbert", "size=base,phase=3", r"phase=3: expected one of \[1, 2\]"),
+    ("modernbert", "phase=2", r"phase=2 needs a paper-scale size= \(the CPU recipe does not"),
+    ("ernie", "size=base,phase=word", r"phase='word': expected one of \['basic', 'phrase'"),
+    ("ernie", "size=base,tfds=wikipedia", "knowledge masking reads a corpus file"),
+    ("spanbert", "vocab=/x/vocab.txt", "vocab='/x/vocab.txt' needs a paper-scale size="),
+    ("reformer", "size=64k", r"expected one of \['enwik8'\]"),
+    ("distilbert", "size=large", r"expected one of \['base'\]"),
 ])
 def test_bad_recipe_arguments_are_refused(name, arg, match):
   with pytest.raises(ValueError, match=match):

@@ -175,3 +175,41 @@ def test_a_tiny_row_on_a_tpu_slice_has_the_compilers_facts_and_a_bound():
   assert result["xla_flops_per_device"] > 0 and result["bound_seconds"] > 0
   assert 0 < result["mfu_ceiling"] <= 1 and result["tokens_per_s_per_chip"] > 0
   assert "| tiny | 128 | tpu:v5e-4 | fsdp=4 | 8 |" in target_plan.table([result], False)
+
+
+def test_every_recipe_row_is_a_micro_batch_of_its_papers_batch():
+  """Each paper recipe on each host: a whole number of rows per chip whose accumulation
+  gives the paper's global batch, and the budget is the paper's steps x batch x length."""
+  rows = target_plan.recipe_rows()
+  assert len(rows) == len(target_plan.RECIPES) * len(target_plan.RECIPE_TARGETS)
+  for row in rows:
+    chips = int(row.mesh.split("=")[1])
+    plan = target_plan.budget(row)
+    assert row.batch % chips == 0 and plan["paper_batch"] % row.batch == 0, row
+    assert plan["accumulation"] * row.batch == plan["paper_batch"]
+  by_recipe = {row.recipe: target_plan.budget(row) for row in rows}
+  assert by_recipe["roberta:size=base"]["budget_tokens"] == 500_000 * 8192 * 512
+  assert by_recipe["base:seq=128"]["budget_tokens"] == 900_000 * 256 * 128
+  assert abs(by_recipe["modernbert:size=base"]["budget_tokens"] / 1.719e12 - 1) < 1e-4
+  assert by_recipe["ernie:size=base"]["budget_tokens"] == 1_000_000 * 256 * 512
+  config = target_plan.recipe_config(next(r for r in rows if r.recipe == "reformer:size=enwik8"
+                                          and r.target == "tpu:v5p-8"))
+  assert (config.data.batch_size, config.grad_accum_steps, config.mesh.fsdp) == (4, 1, 4)
+  assert target_plan.select_recipes(rows, "albert", "tpu:v6e-8") == [
+      r for r in rows if r.recipe.startswith("albert") and r.target == "tpu:v6e-8"]
+
+
+def test_a_recipes_hours_are_its_budget_at_the_bound(monkeypatch):
+  """RoBERTa-base's 2.1T tokens on a v6e-8 whose bound allows 1M tokens/s per chip: the
+  budget over 8M tokens/s, in hours, and 8 chip-hours an hour."""
+  report = {"device_kind": "TPU v6 lite", "devices": 8, "global_batch": 256, "seq_len": 512,
+            "peak_bytes_per_device": 2 ** 30, "model_flops_per_step": 8 * 918e12 * 0.016384,
+            "xla_flops_per_device": None, "xla_bytes_accessed_per_device": 0.0}
+  monkeypatch.setattr(target_plan.compile_report, "compile_report", lambda *_: dict(report))
+  row = target_plan.RecipeRow("roberta:size=base", "tpu:v6e-8", "fsdp=8", 256)
+  result = target_plan.plan(row)
+  assert result["accumulation"] == 32 and round(result["tokens_per_s_per_chip"]) == 1_000_000
+  assert abs(result["budget_hours"] - 500_000 * 8192 * 512 / 8e6 / 3600) < 1e-6
+  assert abs(result["budget_chip_hours"] - 8 * result["budget_hours"]) < 1e-6
+  line = target_plan.recipe_table([result], False).splitlines()[-1]
+  assert line.startswith("| roberta:size=base | 512 | tpu:v6e-8 | fsdp=8 | 256 (x 32) |")
