@@ -18,7 +18,7 @@ dependencies are the pinned stack's Keras 3 and JAX):
 
 `--target=tpu:v5e-1` (or `gpu:h100x1`) compiles both steps at the same batch for one chip of
 that target instead, without it, and prints the per-chip peak memory from its compiler
-(bert_jax/targets.py; PYTHONPATH also holds requirements-targets.txt's folder, and
+(bert_jax/run/targets.py; PYTHONPATH also holds requirements-targets.txt's folder, and
 JAX_PLATFORMS=cpu keeps JAX from initialising the GPU plugin on a machine without a GPU):
 
   PYTHONPATH=~/keras-hub:~/targets JAX_PLATFORMS=cpu python bench/keras_hub_peer.py \
@@ -86,7 +86,7 @@ def keras_runner(model, batch_np):
 def keras_target_peak(model, batch_np, target: str) -> dict:
   """The per-chip memory of keras's train step compiled for one chip of `target`: its
   stateless train_step (the function `fit` jits) lowered on that device's abstract arrays."""
-  from bert_jax import targets
+  from bert_jax.run import targets
   device = targets.devices(target)[0]
   sharding = jax.sharding.SingleDeviceSharding(device)
   x, y, weights = keras_inputs(batch_np)

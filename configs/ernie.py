@@ -75,7 +75,7 @@ compute, fp32 params and Adam state, no attention guidance:
 the corpus needs its span file (above); `tfds=NAME` is refused (a tfds dataset has no span
 file), `seq=N` another row length, `runlocal=True` the same model for a smoke test.
 """
-from bert_jax import storage
+from bert_jax.files import storage
 from bert_jax.configs import tiny
 from bert_jax.configs.base import set_pretraining_data
 from bert_jax.configs.common import (paper_scale, parse_arg, pretraining_config,
