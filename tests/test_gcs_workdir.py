@@ -21,15 +21,17 @@ import pytest
 from bert_jax.files import storage
 from bert_jax.run import trainer
 from bert_jax.run.workdir import WorkdirLock, WorkdirLocked
-from configs import tiny
+from configs import base, tiny
 from tests.helpers.runs import REPO, set_fields
 from tests.helpers.gcs import BUCKET, url_named_paths
-# configs/tiny.py:runlocal=True at test_train's kill-run shapes, a checkpoint every 8 steps:
-# still running when the test sees step 10.
+# configs/base.py:runlocal=True (the docstring's command) at test_train's kill-run shapes
+# (BERT-Tiny's L2/H32), a checkpoint every 8 steps: still running when the test sees step 10.
 _STEPS = 32
-_OVERRIDES = {"model.hidden_size": 32, "model.intermediate_size": 64,
+_OVERRIDES = {"model.num_hidden_layers": 2, "model.num_attention_heads": 2,
+              "model.hidden_size": 32, "model.intermediate_size": 64,
               "model.max_position_embeddings": 64, "data.max_seq_length": 32,
               "data.max_predictions_per_seq": 5, "data.cache_dir": "",
+              "data.eval_held_out_docs": 4, "eval_batches": 2,  # tiny's (a 60-document corpus)
               "num_train_steps": _STEPS, "log_every_steps": 1,
               "checkpoint_every_steps": 8, "eval_every_steps": 0}
 
@@ -55,20 +57,20 @@ def _steps(gcs, prefix) -> list[int]:
 @pytest.mark.slow
 def test_a_gs_workdir_run_killed_and_rerun_resumes_from_the_bucket(corpus, gcs, tmp_path,
                                                                     capsys):
-  """configs/base.py's command with --workdir=gs://... (configs/tiny.py, runlocal): its
+  """configs/base.py's docstring command with --workdir=gs://... (runlocal, tiny shapes): its
   checkpoints, metrics.jsonl and TensorBoard events are in the bucket and no local path is
   named after the URL; a second run while it holds the lock is refused in one line; kill -9
   mid-run, and the rerun resumes from the bucket with the losses of an uninterrupted run."""
   def config():
-    return set_fields(tiny.get_config(f"corpus={corpus},runlocal=True"), _OVERRIDES)
+    return set_fields(base.get_config(f"corpus={corpus},runlocal=True"), _OVERRIDES)
 
   reference = str(tmp_path / "reference")
   trainer.train_and_evaluate(config(), reference)
-  workdir, prefix = f"gs://{BUCKET}/tiny", "tiny/"
+  workdir, prefix = f"gs://{BUCKET}/bert_base", "bert_base/"
   cwd = tmp_path / "cwd"
   cwd.mkdir()
   cmd = [sys.executable, "-m", "bert_jax.train",
-         f"--config={REPO}/configs/tiny.py:corpus={corpus},runlocal=True",
+         f"--config={REPO}/configs/base.py:corpus={corpus},runlocal=True",
          f"--workdir={workdir}", *[f"--config.{k}={v}" for k, v in _OVERRIDES.items()]]
   run = subprocess.Popen(cmd, cwd=cwd, env={**os.environ, "PYTHONPATH": REPO},
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
