@@ -93,8 +93,7 @@ def convert(input_path: str, output: str, to: str = "native", heads: str = "auto
 def _convert_bin(folder: str, output: str, to: str, heads: str) -> None:
   """An HF folder of pytorch_model.bin: its tensors as model.safetensors, the rest of the
   folder as it is (to="hf"); to="native" converts that folder on to ours."""
-  if to == "hf":
-    storage.makedirs(output)
+  if to == "hf":  # (bin_to_safetensors makes the folder once the weights have been read)
     count = storage.write_folder(output, lambda local: hf.bin_to_safetensors(folder, local))
     resolve(output)  # the folder written loads: config, safetensors whole
     print(f"Wrote {os.path.join(output, 'model.safetensors')} ({count} tensors read from "

@@ -16,9 +16,10 @@ import urllib.request
 
 import pytest
 
+from tests.helpers.runs import REPO
+
 
 BUCKET = "runs"
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _binary() -> str:

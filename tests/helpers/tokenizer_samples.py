@@ -6,7 +6,7 @@ import pathlib
 import numpy as np
 import pytest
 
-_BENCH_DIR = pathlib.Path(__file__).resolve().parents[1] / "bench"
+_BENCH_DIR = pathlib.Path(__file__).resolve().parents[2] / "bench"
 SAMPLE_LINES = 300  # per corpus
 EDGE_CASES = (
     "", "   ", "\t\n", "Hello, World!", " leading and trailing spaces  ",
