@@ -85,6 +85,17 @@ def pytest_configure(config):
     config.option.loadscopereorder = False
 
 
+def pytest_runtest_logreport(report):
+  """BERT_JAX_TEST_TIMES=FILE: each test phase's seconds appended to FILE (Python version,
+  test id, phase, seconds; by the controller only under xdist), what the slow marks and
+  the costliest-first order above are chosen from."""
+  path = os.environ.get("BERT_JAX_TEST_TIMES")
+  if path and "PYTEST_XDIST_WORKER" not in os.environ:
+    with open(path, "a") as f:
+      f.write(f"{sys.version_info[0]}.{sys.version_info[1]}\t{report.nodeid}\t{report.when}\t"
+              f"{report.duration:.2f}\n")
+
+
 def pytest_collection_modifyitems(items):
   rank = {name: i for i, name in enumerate(_COSTLIEST_FIRST)}
   items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: files stay whole
