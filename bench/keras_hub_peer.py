@@ -1,4 +1,4 @@
-"""MLM pretraining step throughput: ours (jitted JAX) vs keras-hub's BertMaskedLM (Keras 3 on
+r"""MLM pretraining step throughput: ours (jitted JAX) vs keras-hub's BertMaskedLM (Keras 3 on
 its JAX backend), in one process on the same JAX.
 
 Same shapes on both sides: vocab 30,522, `--predictions` masked positions per row (their

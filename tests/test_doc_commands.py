@@ -101,10 +101,16 @@ def _module_file(program: str) -> str | None:
 
 @functools.cache
 def _flags_of(path: str) -> frozenset:
-  """The flags a program's file defines (absl or argparse), and `config` where it takes one."""
+  """The flags a program's file defines (absl or argparse), and `config` where it takes one;
+  a script also takes those of a script beside it that it imports (bench/train_step.py's
+  shared flags)."""
   with open(path) as f:
     source = f.read()
   names = set(re.findall(r"DEFINE_\w+\(\s*[\"'](\w+)[\"']", source))
+  for imported in re.findall(r"^(?:import|from) (\w+)", source, re.M):
+    beside = os.path.join(os.path.dirname(path), imported + ".py")
+    if os.path.isfile(beside) and os.path.abspath(beside) != os.path.abspath(path):
+      names |= _flags_of(beside)
   names |= set(re.findall(r"add_argument\(\s*[\"']--([\w-]+)[\"']", source))
   names |= set(re.findall(r"define_config\(\s*[\"'](\w+)[\"']", source))
   if "from absl" in source or "import absl" in source:
