@@ -73,6 +73,7 @@ def test_every_called_object_on_the_page_has_an_example():
   assert not without, f"objects of docs/api/index.md without a python example: {without}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path,index,code", EXAMPLES, ids=[f"{p}:{i}" for p, i, _ in EXAMPLES])
 def test_example_runs(path, index, code, tmp_path, monkeypatch):
   monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the example's folders

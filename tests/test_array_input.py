@@ -108,6 +108,7 @@ def test_cut_eval_outputs_pad_back_to_the_full_width():
   assert padded[1]["label"].shape == (1,)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config_name,arg,seq", [("conll", "runlocal=True", 32),
                                                  ("squad", "version=2.0,runlocal=True", 256),
                                                  ("glue", "dataset=sst2,runlocal=True", 32)])

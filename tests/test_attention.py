@@ -90,6 +90,7 @@ def test_a_local_window_is_the_same_in_every_path():
                                      err_msg=f"{impl} window {window} row {row} query {query}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scan,impl", [(False, "splash"), (True, "xla")])
 def test_modernbert_outputs_and_gradients_equal_across_impls(scan, impl):
   """ModernBERT (global and sliding-window layers, RoPE) through the fused paths, its layers

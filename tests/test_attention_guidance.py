@@ -95,6 +95,7 @@ def _batch(rng, batch=4, seq=12, predictions=3):
           "next_sentence_labels": jnp.zeros((batch,), jnp.int32)}
 
 
+@pytest.mark.slow
 def test_guidance_trains_the_guided_heads_and_stays_out_of_eval():
   task = PretrainingTask(guidance_config(weight=1.0, patterns="previous,next"), SMALL)
   model = task.build_model()

@@ -219,6 +219,7 @@ def test_cli_trains_stores_labels_exports_to_hf_and_predicts(tmp_path, data_dir,
   np.testing.assert_allclose(hf_logits, logits, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_cli_bad_row_is_one_line_with_file_and_line(tmp_path, data_dir, small_bert):  # noqa: F811
   rows = _sst2(data_dir, 20)
   _write_csv(tmp_path / "train.csv", ["sentence", "label"], rows[:16])

@@ -80,6 +80,7 @@ def last_line(text: str) -> str:
   return [line for line in text.splitlines() if line.strip()][-1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("program, message", [
     ("bert_jax.train", "file pattern '.*missing.txt' .* matches no file"),
     ("bert_jax.commands.fill_mask", "nowhere: no such file or folder"),

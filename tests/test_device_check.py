@@ -7,11 +7,14 @@ import math
 import os
 import subprocess
 
+import pytest
+
 from tests.helpers.runs import tiny_pretraining_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.mark.slow
 def test_device_check_dry_run_writes_every_row(corpus, tmp_path):
   from bert_jax.pretrain import shards
   from bert_jax.text.tokenizers import make_tokenizer

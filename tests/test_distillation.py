@@ -103,6 +103,7 @@ def test_bad_student_layers_are_refused(corpus):
     tasks.make_task(config, trainer.resolve_model_config(config))
 
 
+@pytest.mark.slow
 def test_a_student_from_the_teacher_layers_without_a_teacher_loss(corpus, teacher, tmp_path):
   """student_layers with MLM alone (DistilBERT's init without its soft targets): the
   student starts as the teacher's chosen layers, the step never runs the teacher, and the

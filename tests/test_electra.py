@@ -16,6 +16,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from bert_jax.weights import checkpoint
 from bert_jax import weights
@@ -52,6 +53,7 @@ def _batch(config, seed=0):
           "masked_lm_ids": jnp.asarray(ids), "masked_lm_weights": jnp.asarray(weights)}
 
 
+@pytest.mark.slow
 def test_the_generator_shares_the_discriminators_embeddings_and_gets_no_rtd_gradient(corpus):
   setup = trainer.build(electra_config(corpus))
   task, model = setup.task, setup.model
@@ -100,6 +102,7 @@ def _cmd(corpus, workdir, steps):
           f"--workdir={workdir}", *flags]
 
 
+@pytest.mark.slow
 def test_a_run_learns_and_resumes_after_sigkill_to_the_same_losses(corpus, tmp_path):
   steps = 16
   reference, workdir = str(tmp_path / "reference"), str(tmp_path / "run")

@@ -73,6 +73,7 @@ def _assert_pretraining_parity(out, ref, mask):
   assert max_diff(out.sentence_logits["nsp"], ref.seq_relationship_logits) < TOL
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_hf_pretraining_model_to_ours_and_back(name, tmp_path):
   """ErnieForPreTraining, HF -> ours: the MLM and NSP logits and every hidden state within

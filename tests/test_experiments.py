@@ -218,6 +218,7 @@ def test_a_perplexity_column_is_the_mean_of_each_seeds_exp_loss(tmp_path):
   assert dict(module.COLUMNS)["held-out MLM perplexity"](rows[0]) == f"{math.exp(5.0):.2f}"
 
 
+@pytest.mark.slow
 def test_committed_results_page_is_up_to_date():
   report.main(["--check"])
 
@@ -340,6 +341,7 @@ def test_payoff_causes_compares_each_candidate_with_its_own_random_init():
       "| wp8k | 80.00 [79.00, 81.00] | 77.00 [75.00, 80.00] | +3.00 | ranges overlap |")
 
 
+@pytest.mark.slow
 def test_family_sst2_runs_fine_tune_every_family_from_its_random_folder(tmp_path, monkeypatch,
                                                                         capsys, data_dir):
   from bert_jax.weights import load_pretrained
@@ -408,6 +410,7 @@ def test_family_pretraining_pretrains_each_family_then_fine_tunes_it_on_sst2(tmp
       "| albert | 1000 | num_hidden_layers=4 | sop_accuracy 70.00 |")
 
 
+@pytest.mark.slow
 def test_sop_rows_carry_the_order_their_labels_claim_and_the_probe_reads_it(tmp_path,
                                                                            vocab_path):
   """On experiments/ordered_corpus.py's text (sentence i opens with the number word i):

@@ -107,6 +107,7 @@ def test_xlm_roberta_member_converts_and_equals_hf_both_ways(xlmr, tmp_path):
   assert hf.read_config(str(tmp_path)) == XLMR
 
 
+@pytest.mark.slow
 def test_xlm_roberta_reads_its_own_tokenizer_and_trains(xlmr, corpus, tmp_path):
   folder = xlm_roberta.train_vocab(corpus, str(tmp_path / "vocab"))
   data = ml_data(vocab_path=folder)

@@ -24,6 +24,7 @@ def sentencepiece_vocab(corpus, tmp_path_factory):
   return learn_vocab("sentencepiece", corpus, tmp_path_factory)
 
 
+@pytest.mark.slow
 def test_albert_config_pretrains_and_its_workdir_fine_tunes(corpus, sentencepiece_vocab,
                                                             data_dir, tmp_path):
   """configs/albert.py pretrains with its shared layer scanned; the workdir fine-tunes on
@@ -51,6 +52,7 @@ def bpe_vocab(corpus, tmp_path_factory):
   return learn_vocab("bpe", corpus, tmp_path_factory)
 
 
+@pytest.mark.slow
 def test_modernbert_config_pretrains_exports_to_hf_and_fine_tunes(corpus, bpe_vocab, data_dir,
                                                                    tmp_path):
   """configs/modernbert.py, pretrained with scanned layers: its loss falls in 12 steps at 30%
@@ -97,6 +99,7 @@ def test_modernbert_config_pretrains_exports_to_hf_and_fine_tunes(corpus, bpe_vo
   _fine_tunes_on_sst2(workdir, data_dir, str(tmp_path / "modernbert_sst2"))
 
 
+@pytest.mark.slow
 def test_continued_pretraining_takes_the_checkpoints_model_tokenizer_and_heads(
     corpus, tmp_path_factory, tmp_path, capsys):
   """configs/continued.py (DAPT / TAPT) on an HF RoBERTa folder with its BPE vocab: the run's

@@ -151,6 +151,7 @@ def test_hf_to_ours_parity(name):
     _assert_discriminator_parity(out, ref, config, mask)
 
 
+@pytest.mark.slow
 def test_albert_shared_layer_scans_equal_to_hf_and_the_unrolled_model():
   """scan_layers with every sub-layer shared: the one `shared_layer` (params not stacked,
   the same tree as unrolled) run by nn.scan, with and without remat: every hidden state,
@@ -204,6 +205,7 @@ def test_roberta_position_ids_count_real_tokens_from_pad_plus_one():
 # --- ours -> HF -> ours ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["roberta_h48_l3", "distilbert_h48_l3", "albert_h48_l3",
                                   "electra_h48_l3"])
 def test_ours_to_hf_parity_and_round_trip(name, tmp_path):
@@ -252,6 +254,7 @@ def test_ours_to_hf_parity_and_round_trip(name, tmp_path):
     assert_bit_identical(disc_params, variables["params"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_convert_cli_round_trip_keeps_the_family(family, tmp_path):
   from bert_jax.commands.convert import convert

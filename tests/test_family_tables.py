@@ -30,6 +30,7 @@ def test_register_refuses_a_name_already_taken():
   hf_families.check_tables()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(model_families.FAMILIES))
 def test_hf_names_cover_every_param_of_each_class(name):
   assert_every_param_maps(tiny_config(name))

@@ -48,6 +48,7 @@ def _run(config, workdir):
   return losses, {k: v for k, v in results.items() if k.startswith("eval_")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config,fields,metric", [
     (lambda: conll.get_config("runlocal=True"),
      {"feature_layers": "0,-2,-1", "feature_mix": "scalar_mix", "feature_head": "bilstm"},

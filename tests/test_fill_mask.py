@@ -56,6 +56,7 @@ def test_fill_mask_errors(hf_folder, minilm_dir):
     fill_mask(encoder, encoder_variables, tokenizer, TEXTS)
 
 
+@pytest.mark.slow
 def test_fill_mask_cli(hf_folder):
   out = subprocess.run([sys.executable, "-m", "bert_jax.commands.fill_mask", f"--model={hf_folder}",
                         "--top_k=3", TEXTS[1]], capture_output=True, text=True, check=True,

@@ -19,6 +19,7 @@ from configs import conll, glue, squad, swag
 from tests.helpers.runs import run_finetune
 
 
+@pytest.mark.slow
 def test_glue_sst2_classification_and_predictions(small_bert, tmp_path):
   config = glue.get_config("dataset=sst2,runlocal=True")
   config.predict = True
@@ -50,6 +51,7 @@ def test_glue_mrpc_reads_the_bom_file(small_bert, tmp_path):
   assert {"eval_f1", "eval_accuracy"} <= set(results)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("column,metric", [("ner", "eval_f1"), ("pos", "eval_accuracy")])
 def test_conll_tagging(small_bert, tmp_path, column, metric):
   from bert_jax.finetune import conll_reader
@@ -77,6 +79,7 @@ def test_conll_tagging(small_bert, tmp_path, column, metric):
   assert checkpoint.read_labels(str(tmp_path / "back")) == labels
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version,key", [("1.1", "eval_exact_match"), ("2.0", "eval_best_f1")])
 def test_squad(small_bert, tmp_path, version, key):
   config = squad.get_config(f"version={version},runlocal=True")
@@ -127,6 +130,7 @@ def test_random_init_takes_the_architecture_but_not_the_weights(small_bert, tmp_
   assert np.abs(embeddings - flatten(pretrained)["embeddings/word_embeddings/embedding"]).max() > 0.01
 
 
+@pytest.mark.slow
 def test_zero_steps_evaluates_a_fine_tuned_model_as_it_is(small_bert, tmp_path):
   """num_train_steps=0 with num_train_epochs=0 from a fine-tuned model: its own eval, no
   step taken; from a model without the task's head: refused before anything is written."""
@@ -153,6 +157,7 @@ def test_zero_steps_evaluates_a_fine_tuned_model_as_it_is(small_bert, tmp_path):
   assert not os.path.exists(tmp_path / "refused")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,arg,prompt", [
     ("glue", "dataset=sst2", False), ("glue", "dataset=stsb", False), ("glue", "dataset=sst2", True),
     ("conll", "", False), ("squad", "", False), ("swag", "", False)])

@@ -97,6 +97,7 @@ def test_a_corpus_glob_in_a_bucket_reads_as_the_same_files_on_disk(gcs, corpus, 
     corpus_lib.expand_file_patterns([f"{BUCKET_URL}/lines/*.none"], None)
 
 
+@pytest.mark.slow
 def test_pretraining_with_corpus_vocabulary_cache_and_workdir_in_the_bucket(gcs, pretrained):
   """The run of `pretrained` trained its 4 steps; the workdir, the tokenized corpus cache
   and nothing else were written, all in the bucket; no local path is named after a URL."""

@@ -120,6 +120,7 @@ for n, name in enumerate(sys.argv[2:]):
 """
 
 
+@pytest.mark.slow
 def test_a_model_loads_by_id_revision_and_legacy_name(server, folders, tmp_path):
   """One program loads org/tiny-bert, org/tiny-bert@v1 and tiny-bert-legacy, each fetched
   once (its weights and tokenizer from one snapshot), with HF's MLM logits."""
@@ -142,6 +143,7 @@ def test_a_model_loads_by_id_revision_and_legacy_name(server, folders, tmp_path)
                    "GET /api/models/org/tiny-bert/revision/v1"], server.requests
 
 
+@pytest.mark.slow
 def test_a_bin_only_repo_fetches_its_bin_and_converts_by_id(server, folders, tmp_path):
   """No safetensors at the revision: the .bin is fetched; the loader names the convert
   command, and `bert_jax.commands.convert --input=ID` writes model.safetensors."""
@@ -201,6 +203,7 @@ def test_fine_tuning_from_an_id_records_its_commit_and_runs_again_offline(server
     assert len(losses) == 2 and all(np.isfinite(losses)), losses
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["unknown", "gated", "unknown_revision", "offline_empty",
                                   "unreachable"])
 def test_an_id_that_cannot_be_fetched_is_one_line(case, server, tmp_path):

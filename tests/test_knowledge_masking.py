@@ -97,6 +97,7 @@ def test_prepare_carries_spans_and_the_corpus_tags_every_piece(tmp_path, tokeniz
   assert len(pieces) >= len(words)
 
 
+@pytest.mark.slow
 def test_masked_entities_are_whole_and_the_mask_rate_is_kept(tmp_path, tokenizer):
   corpus = _write_corpus(str(tmp_path))
   config = _data_config(corpus)

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import types
 
+import pytest
+
 from bert_jax.startup import lazy
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -24,6 +26,7 @@ def _run(code: str) -> subprocess.CompletedProcess:
                         text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=300)
 
 
+@pytest.mark.slow
 def test_the_package_and_its_command_lines_import_without_tensorflow():
   result = _run(
       "import importlib, sys\n"

@@ -22,6 +22,7 @@ def text_file(tmp_path_factory, data_dir):
   return str(path)
 
 
+@pytest.mark.slow
 def test_learned_vocab_tokenizes_like_hf(text_file, tmp_path):
   vocab = learn_vocab.learn_vocab([text_file], vocab_size=1000, min_count=2)
   assert tuple(vocab[:len(SPECIAL_TOKENS)]) == SPECIAL_TOKENS

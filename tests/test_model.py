@@ -43,6 +43,7 @@ def test_every_param_has_logical_axes():
   assert q == jax.sharding.PartitionSpec("embed", "heads", "kv")
 
 
+@pytest.mark.slow
 def test_scan_and_remat_match_unrolled():
   model = tasks.BertForPreTraining(SMALL)
   params = nn.unbox(model.init(jax.random.key(1), IDS)["params"])

@@ -107,6 +107,7 @@ def test_window_is_hf_bidirectional_sliding_window():
     np.testing.assert_array_equal(ours, theirs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("remat_policy", ["none", "dots"])
 def test_scanned_layers_equal_hf_and_the_unrolled_model(remat_policy):
   """scan_layers: layer_0 unrolled (no attention LayerNorm), layers 1-2 (one local, one
@@ -171,6 +172,7 @@ def family_parity(monkeypatch):
   return test_family_parity
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_ours_to_hf_parity_and_round_trip(name, tmp_path, family_parity):
   """Ours -> HF (MLM and encoder; HF loads them with no missing/unexpected keys) within
@@ -265,6 +267,7 @@ def test_base_shardings_split_every_dimension_the_rules_ask(mesh_shape):
   assert tuple(qkv) == ("fsdp", None, "tensor", None)
 
 
+@pytest.mark.slow
 def test_loss_and_gradient_equal_one_device_on_8_device_meshes():
   """tests/modernbert_mesh_worker.py in a subprocess (8 simulated devices): the MLM loss and
   gradient norm on (data, fsdp, tensor) = (2,2,2) and (1,4,2) meshes equal one device's

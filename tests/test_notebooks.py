@@ -138,6 +138,7 @@ def run_notebook(name: str, cwd) -> str:
   return outputs
 
 
+@pytest.mark.slow
 def test_finetune_glue_notebook_runs_and_learns(minilm_dir, colab, monkeypatch, tmp_path):
   del minilm_dir  # the notebook finds the weights itself; this skips without them
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_EXAMPLES", "1280")  # 40 steps, about a minute
@@ -155,6 +156,7 @@ def test_finetune_glue_notebook_runs_and_learns(minilm_dir, colab, monkeypatch, 
   assert os.path.isfile(tmp_path / "notebook_sst2_1280" / "learning_curve.png")
 
 
+@pytest.mark.slow
 def test_pretrain_tiny_notebook_runs_and_learns(colab, monkeypatch, tmp_path):
   # 40 steps (the default is 1,500): MLM loss 10.35 -> 6.76, 189 s of the notebook's
   # 214 s on 2 shared cores (60 steps: 248 s of 277 s).
@@ -181,6 +183,7 @@ def test_pretrain_tiny_notebook_runs_and_learns(colab, monkeypatch, tmp_path):
   assert outputs.count("[MASK] 1:") == 2 and "[MASK] 2:" in outputs
 
 
+@pytest.mark.slow
 def test_what_bert_learns_notebook_finds_positional_heads(minilm_dir, colab, monkeypatch,
                                                            tmp_path):
   del minilm_dir  # the notebook finds the weights itself; this skips without them
@@ -217,6 +220,7 @@ def test_what_bert_learns_notebook_finds_positional_heads(minilm_dir, colab, mon
     assert os.path.isfile(tmp_path / "what_bert_learns" / name)
 
 
+@pytest.mark.slow
 def test_masking_strategies_notebook_shows_each_selector(colab, monkeypatch, tmp_path):
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_BATCHES", "10")
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_RUNS", str(tmp_path))
@@ -236,6 +240,7 @@ def test_masking_strategies_notebook_shows_each_selector(colab, monkeypatch, tmp
   assert os.path.isfile(tmp_path / "notebook_masking" / "masking_strategies.png")
 
 
+@pytest.mark.slow
 def test_the_family_notebook_compares_bert_and_albert(colab, monkeypatch, tmp_path):
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_STEPS", "10")
   monkeypatch.setenv("BERT_JAX_NOTEBOOK_RUNLOCAL", "1")

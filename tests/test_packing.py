@@ -138,6 +138,7 @@ _SENTENCE_HEADS = {
                "feature_head": "bilstm"}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family,head", [
     ("bert", "pooler"), ("roberta", "pooler"), ("modernbert", "pooler"), ("bert", "mean"),
     ("modernbert", "mean"), ("bert", "features"), ("bert", "bilstm")])
@@ -236,6 +237,7 @@ def _sentences(n=11, seq=12, seed=1):
   return features, conll_reader.TaggingMetadata(sentences, word_index)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("head", [{}, {"feature_layers": "0,1,2", "feature_mix": "scalar_mix",
                                       "feature_head": "bilstm"}])
 def test_conll_packed_loss_and_entity_f1_equal_unpacked(head):
@@ -354,6 +356,7 @@ def test_pack_each_batch_resumes_and_lists_its_shapes():
     example_packing.PackedBatches(features, 8, max_per_row=-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["bert", "modernbert"])
 def test_pack_each_batch_trains_exactly_as_dynamic_padding(tmp_path, vocab_path, family):
   """The CLI's path end to end, dropout off: every logged training loss and the eval
@@ -428,6 +431,7 @@ print("LOSSES", json.dumps(losses))
 '''
 
 
+@pytest.mark.slow
 def test_pack_each_batch_rows_split_over_devices_and_accumulation(tmp_path, vocab_path):
   """2 devices x 2 accumulation steps: the packed rows (a multiple of 4) split evenly, and
   the losses equal dynamic padding's."""

@@ -102,6 +102,7 @@ def test_a_new_objective_is_one_table_entry(corpus, tmp_path, monkeypatch):
   assert np.isfinite(jax.device_get(first["loss"]))
 
 
+@pytest.mark.slow
 def test_sop_pretrains_with_its_own_head(corpus, tmp_path):
   """ALBERT's objective on BERT: example_builder=sop + objectives mlm,sop (no NSP head)."""
   config = small_config(corpus, objectives="mlm,sop", **{"data.example_builder": "sop"})
@@ -166,6 +167,7 @@ def test_inspect_reports_the_sop_swapped_share(corpus, vocab_path, builder):
     assert stats["pair_length_rule"] < 0.53, stats
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("builder", ["full_sentences", "doc_sentences", "token_stream"])
 def test_roberta_sentence_blocks_pretrain_mlm_only(corpus, tmp_path, vocab_path, builder):
   config = small_config(corpus, objectives="mlm", **{"data.example_builder": builder})

@@ -180,6 +180,7 @@ def global_batches(inputs, steps):
           for local in (([next(i) for i in inputs]) for _ in range(steps))]
 
 
+@pytest.mark.slow
 def test_data_shards_give_one_global_stream_for_any_process_count(vocab_path, corpus_file,
                                                                   tokenizer):
   one = sharded_inputs(vocab_path, corpus_file, tokenizer, 1)
@@ -208,6 +209,7 @@ def test_data_shards_give_one_global_stream_for_any_process_count(vocab_path, co
     assert_batches_equal(global_batches(inputs, steps), expected)
 
 
+@pytest.mark.slow
 def test_resume_a_sharded_stream_on_another_process_count(vocab_path, corpus_file, tokenizer):
   two = sharded_inputs(vocab_path, corpus_file, tokenizer, 2)
   first = global_batches(two, 7)
@@ -353,6 +355,7 @@ def test_tokenized_corpus_cache(tmp_path, vocab_path, corpus_file, tokenizer):
 
 
 # ------------------------------------------------------------------ the real corpus
+@pytest.mark.slow
 def test_inspect_cli_on_real_text(data_dir, vocab_path, tmp_path):
   """Bounded real-corpus check through the CLI: WikiText-2 valid + inaugural addresses."""
   corpus_path = str(tmp_path / "real.txt")

@@ -43,6 +43,7 @@ def _rows(pad_id, n=9, seq=12, seed=0):
           "label": rng.integers(0, 2, size=n).astype(np.int32)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ("bert", "roberta", "modernbert"))
 def test_prompt_logits_are_the_mlm_heads_at_the_mask_packed_or_not(family):
   config = _config(family)
@@ -144,6 +145,7 @@ def test_bad_verbalizers_and_options_fail_in_one_line(vocab_path, verbalizer, da
     assert vocab[spec["mask_token_id"]] == "[MASK]"
 
 
+@pytest.mark.slow
 def test_prompt_fine_tuning_starts_from_the_checkpoints_mlm_head(tmp_path, vocab_path):
   """Through the trainer (SST-2 runlocal, 2 steps at lr 0, from a tiny BERT saved as an HF
   folder): every param of the prompt model comes from the checkpoint, the MLM head
@@ -183,6 +185,7 @@ def test_prompt_fine_tuning_starts_from_the_checkpoints_mlm_head(tmp_path, vocab
     assert json.load(f)["architectures"] == ["BertForMaskedLM"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ("bert", "roberta", "albert", "electra", "distilbert",
                                   "modernbert"))
 def test_prompt_model_exports_as_the_familys_masked_lm(name, tmp_path):

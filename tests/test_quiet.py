@@ -64,6 +64,7 @@ def runs(tmp_path_factory, data_dir, minilm_dir):
   return results
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("program", [
     "bert_jax.text.prepare", "bert_jax.train", "bert_jax.pretrain.inspect", "bert_jax.commands.embed",
     "bert_jax.commands.convert"])

@@ -34,6 +34,7 @@ def test_minilm_matches_hf_last_hidden_state(minilm_dir, data_dir):
   np.testing.assert_allclose(ours.pooled_output, theirs.pooler_output.numpy(), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_embed_cli_reproduces_sentence_transformers(minilm_dir, data_dir, tmp_path):
   st = pytest.importorskip("sentence_transformers")
   sentences = _sst2_sentences(data_dir, 40)

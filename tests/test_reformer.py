@@ -108,6 +108,7 @@ def _variables(params, rotations, encoder_path):
   return {"params": params, "lsh_rotations": collection}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["reformer_mixed_h32_l3", "reformer_lsh_h32_l2"])
 def test_hf_to_ours_parity_with_the_same_rotations(name, monkeypatch):
   """HF ReformerForMaskedLM / ReformerModel -> ours: hidden states, the output and the MLM
@@ -333,6 +334,7 @@ def test_bad_configs_and_lengths_are_one_line_errors():
 
 # --- pretraining through the CLI ---------------------------------------------------------
 
+@pytest.mark.slow
 def test_reformer_config_pretrains_and_its_workdir_exports_to_hf(corpus, tmp_path,
                                                                   tmp_path_factory, monkeypatch):
   """configs/reformer.py (SentencePiece vocabulary learned from the corpus) pretrains with

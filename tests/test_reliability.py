@@ -63,6 +63,7 @@ def reference(corpus, tmp_path_factory):
 
 
 # ---------------------------------------------------------------- refusals change nothing
+@pytest.mark.slow
 @pytest.mark.parametrize("changes, message", [
     ({"model.hidden_size": 48, "model.intermediate_size": 96},
      r"holds a different model than this run's config \(hidden_size 32 -> 48"),
@@ -100,6 +101,7 @@ def test_bad_values_are_refused_before_the_workdir_exists(corpus, tmp_path, chan
 
 
 # ------------------------------------------------------------------------------ NaN
+@pytest.mark.slow
 def test_nan_stops_before_a_nan_checkpoint_and_keeps_the_good_one(corpus, reference,
                                                                  tmp_path):
   workdir = str(tmp_path / "run")
@@ -132,6 +134,7 @@ def stopped_at_8(corpus, tmp_path_factory):
   return workdir
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncate", "delete"])
 def test_a_damaged_newest_checkpoint_falls_back_to_the_previous(corpus, reference, stopped_at_8,
                                                                 tmp_path, damage):
@@ -160,6 +163,7 @@ def _cmd(corpus, workdir, steps):
           f"--workdir={workdir}", *flags]
 
 
+@pytest.mark.slow
 def test_sigterm_saves_a_checkpoint_and_the_rerun_resumes_exactly(corpus, tmp_path):
   steps = 60
   reference_dir, workdir = str(tmp_path / "reference"), str(tmp_path / "run")
@@ -203,6 +207,7 @@ def test_a_second_run_in_a_locked_workdir_is_refused(corpus, tmp_path):
   assert tree_hashes(str(workdir)) == before
 
 
+@pytest.mark.slow
 def test_a_stale_lock_is_replaced(corpus, tmp_path, capsys):
   workdir = tmp_path / "run"
   workdir.mkdir()

@@ -10,6 +10,7 @@ from experiments import tables
 from tests.helpers.runs import tiny_pretraining_config
 
 
+@pytest.mark.slow
 def test_pretraining_run_report_counts_steps_tokens_and_flops(corpus, tmp_path):
   workdir = str(tmp_path / "run")
   config = tiny_pretraining_config(corpus, num_train_steps=3, eval_every_steps=0,

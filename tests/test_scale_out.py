@@ -168,6 +168,7 @@ def mesh_losses(background, mesh: str) -> dict[int, float]:
   return read_losses(run)
 
 
+@pytest.mark.slow
 def test_bf16_converges_like_fp32(corpus, one_device_losses, tmp_path):
   trainer.train_and_evaluate(worker.small_config(corpus, **ONE_DEVICE, **{
       "model.dtype": "bfloat16"}), str(tmp_path))
@@ -180,6 +181,7 @@ def test_bf16_converges_like_fp32(corpus, one_device_losses, tmp_path):
   assert max_relative_difference(bf16, fp32) < 0.01
 
 
+@pytest.mark.slow
 def test_checkpoint_from_2x4x1_continues_on_one_device(corpus, background, tmp_path):
   """The (2,4,1) run's step-10 checkpoint, restored on 1 device, gives its steps 11-20."""
   want = {step: loss for step, loss in mesh_losses(background, "2,4,1").items() if step > 10}
@@ -194,6 +196,7 @@ def test_checkpoint_from_2x4x1_continues_on_one_device(corpus, background, tmp_p
   assert difference <= RTOL
 
 
+@pytest.mark.slow
 def test_killing_one_process_stops_the_other_with_an_error(pair_outcome, background):
   assert pair_outcome.exit_seconds is not None, (
       f"process 0 still ran {EXIT_S} s after process 1 was killed")
@@ -253,6 +256,7 @@ def test_compile_only_fsdp8_holds_an_eighth_of_params_and_optimizer(background):
   assert per_device <= total / 8 * 1.05
 
 
+@pytest.mark.slow
 def test_a_process_whose_peer_never_joins_exits_with_a_clear_error(corpus, tmp_path):
   port = free_port()
   args = train_command(corpus, tmp_path / "alone") + [
@@ -272,6 +276,7 @@ def test_a_process_whose_peer_never_joins_exits_with_a_clear_error(corpus, tmp_p
           f"coordinator 127.0.0.1:{port})") in alone.output()
 
 
+@pytest.mark.slow
 def test_sigterm_to_one_process_stops_both_at_one_step_with_a_checkpoint(corpus, tmp_path):
   """Preemption of a two-process run: SIGTERM to process 1 only. JAX's preemption sync
   point (no per-step barrier) makes both processes stop after the same step, both write

@@ -70,6 +70,7 @@ def test_the_held_back_examples_leave_the_training_rows(small_bert):  # noqa: F8
     tasks.make_task(tagging, trainer.resolve_model_config(tagging))
 
 
+@pytest.mark.slow
 def test_a_run_ends_on_the_epoch_that_scored_best_on_the_held_back_examples(
     small_bert, tmp_path):  # noqa: F811
   config = glue.get_config("dataset=sst2,runlocal=True")

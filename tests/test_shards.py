@@ -101,6 +101,7 @@ def test_shard_input_refuses_what_it_cannot_read(written, tmp_path):
     shards.read_rows(str(bad))
 
 
+@pytest.mark.slow
 def test_training_from_shards_imports_no_tensorflow(written, tmp_path):
   """A process where importing TensorFlow raises: bert_jax, the models, the train step,
   HF safetensors loading, compile-only planning and 3 training steps from the shards."""

@@ -91,6 +91,7 @@ def span_run(corpus, tmp_path_factory):
   return workdir, trainer.train_and_evaluate(_span_config(corpus), workdir)
 
 
+@pytest.mark.slow
 def test_tiny_span_sbo_run_logs_sbo(span_run):
   workdir, final = span_run
   train = [r for r in rows(workdir) if "sbo_loss" in r]
@@ -117,6 +118,7 @@ def _losses(workdir):
   return {r["step"]: (r["loss"], r["sbo_loss"]) for r in rows(workdir) if "loss" in r}
 
 
+@pytest.mark.slow
 def test_sigkill_and_resume_of_a_span_sbo_run_gives_identical_losses(corpus, span_run,
                                                                     tmp_path, capsys):
   """The CLI run killed -9 and started again (in this process, on the config the CLI

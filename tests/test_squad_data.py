@@ -90,6 +90,7 @@ def family_tokenizers(v1_examples, tmp_path_factory):
               str(text), str(folder / "tokenizer_json"), vocab_size=2000))}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["bpe", "sentencepiece", "tokenizer_json"])
 def test_gold_spans_give_em_100_with_the_family_tokenizers(v1_examples, family_tokenizers,
                                                           kind):

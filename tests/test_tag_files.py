@@ -135,6 +135,7 @@ def test_the_classes_are_the_training_tags_in_order():
       "O", "B-LOC", "I-LOC", "B-PER", "I-PER")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["iob2", "iobes"])
 def test_own_tag_set_trains_scores_spans_and_predicts(tmp_path, data_dir, scheme,
                                                       small_bert):  # noqa: F811

@@ -88,6 +88,7 @@ def test_a_chunker_gives_phrases_and_merges_with_the_entities(ner_folder, chunk_
     spans.parse_line(spans.format_line(merged), len(line.split()), "merged")  # a valid line
 
 
+@pytest.mark.slow
 def test_cli_writes_a_span_file_beside_the_corpus(ner_folder, chunk_folder, tmp_path):
   corpus = tmp_path / "corpus.txt"
   corpus.write_text("harry potter went to new york .\nhe liked it .\n\nparis is big .\n")

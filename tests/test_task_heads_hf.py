@@ -86,6 +86,7 @@ def _assert_close(ours, theirs, task, mask):
     assert diff.max() < TOL, (task, float(diff.max()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, task, cls_name", CASES)
 def test_hf_task_model_in_and_out(name, task, cls_name, tmp_path):
   _check_in_and_out(CONFIGS[name], task, cls_name, tmp_path)

@@ -183,6 +183,7 @@ def test_sentencepiece_layout_and_saved_settings(spm_folder):
   assert (config["do_lower_case"], config["keep_accents"]) == (False, True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lower_case,keep_accents", [(False, True), (True, False)])
 def test_sentencepiece_ids_equal_the_references(spm_folder, sample_lines, tmp_path,
                                                 lower_case, keep_accents):

@@ -29,6 +29,7 @@ def train_losses(workdir):
   return {r["step"]: r["loss"] for r in read_rows(workdir) if "loss" in r}
 
 
+@pytest.mark.slow
 def test_training_reduces_loss_and_writes_outputs(corpus, tmp_path):
   config = small_config(corpus, num_train_steps=30, **{"optim.learning_rate": 3e-3})
   final = trainer.train_and_evaluate(config, str(tmp_path))
@@ -50,6 +51,7 @@ def test_training_reduces_loss_and_writes_outputs(corpus, tmp_path):
   assert "30" in os.listdir(tmp_path / "checkpoints")
 
 
+@pytest.mark.slow
 def test_grad_accumulation_equals_big_batch(corpus, tmp_path):
   no_dropout = {"model.hidden_dropout_prob": 0.0, "model.attention_probs_dropout_prob": 0.0,
                 "num_train_steps": 3, "eval_every_steps": 0}
@@ -71,6 +73,7 @@ def pretrained(corpus, tmp_path_factory):
   return workdir
 
 
+@pytest.mark.slow
 def test_init_from_pretrained_workdir(corpus, pretrained, tmp_path):
   first = pretrained
   second = small_config(corpus, num_train_steps=1, init_from=first, eval_every_steps=0)
@@ -137,6 +140,7 @@ def _kill_config(corpus):
   return set_fields(tiny.get_config(f"corpus={corpus},runlocal=True"), _KILL_RUN)
 
 
+@pytest.mark.slow
 def test_sigkill_and_resume_gives_identical_losses(corpus, tmp_path, capsys):
   """Kill -9 mid-run, start the same run again: the losses equal an uninterrupted run's."""
   reference, resumed = str(tmp_path / "reference"), str(tmp_path / "resumed")
@@ -157,6 +161,7 @@ def test_sigkill_and_resume_gives_identical_losses(corpus, tmp_path, capsys):
                                                                           got[step])
 
 
+@pytest.mark.slow
 def test_wsd_run_continues_from_a_checkpoint_before_its_decay(corpus, tmp_path):
   """optim.schedule=wsd: a 10-step run's step-8 checkpoint (its decay starts at 8) continued
   with num_train_steps=16 trains steps 9-16 exactly as a 16-step run does (same rates, data
