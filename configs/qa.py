@@ -23,21 +23,14 @@ with --config.predict=true, WORKDIR/predictions_<test file's name>.json {questio
 N random windows; `runlocal=True` is a smoke test. The other settings are configs/squad.py's
 (seq 384, doc stride 128, 2 epochs, lr 5e-5) and the fine-tuning defaults (configs/common.py).
 """
-import os
-
 from bert_jax.configs import squad
-from bert_jax.configs.common import finetuning_config, parse_arg
+from bert_jax.configs.common import finetuning_config, parse_arg, user_file_sources
 
 
 def get_config(arg=None):
   arg = parse_arg(arg, train="", dev="", test="", version="", skip_bad_rows=False,
                   train_examples=0, runlocal=False)
-  for field in ("train", "dev"):
-    if not arg[field]:
-      raise ValueError(f"configs/qa.py: {field}= is required (e.g. "
-                       "configs/qa.py:train=train.json,dev=dev.json)")
-  sources = {split: os.path.abspath(arg[split]) if arg[split] else ""
-             for split in ("train", "dev", "test")}
+  sources = user_file_sources(arg, "configs/qa.py", "train=train.json,dev=dev.json")
   config = finetuning_config("qa", sources, version=arg.version,
                              skip_bad_rows=arg.skip_bad_rows,
                              predict_split="test",  # predicted with --config.predict=true

@@ -28,20 +28,14 @@ test= WORKDIR/predictions_tag.txt (the dev file's `word gold predicted`).
 `train_examples=N` uses a random N sentences; `runlocal=True` is a smoke test. Training batches are packed as configs/conll.py's
 (`data.pack_each_batch`); the other settings are the fine-tuning defaults (configs/common.py).
 """
-import os
-
-from bert_jax.configs.common import finetuning_config, parse_arg, shrink_for_runlocal
+from bert_jax.configs.common import (finetuning_config, parse_arg, shrink_for_runlocal,
+                                     user_file_sources)
 
 
 def get_config(arg=None):
   arg = parse_arg(arg, train="", dev="", test="", column=-1, scheme="iob2",
                   skip_bad_rows=False, train_examples=0, runlocal=False)
-  for field in ("train", "dev"):
-    if not arg[field]:
-      raise ValueError(f"configs/tag.py: {field}= is required (e.g. "
-                       "configs/tag.py:train=train.txt,dev=dev.txt)")
-  sources = {split: os.path.abspath(arg[split]) if arg[split] else ""
-             for split in ("train", "dev", "test")}
+  sources = user_file_sources(arg, "configs/tag.py", "train=train.txt,dev=dev.txt")
   config = finetuning_config("tag", sources, column=arg.column, scheme=arg.scheme,
                              skip_bad_rows=arg.skip_bad_rows,
                              predict_split="test")  # predicted with --config.predict=true
