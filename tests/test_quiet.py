@@ -68,6 +68,7 @@ def runs(tmp_path_factory, data_dir, minilm_dir):
 @pytest.mark.parametrize("program", [
     "bert_jax.text.prepare", "bert_jax.train", "bert_jax.pretrain.inspect", "bert_jax.commands.embed",
     "bert_jax.commands.convert"])
+@pytest.mark.slow
 def test_command_prints_no_startup_lines(runs, program):
   result = runs[program]
   assert result.returncode == 0, result.stderr[-3000:]
@@ -75,6 +76,7 @@ def test_command_prints_no_startup_lines(runs, program):
   assert noise == [], "\n".join(noise)
 
 
+@pytest.mark.slow
 def test_verbose_brings_the_lines_back(runs):
   result = runs["verbose"]
   assert result.returncode == 0, result.stderr[-3000:]

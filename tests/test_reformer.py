@@ -145,6 +145,7 @@ def test_hf_to_ours_parity_with_the_same_rotations(name, monkeypatch):
   assert max_diff(out.sequence_output, ref.last_hidden_state, mask) < TOL
 
 
+@pytest.mark.slow
 def test_rows_off_the_chunk_multiple_run_padded_as_hf_pads_them(monkeypatch):
   """14 tokens with chunks of 4: both sides run 16 (two masked pad tokens), same values."""
   config = CONFIGS["reformer_mixed_h32_l3"]
@@ -186,6 +187,7 @@ def family_parity(monkeypatch):
   return test_family_parity
 
 
+@pytest.mark.slow
 def test_local_layers_ours_to_hf_and_back(tmp_path, family_parity):
   """Ours -> HF ReformerForMaskedLM and ReformerModel folders (HF loads them with nothing
   missing or unexpected) within TOL on a padded batch of 9 (3 chunks); HF -> ours
@@ -237,6 +239,7 @@ def _loss_and_grads(config, params, ids, mask, rotations):
   return jax.jit(jax.value_and_grad(loss))(params)
 
 
+@pytest.mark.slow
 def test_reversible_gradients_equal_plain_autodiff_with_dropout():
   """The custom_vjp that rebuilds each layer's input gives plain autodiff's gradients
   (1e-5), dropout and LSH attention included (the same masks in the recomputation)."""
@@ -268,6 +271,7 @@ def _compiled_temp_bytes(config, length):
   return compiled.memory_analysis().temp_size_in_bytes
 
 
+@pytest.mark.slow
 def test_reversible_backward_holds_a_fraction_of_the_plain_stacks_memory():
   """Compiled for 8 local layers at 2,048 tokens: the reversible backward pass keeps no
   layer's activations, so its temporaries are under a third of the plain stack's."""

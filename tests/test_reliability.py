@@ -221,6 +221,7 @@ def test_a_stale_lock_is_replaced(corpus, tmp_path, capsys):
 
 
 # ------------------------------------------------------------------ finished reruns
+@pytest.mark.slow
 def test_rerunning_a_finished_run_reports_it_and_changes_nothing(reference):
   workdir = reference[0]
   with open(os.path.join(workdir, "eval_results.json")) as f:

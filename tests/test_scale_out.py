@@ -207,6 +207,7 @@ def test_killing_one_process_stops_the_other_with_an_error(pair_outcome, backgro
   assert "another task died" in background.pair[0].output()  # the distributed service's
 
 
+@pytest.mark.slow
 def test_every_mesh_gives_the_one_device_losses(background, one_device_losses):
   differences = {mesh: max_relative_difference(mesh_losses(background, mesh),
                                                one_device_losses) for mesh in MESHES}
@@ -215,6 +216,7 @@ def test_every_mesh_gives_the_one_device_losses(background, one_device_losses):
   assert max(differences.values()) <= RTOL
 
 
+@pytest.mark.slow
 def test_two_processes_give_the_one_device_losses(background, pair_outcome,
                                                   one_device_losses):
   difference = max_relative_difference(pair_outcome.losses, one_device_losses)
@@ -227,6 +229,7 @@ def test_two_processes_give_the_one_device_losses(background, pair_outcome,
   assert position["num_shards"] == 2 and sorted(position["shards"]) == ["0", "1"]
 
 
+@pytest.mark.slow
 def test_fsdp_leaves_no_large_param_replicated(background):
   """BERT-Base on (1,8,1): every param of 256 KiB (2**16 floats) or more is split 8 ways."""
   background.shardings_job.finish()
@@ -243,6 +246,7 @@ def test_fsdp_leaves_no_large_param_replicated(background):
   assert fraction < 0.001
 
 
+@pytest.mark.slow
 def test_compile_only_fsdp8_holds_an_eighth_of_params_and_optimizer(background):
   background.compile_only.finish()
   line = next(line for line in background.compile_only.output().splitlines()
