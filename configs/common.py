@@ -40,10 +40,6 @@ def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDic
   config.seed = 0  # the model's seed: its initialisation and dropout masks (data.seed: the data's)
   # Every this many steps: the progress line, metrics.jsonl and TensorBoard, a finite-loss check.
   config.log_every_steps = 100
-  # A Weights & Biases project: every metrics row also goes to a W&B run there, resumed
-  # with the workdir ("" = off; needs `pip install 'bert_jax[wandb]'`; WANDB_MODE etc.
-  # from the environment; bert_jax/run/metric_writers.py).
-  config.wandb_project = ""
   config.eval_every_steps = 10_000  # held-out evaluation every this many steps (0: at the end only)
   config.eval_batches = 0  # 0 = the whole held-out set
   # A checkpoint every this many steps (and at the end, and when stopped by a signal).
@@ -234,7 +230,6 @@ def finetuning_config(task: str, sources: dict, **data_fields) -> ml_collections
   config.grad_accum_steps = 1  # micro-batches per step, as in pretraining
   config.seed = 0  # the model's seed: the heads' initialisation and dropout masks
   config.log_every_steps = 50  # the progress line and metrics every this many steps
-  config.wandb_project = ""  # a Weights & Biases project for the metrics too ("" = off)
   config.eval_every_steps = 0  # evaluation every this many steps besides the end (0: the end only)
   config.eval_batches = 0
   config.checkpoint_every_steps = 1000  # a checkpoint every this many steps and at the end

@@ -1,5 +1,4 @@
-"""Where training metrics go: WORKDIR/metrics.jsonl, TensorBoard events, a progress line,
-and (with config.wandb_project) a Weights & Biases run.
+"""Where training metrics go: WORKDIR/metrics.jsonl, TensorBoard events, a progress line.
 
 Only process 0 writes. metrics.jsonl holds one JSON object per logged step (train rows,
 and eval rows whose keys carry an `eval_` prefix). Both files go through `bert_jax.files.storage`,
@@ -7,11 +6,10 @@ so a gs:// workdir gets them in the bucket: the event records are TensorBoard's 
 appended at each write. They are encoded here (an Event proto of a wall time, a step and
 scalar Summary values, in TFRecord framing with masked CRC-32C checksums; the bytes equal
 tensorboard's RecordWriter and Event protos, tests/test_metric_writers.py), so training
-needs neither TensorFlow nor tensorboard. wandb is imported only when a run asks for it.
+needs neither TensorFlow nor tensorboard.
 """
 import io
 import json
-import os
 import socket
 import struct
 import time
@@ -109,57 +107,16 @@ class EventFile:
     self._pending.truncate()
 
 
-class WandbRun:
-  """The rows also logged to a Weights & Biases run in `project`, named after the workdir.
-
-  The W&B run's id is kept in WORKDIR/wandb_run_id, so a resumed run logs to the same W&B
-  run (steps it redoes after its checkpoint are ones W&B has seen: wandb warns and keeps
-  the first). wandb's own files go to WORKDIR/wandb for a local workdir; wandb writes local
-  files only, so for a gs:// workdir they go where wandb puts them by default (WANDB_DIR,
-  else ./wandb). wandb reads its other settings from the environment: WANDB_API_KEY,
-  WANDB_ENTITY, WANDB_MODE=offline (a run that syncs later with `wandb sync`).
-  """
-  ID_FILE = "wandb_run_id"
-
-  def __init__(self, project: str, workdir: str, run_config=None):
-    try:
-      import wandb  # pylint: disable=import-outside-toplevel
-    except ImportError as error:
-      raise ValueError(f"config.wandb_project={project!r}: logging to Weights & Biases needs "
-                       "the wandb package (pip install 'bert_jax[wandb]')") from error
-    id_path = storage.join(workdir, self.ID_FILE)
-    run_id = storage.read_text(id_path).strip() if storage.exists(id_path) else None
-    self._run = wandb.init(
-        project=project, id=run_id, resume="allow" if run_id else None,
-        config={} if run_config is None else json.loads(run_config.to_json_best_effort()),
-        name=os.path.basename(os.fspath(workdir).rstrip("/")),
-        dir=None if storage.is_url(workdir) else workdir)
-    if run_id is None:
-      storage.write_text(id_path, self._run.id + "\n")
-
-  def log(self, step: int, values: dict) -> None:
-    self._run.log(values, step=step)
-
-  def finish(self) -> None:
-    self._run.finish()
-
-
 class MetricWriter:
-  """Writes metrics rows; `truncate_after(step)` drops rows a resumed run will redo.
+  """Writes metrics rows; `truncate_after(step)` drops rows a resumed run will redo."""
 
-  wandb_project: also log every row to a Weights & Biases run there ("" = no W&B);
-  run_config (the run's ConfigDict) goes with it as the W&B run's config."""
-
-  def __init__(self, workdir: str, enabled: bool = True, wandb_project: str = "",
-               run_config=None):
+  def __init__(self, workdir: str, enabled: bool = True):
     self.enabled = enabled
     self.path = storage.join(workdir, "metrics.jsonl")
-    self._tb = self._wandb = None
+    self._tb = None
     if enabled:
       storage.makedirs(workdir)
       self._tb = EventFile(storage.join(workdir, "tensorboard"))
-      if wandb_project:
-        self._wandb = WandbRun(wandb_project, workdir, run_config)
 
   def truncate_after(self, step: int) -> None:
     """Keeps only rows with row["step"] <= step (rows after a checkpoint are redone)."""
@@ -175,18 +132,9 @@ class MetricWriter:
     row = {"step": int(step), **{k: _scalar(v) for k, v in metrics.items()},
            "time": time.time()}
     storage.append_bytes(self.path, (json.dumps(row) + "\n").encode())
-    scalars = {k: v for k, v in row.items()
-               if k not in ("step", "time") and isinstance(v, (int, float))}
-    self._tb.scalars(int(step), scalars)
+    self._tb.scalars(int(step), {k: v for k, v in row.items()
+                                 if k not in ("step", "time") and isinstance(v, (int, float))})
     self._tb.flush()
-    if self._wandb is not None:
-      self._wandb.log(int(step), scalars)
-
-  def close(self) -> None:
-    """Ends the W&B run (its last rows uploaded, or written for `wandb sync`)."""
-    if self._wandb is not None:
-      self._wandb.finish()
-      self._wandb = None
 
 
 def _scalar(v):

@@ -253,7 +253,6 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals,
       by = stop.requested
       loop.report(config, workdir, task, steps, meter, state, time.time(), stopped_by=by,
                   data_notes=inputs.data_notes)
-      writer.close()
       print(f"Stopped by {by} at step {step}; checkpoint saved in {checkpoints.directory}: "
             "run the same command to resume", flush=True)
       return {"stopped_by": by, "step": step}
@@ -269,7 +268,6 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals,
   eval_metrics = {**prefixed(evaluation), **evaluator.selected(state)}
   if eval_metrics and not start.finished_before:
     writer.write(step, eval_metrics)
-  writer.close()
   final.update(eval_metrics)
   checkpoints.close()
   if jax.process_index() == 0:
@@ -350,9 +348,7 @@ def _open_workdir(config, workdir: str, task: Task, tokenizer, restored_step,
   the workdir load like any pretrained model, with its head (weights.py), and where
   init_from was a Hub id, the commit its weights came from (model_config.json's
   "init_from": a resumed run keeps the one it started from)."""
-  writer = MetricWriter(workdir, enabled=jax.process_index() == 0,
-                        wandb_project=config.get("wandb_project", ""),
-                        run_config=config)
+  writer = MetricWriter(workdir, enabled=jax.process_index() == 0)
   if jax.process_index() == 0:
     extra = {"labels": list(task.label_names)} if task.label_names else {}
     recorded = storage.join(workdir, checkpoint.MODEL_CONFIG)
