@@ -5,6 +5,7 @@ import ml_collections
 
 from bert_jax.files import storage
 from bert_jax.models.config import config_for_size
+from bert_jax.run import metric_writers
 from bert_jax.run import run_report
 from bert_jax.core.optim import default_optim_config
 from bert_jax.pretrain import attention_guidance
@@ -51,6 +52,8 @@ def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDic
   config.logical_axis_rules = ml_collections.FieldReference(None, field_type=list)
   # Inputs of the run report's energy and CO2e estimate (bert_jax/run/run_report.py).
   config.report = run_report.default_config()
+  # Weights & Biases, off unless wandb.project is set (bert_jax/run/metric_writers.py).
+  config.wandb = metric_writers.wandb_config()
   return config
 
 
@@ -261,6 +264,8 @@ def finetuning_config(task: str, sources: dict, **data_fields) -> ml_collections
   config.logical_axis_rules = ml_collections.FieldReference(None, field_type=list)
   # Inputs of the run report's energy and CO2e estimate (bert_jax/run/run_report.py).
   config.report = run_report.default_config()
+  # Weights & Biases, off unless wandb.project is set (bert_jax/run/metric_writers.py).
+  config.wandb = metric_writers.wandb_config()
   return config
 
 

@@ -25,10 +25,11 @@ SOURCES = ("configs/common.py", "bert_jax/pretrain/pipeline.py", "bert_jax/core/
            "bert_jax/pretrain/attention_guidance.py", "bert_jax/pretrain/distillation.py",
            "bert_jax/pretrain/electra.py", "bert_jax/finetune/base.py", "bert_jax/run/trainer.py",
            "bert_jax/run/run_checks.py", "bert_jax/run/sharding.py", "configs/glue.py",
-           "configs/squad.py", "configs/conll.py")
+           "configs/squad.py", "configs/conll.py", "bert_jax/run/metric_writers.py")
 # A field's group (its first name) -> the file that documents it, read before SOURCES.
 GROUP_SOURCES = {"data": "bert_jax/pretrain/pipeline.py", "optim": "bert_jax/core/optim.py",
                  "model": "bert_jax/models/config.py", "report": "bert_jax/run/run_report.py",
+                 "wandb": "bert_jax/run/metric_writers.py",
                  "attention_guidance": "bert_jax/pretrain/attention_guidance.py",
                  "distillation": "bert_jax/pretrain/distillation.py",
                  "electra": "bert_jax/pretrain/electra.py"}

@@ -119,7 +119,7 @@ def test_a_step_too_big_for_the_tpu_is_reported_as_refused_not_raised():
 @pytest.mark.slow
 @needs_libtpu
 def test_compile_only_for_a_tpu_target_prints_the_refusal_and_exits_1(tmp_path):
-  """The README's `--compile_only --target=tpu:...` path, end to end in a process of its
+  """The scaling guide's `--compile_only --target=tpu:...` path, end to end in a process of its
   own (libtpu's folder appended to its path, as this process has it): a batch too big for
   v5e-4 prints the report's `does not fit` line and exits 1."""
   site = os.environ.get("BERT_JAX_TARGETS_SITE", "")

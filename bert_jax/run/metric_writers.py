@@ -7,12 +7,19 @@ appended at each write. They are encoded here (an Event proto of a wall time, a 
 scalar Summary values, in TFRecord framing with masked CRC-32C checksums; the bytes equal
 tensorboard's RecordWriter and Event protos, tests/test_metric_writers.py), so training
 needs neither TensorFlow nor tensorboard.
+
+Weights & Biases is a third, optional writer: off unless `config.wandb.project` names a
+project; `wandb` is imported only then (`pip install ".[wandb]"`; not a dependency).
 """
+import importlib.util
 import io
 import json
+import os
 import socket
 import struct
 import time
+
+import ml_collections
 
 from bert_jax.files import storage
 
@@ -107,16 +114,78 @@ class EventFile:
     self._pending.truncate()
 
 
-class MetricWriter:
-  """Writes metrics rows; `truncate_after(step)` drops rows a resumed run will redo."""
+def wandb_config() -> ml_collections.ConfigDict:
+  """config.wandb: where the Weights & Biases writer logs (off while `project` is "")."""
+  return ml_collections.ConfigDict(dict(
+      project="",  # a W&B project: every metrics row is logged to a run of it ("" = off)
+      entity="",  # the project's W&B entity, a team or user ("" = the account's default)
+      mode="online",  # "online", or "offline" (files only; `wandb sync DIR` uploads them later)
+      name="",  # the W&B run's display name ("" = the workdir's folder name)
+      dir="",  # the local folder wandb writes its files under ("" = the workdir, if local)
+  ))
 
-  def __init__(self, workdir: str, enabled: bool = True):
+
+WANDB_MODES = ("online", "offline")
+
+
+def check_wandb(settings, workdir: str) -> None:
+  """Refuses, before anything is written, W&B settings that cannot work: an unknown mode, a
+  URL as wandb's folder (it writes local files), wandb not installed. Off: nothing to check."""
+  if settings is None or not settings.project:
+    return
+  if settings.mode not in WANDB_MODES:
+    raise ValueError(f"config.wandb.mode={settings.mode!r}: expected one of {WANDB_MODES}")
+  if storage.is_url(settings.dir or workdir):
+    raise ValueError(f"config.wandb.dir: wandb writes local files, and the workdir {workdir} "
+                     "is a URL: name a local folder (--config.wandb.dir=PATH)")
+  if importlib.util.find_spec("wandb") is None:
+    raise ValueError(f"config.wandb.project={settings.project!r} asks for Weights & Biases, "
+                     "but wandb is not installed (pip install \".[wandb]\")")
+
+
+class WandbRun:
+  """One W&B run of a training invocation: each metrics row is logged at its step, its
+  numeric values only (as TensorBoard gets them); `run_config` is the W&B run's config.
+  A resumed invocation is a new W&B run whose steps continue."""
+
+  def __init__(self, settings, workdir: str, run_config: dict | None = None):
+    check_wandb(settings, workdir)
+    try:
+      import wandb
+    except ImportError as error:  # found by check_wandb, but it does not import
+      raise ValueError(f"config.wandb.project={settings.project!r}: wandb does not import "
+                       f"({error})") from error
+    folder = settings.dir or workdir
+    os.makedirs(folder, exist_ok=True)
+    self._run = wandb.init(
+        project=settings.project, entity=settings.entity or None, mode=settings.mode,
+        name=settings.name or os.path.basename(os.path.normpath(workdir)), dir=folder,
+        config=run_config, reinit="finish_previous")
+
+  def log(self, step: int, values: dict) -> None:
+    self._run.log(values, step=step)
+
+  def finish(self) -> None:
+    self._run.finish()
+
+
+class MetricWriter:
+  """Writes metrics rows; `truncate_after(step)` drops rows a resumed run will redo.
+
+  wandb_settings: a `wandb_config()` whose project is set also logs every row to Weights &
+  Biases (process 0 only, as the files), with `run_config` as the W&B run's config."""
+
+  def __init__(self, workdir: str, enabled: bool = True, wandb_settings=None,
+               run_config: dict | None = None):
     self.enabled = enabled
     self.path = storage.join(workdir, "metrics.jsonl")
     self._tb = None
+    self._wandb = None
     if enabled:
       storage.makedirs(workdir)
       self._tb = EventFile(storage.join(workdir, "tensorboard"))
+      if wandb_settings is not None and wandb_settings.project:
+        self._wandb = WandbRun(wandb_settings, workdir, run_config)
 
   def truncate_after(self, step: int) -> None:
     """Keeps only rows with row["step"] <= step (rows after a checkpoint are redone)."""
@@ -132,9 +201,18 @@ class MetricWriter:
     row = {"step": int(step), **{k: _scalar(v) for k, v in metrics.items()},
            "time": time.time()}
     storage.append_bytes(self.path, (json.dumps(row) + "\n").encode())
-    self._tb.scalars(int(step), {k: v for k, v in row.items()
-                                 if k not in ("step", "time") and isinstance(v, (int, float))})
+    numbers = {k: v for k, v in row.items()
+               if k not in ("step", "time") and isinstance(v, (int, float))}
+    self._tb.scalars(int(step), numbers)
     self._tb.flush()
+    if self._wandb is not None:
+      self._wandb.log(int(step), numbers)
+
+  def close(self) -> None:
+    """Finishes the W&B run, if any (the files need nothing: each write is appended)."""
+    if self._wandb is not None:
+      self._wandb.finish()
+      self._wandb = None
 
 
 def _scalar(v):

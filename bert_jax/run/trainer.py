@@ -36,7 +36,7 @@ from bert_jax.run.stop_signals import StopSignals
 from bert_jax import weights
 from bert_jax.run import workdir as workdir_lib
 from bert_jax.finetune.base import trainable_layers
-from bert_jax.run.metric_writers import MetricWriter
+from bert_jax.run.metric_writers import MetricWriter, check_wandb
 from bert_jax.models.config import BertConfig
 from bert_jax.core.task import FrozenParams, Task
 from bert_jax.models.families import tokenizer_kinds
@@ -166,6 +166,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   ```
   """
   validate_config(config, task_class(config.task).counts_in_steps)
+  check_wandb(config.get("wandb"), workdir)
   with workdir_lib.WorkdirLock(workdir), StopSignals() as stop:
     checkpoints = TrainCheckpoints(workdir, config.max_checkpoints_to_keep)
     try:
@@ -255,6 +256,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals,
                   data_notes=inputs.data_notes)
       print(f"Stopped by {by} at step {step}; checkpoint saved in {checkpoints.directory}: "
             "run the same command to resume", flush=True)
+      writer.close()
       return {"stopped_by": by, "step": step}
 
   # ------------------------------------------------------------------------------------
@@ -280,6 +282,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals,
           workdir, lambda folder: task.write_predictions(evaluation, inputs, folder))
       if path:
         print(f"Wrote {path}", flush=True)
+  writer.close()
   return final
 
 
@@ -348,7 +351,8 @@ def _open_workdir(config, workdir: str, task: Task, tokenizer, restored_step,
   the workdir load like any pretrained model, with its head (weights.py), and where
   init_from was a Hub id, the commit its weights came from (model_config.json's
   "init_from": a resumed run keeps the one it started from)."""
-  writer = MetricWriter(workdir, enabled=jax.process_index() == 0)
+  writer = MetricWriter(workdir, enabled=jax.process_index() == 0,
+                        wandb_settings=config.get("wandb"), run_config=config.to_dict())
   if jax.process_index() == 0:
     extra = {"labels": list(task.label_names)} if task.label_names else {}
     recorded = storage.join(workdir, checkpoint.MODEL_CONFIG)
