@@ -66,10 +66,11 @@ def _write_conll(path, sentences):
 def _classify(tmp_path):
   words = ["good film", "bad plot", "great cast", "dull and long", "fine music", "weak end"]
   tags = ["a|b", "c", "a", "b|c", "a|c", "b"]
-  train = _write_csv(tmp_path / "train.csv", list(zip(words * 2, tags * 2)))
+  bad = [("", "a")]  # an empty text: skipped and counted (skip_bad_rows)
+  train = _write_csv(tmp_path / "train.csv", list(zip(words * 2, tags * 2)) + bad)
   dev = _write_csv(tmp_path / "dev.csv", list(zip(words[::-1], tags)))
   return (classify.get_config(f"train={train},dev={dev},text=sentence,label=tags,"
-                              "label_sep=|,runlocal=True"), [train, dev])
+                              "label_sep=|,skip_bad_rows=True,runlocal=True"), [train, dev])
 
 
 def _tag(tmp_path):
@@ -89,7 +90,7 @@ def _task(config, small_bert):
 @pytest.mark.parametrize("make", [_classify, _tag], ids=["classify_multi_label", "tag"])
 def test_the_shards_hold_what_the_files_give(make, small_bert, tmp_path):
   """The task built from the shards, its files gone, has the files' labels, features and
-  examples (multi-label sets, tag sequences)."""
+  examples (multi-label sets, tag sequences) and the notes of their skipped rows."""
   config, files = make(tmp_path)
   from_files = _task(config, small_bert)
   tokenizer = make_tokenizer(config.data, model_dir=small_bert)
@@ -116,6 +117,8 @@ def test_the_shards_hold_what_the_files_give(make, small_bert, tmp_path):
       assert got_metadata.column == from_shards.column
   inputs = from_shards.make_inputs(tokenizer, 0, 1)  # the run's inputs, from the shards
   assert inputs.steps_per_epoch == 1
+  assert inputs.data_notes == from_files.data_notes()
+  assert len(inputs.data_notes) == (make is _classify)
   assert inputs.eval.num_rows == len(expected["dev"][0]["input_ids"])
 
 
