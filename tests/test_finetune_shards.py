@@ -13,7 +13,7 @@ from bert_jax.commands import finetune_shards
 from bert_jax.run.tasks import make_task
 from bert_jax.run.trainer import resolve_model_config
 from bert_jax.text.tokenizers import make_tokenizer
-from configs import classify, glue, squad
+from configs import classify, glue, squad, swag
 from configs import tag as tag_config
 from tests.helpers.runs import REPO, run_finetune
 
@@ -82,15 +82,22 @@ def _tag(tmp_path):
   return tag_config.get_config(f"train={train},dev={dev},runlocal=True"), [train, dev]
 
 
+def _swag(tmp_path):
+  del tmp_path
+  return swag.get_config("runlocal=True"), []  # the data root's sample: left in place
+
+
 def _task(config, small_bert):
   config.init_from = small_bert
   return make_task(config, resolve_model_config(config))
 
 
-@pytest.mark.parametrize("make", [_classify, _tag], ids=["classify_multi_label", "tag"])
+@pytest.mark.parametrize("make", [_classify, _tag, _swag],
+                         ids=["classify_multi_label", "tag", "swag"])
 def test_the_shards_hold_what_the_files_give(make, small_bert, tmp_path):
-  """The task built from the shards, its files gone, has the files' labels, features and
-  examples (multi-label sets, tag sequences) and the notes of their skipped rows."""
+  """The task built from the shards, its files gone (or no data root), has the files'
+  labels, features and examples (multi-label sets, tag sequences, SWAG's endings) and the
+  notes of their skipped rows."""
   config, files = make(tmp_path)
   from_files = _task(config, small_bert)
   tokenizer = make_tokenizer(config.data, model_dir=small_bert)
@@ -99,7 +106,7 @@ def test_the_shards_hold_what_the_files_give(make, small_bert, tmp_path):
   finetune_shards.write(config, prefix)
   for path in files:
     os.remove(path)
-  config.data.shards = prefix
+  config.data.shards, config.data.data_dir = prefix, str(tmp_path / "no_data_root")
   from_shards = _task(config, small_bert)
   assert from_shards.label_names == from_files.label_names
   assert getattr(from_shards, "problem", None) == getattr(from_files, "problem", None)
@@ -109,14 +116,15 @@ def test_the_shards_hold_what_the_files_give(make, small_bert, tmp_path):
     for key, value in features.items():
       assert got_features[key].dtype == value.dtype, key
       np.testing.assert_array_equal(got_features[key], value, err_msg=key)
-    if isinstance(metadata, list):  # classify's rows: labels as tuples again
-      assert got_metadata == metadata and isinstance(metadata[0].label, tuple)
+    if isinstance(metadata, list):  # rows: classify's label sets, SWAG's endings as tuples
+      assert got_metadata == metadata
+      assert isinstance(metadata[0].label if make is _classify else metadata[0].endings, tuple)
     else:  # tagging: the sentences and the words' positions
       assert got_metadata.sentences == metadata.sentences
       np.testing.assert_array_equal(got_metadata.word_index, metadata.word_index)
       assert got_metadata.column == from_shards.column
   inputs = from_shards.make_inputs(tokenizer, 0, 1)  # the run's inputs, from the shards
-  assert inputs.steps_per_epoch == 1
+  assert inputs.steps_per_epoch == len(expected["train"][0]["input_ids"]) // config.data.batch_size
   assert inputs.data_notes == from_files.data_notes()
   assert len(inputs.data_notes) == (make is _classify)
   assert inputs.eval.num_rows == len(expected["dev"][0]["input_ids"])
@@ -148,5 +156,5 @@ def test_shards_that_do_not_fit_the_run_are_one_line(small_bert, tmp_path):
   config = squad.get_config("runlocal=True")
   config.data.shards = prefix
   with pytest.raises(ValueError, match=r"^config.data.shards: the squad task has no shard "
-                                       r"form \(glue, classify, conll and tag have\)"):
+                                       r"form \(glue, classify, conll, tag and swag have\)"):
     _task(config, small_bert)

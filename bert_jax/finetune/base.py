@@ -274,7 +274,7 @@ class FinetuningTask:
   def check_shardable(self) -> None:
     if self.example_type is None:
       raise ValueError(f"config.data.shards: the {self.name} task has no shard form (glue, "
-                       "classify, conll and tag have); leave it empty")
+                       "classify, conll, tag and swag have); leave it empty")
 
   def examples_record(self, metadata) -> list[dict]:
     """A split's metadata as JSON-able records (its shard file's "examples")."""

@@ -15,7 +15,7 @@ and a source for it) predict_split. Then train anywhere, TensorFlow or not:
 A split file (numpy .npz, through bert_jax/files/storage.py, so gs:// works) holds the
 reader's feature arrays as they were made ("feature_<name>", each its dtype and shape), the
 split's examples ("examples": UTF-8 JSON as uint8, the records of what the task scores
-against: GLUE's and classify's rows, CoNLL's and tag's sentences) and "meta" (JSON: the
+against: GLUE's, classify's and SWAG's rows, CoNLL's and tag's sentences) and "meta" (JSON: the
 task, the split, the tokenizer's kind and vocabulary sha256, the config.data fields that
 shape features, the task's own state such as classify's problem and labels, and the writing
 run's notes of skipped bad rows). A run reads each split's file instead of its source and
@@ -23,8 +23,8 @@ checks the meta against its config and tokenizer, one line for the first disagre
 there on it is the same run (batching, packing, scores), so its numbers equal the run from
 the files.
 
-Tasks with a shard form: glue, classify, conll, tag (FinetuningTask.example_type). The
-others (squad, qa, swag) are refused in one line.
+Tasks with a shard form: glue, classify, conll, tag, swag (FinetuningTask.example_type).
+SQuAD's (squad, qa) are refused in one line.
 """
 import dataclasses
 import io
