@@ -222,7 +222,11 @@ def finetuning_config(task: str, sources: dict, **data_fields) -> ml_collections
       # > 0: this seeded fraction of the training examples (after train_examples) is held
       # back to pick the epoch: scored after every epoch, and the run ends on the params
       # that scored best there (the eval split never chooses; GLUE, SWAG; bert_jax/run/trainer.py).
-      select_fraction=0.0))
+      select_fraction=0.0,
+      # "": the splits are read from `sources` and tokenized; else the prefix of their
+      # pre-tokenized files (PREFIX-<split>.npz, bert_jax/finetune/shards.py), read instead,
+      # with no TensorFlow (python -m bert_jax.commands.finetune_shards writes them).
+      shards=""))
   config.data.update(data_fields)
   config.optim = default_optim_config()
   config.optim.learning_rate = 5e-5

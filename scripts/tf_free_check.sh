@@ -14,7 +14,10 @@
 #     (bert_jax/pretrain/shards.py), then in the environment above: bash
 #     bench/device_check.sh --dry with them (its small run from shards included), and a
 #     tiny pretraining run from them through `python -m bert_jax.train`;
-#  4. the wheels brought along, with their versions.
+#  4. fine-tuning shards of configs/glue.py:dataset=cola,runlocal=True from all-MiniLM-L6-v2
+#     (bert_jax/finetune/shards.py), written by the calling environment, then a fine-tuning
+#     run from them in the environment above (no source file read: a data root that is not);
+#  5. the wheels brought along, with their versions.
 # Each phase's start is stamped with the seconds since the start.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -90,6 +93,29 @@ stamp "python -m bert_jax.train from the shards, without TensorFlow"
     --config.model.intermediate_size=64 --config.model.num_attention_heads=2 \
     --config.num_train_steps=6 --config.eval_every_steps=6 --config.checkpoint_every_steps=6)
 test -f "$WORK/run/eval_results.json"
+
+COLA="configs/glue.py:dataset=cola,runlocal=True"  # 8,551 training rows to tokenize
+stamp "fine-tuning shards of $COLA, written by $(python3 -V) with TensorFlow"
+MINILM="$(python3 -c 'from bert_jax.configs.common import default_init_from as d; print(d())')"
+if [ -z "$MINILM" ]; then
+  echo "the fine-tuning run needs all-MiniLM-L6-v2 (bash scripts/setup.sh --test)" >&2
+  exit 1
+fi
+python3 -m bert_jax.commands.finetune_shards --config="$COLA" --config.init_from="$MINILM" \
+    --output="$WORK/shards/cola"
+
+stamp "python -m bert_jax.train fine-tuning from the shards, without TensorFlow"
+(cd "$WORK" && "$PY" -m bert_jax.train --config="$REPO/$COLA" --workdir="$WORK/cola" \
+    --config.init_from="$MINILM" --config.data.shards="$WORK/shards/cola" \
+    --config.data.data_dir="$WORK/no_data_root")
+"$PY" - "$WORK/cola/eval_results.json" <<'EOF'
+import json
+import sys
+
+results = json.load(open(sys.argv[1]))
+print(f"fine-tuned from shards: step {results['step']}, eval_matthews_corrcoef "
+      f"{results['eval_matthews_corrcoef']:.4f}")
+EOF
 
 stamp "done; the wheels brought along (--no-deps):"
 "$PY" -m pip list --format=freeze 2>/dev/null | grep -iE "^(${BROUGHT//-/[-_]})==" \

@@ -23,8 +23,9 @@ eval_batch_size, seed, plus each task's own (GLUE: dataset, heldout_fraction,
 heldout_seed; SQuAD: doc_stride, max_query_length, version_2_with_negative,
 heldout_fraction, heldout_seed). predict_split: with config.predict, a split of `sources`
 (an unlabelled test file) whose predictions are written beside the eval split's scores
-(TaskInputs.predict; "" or no source: none). The tokenizer is the run's one
-(bert_jax/text/tokenizers.py).
+(TaskInputs.predict; "" or no source: none). shards: "" reads the sources; else the
+prefix of the splits' pre-tokenized files, read instead (finetune/shards.py: no
+TensorFlow). The tokenizer is the run's one (bert_jax/text/tokenizers.py).
 """
 import functools
 import math
@@ -34,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bert_jax.core import flops, optim
-from bert_jax.finetune import array_input, example_packing, feature_cache, sources
+from bert_jax.finetune import array_input, example_packing, feature_cache, shards, sources
 from bert_jax.models import features, task_models
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
@@ -101,6 +102,9 @@ class FinetuningTask:
   label_names = None  # the logits' classes, in order (Task.label_names)
   counts_in_steps = False  # num_train_epochs of the task's data may set the run's length
   sequence_outputs: tuple[str, ...] = ()  # eval outputs with a per-token axis 1 ([B, T, ...])
+  # The dataclass of a split's examples (its metadata's records): the task's shard form
+  # (config.data.shards, finetune/shards.py); None: the task has none.
+  example_type = None
 
   def __init__(self, config, model_config: BertConfig):
     self.config, self.model_config = config, model_config
@@ -134,6 +138,8 @@ class FinetuningTask:
                        "hold back training examples to pick the epoch (GLUE and SWAG can); set it "
                        "to 0")
     feature_cache.check(config)
+    if config.data.get("shards"):
+      self.check_shardable()
     if config.data.get("pack_each_batch") and config.data.get("packing"):
       raise ValueError(f"config.data.pack_each_batch (GLUE's and CoNLL's default) with "
                        f"config.data.packing={config.data.packing}: choose one (packing packs "
@@ -148,13 +154,22 @@ class FinetuningTask:
     return self.reader.load_split(self.config.data, split, tokenizer,
                                   self.config.data.max_seq_length)
 
+  def split_data(self, split, tokenizer):
+    """(features, metadata) of `split`: its source read and featurized (load_split), or its
+    file under config.data.shards, written so before (finetune/shards.py)."""
+    if not self.config.data.get("shards"):
+      return self.load_split(split, tokenizer)
+    features, rows, meta = shards.read_split(self.config, split, tokenizer)
+    self._shard_notes.extend(n for n in meta["data_notes"] if n not in self._shard_notes)
+    return features, self.examples_of(rows, features)
+
   def make_inputs(self, tokenizer, process_index: int, process_count: int) -> TaskInputs:
     data = self.config.data
-    train_features, train_metadata = self.load_split(data.train_split, tokenizer)
-    eval_features, eval_metadata = self.load_split(data.eval_split, tokenizer)
+    train_features, train_metadata = self.split_data(data.train_split, tokenizer)
+    eval_features, eval_metadata = self.split_data(data.eval_split, tokenizer)
     keep = MODEL_INPUTS + self.label_keys
     predict_split = self.predict_split()
-    predict_features, predict_metadata = (self.load_split(predict_split, tokenizer)
+    predict_features, predict_metadata = (self.split_data(predict_split, tokenizer)
                                           if predict_split else (None, None))
     caching = bool(self.config.get("cache_features"))
     if caching:  # each example's number in its split: where its cached layers are
@@ -223,11 +238,20 @@ class FinetuningTask:
                       select_metadata=select_metadata,
                       select_metric=self.select_metric if select is not None else None,
                       predict=predict, predict_metadata=predict_metadata,
-                      data_notes=tuple(filter(None, (s.note() for s in self._skips))))
+                      data_notes=self.data_notes())
 
   @functools.cached_property
   def _skips(self) -> list[sources.Skips]:
     """The Skips of every file the task has read (`skips`)."""
+    return []
+
+  def data_notes(self) -> tuple[str, ...]:
+    """One line per file read whose bad records were skipped (TaskInputs.data_notes)."""
+    return tuple(filter(None, (s.note() for s in self._skips))) + tuple(self._shard_notes)
+
+  @functools.cached_property
+  def _shard_notes(self) -> list[str]:
+    """The notes of bad rows skipped when the shard files read were written."""
     return []
 
   def skips(self, path: str, unit: str = "rows") -> sources.Skips:
@@ -245,6 +269,26 @@ class FinetuningTask:
     if not (self.config.get("predict") and split and (data.get("sources") or {}).get(split)):
       return None
     return split
+
+  # --- shards (finetune/shards.py) ----------------------------------------------------
+  def check_shardable(self) -> None:
+    if self.example_type is None:
+      raise ValueError(f"config.data.shards: the {self.name} task has no shard form (glue, "
+                       "classify, conll, tag and swag have); leave it empty")
+
+  def examples_record(self, metadata) -> list[dict]:
+    """A split's metadata as JSON-able records (its shard file's "examples")."""
+    return shards.records(metadata)
+
+  def examples_of(self, rows: list[dict], features: dict):
+    """examples_record's inverse: the metadata load_split gives, from the records."""
+    del features
+    return shards.from_records(self.example_type, rows)
+
+  def shard_state(self) -> dict:
+    """What the task derived from its files besides the splits (classify: the problem and
+    labels), kept in each shard file's meta."""
+    return {}
 
   def row_groups(self, train_metadata):
     """[rows] group ids that a held-back split keeps on one side (None: rows apart)."""

@@ -43,7 +43,7 @@ import os
 import jax.numpy as jnp
 import numpy as np
 
-from bert_jax.finetune import base, glue_reader, metrics
+from bert_jax.finetune import base, glue_reader, metrics, shards
 from bert_jax.finetune.glue import GlueTask
 from bert_jax.finetune import sources
 from bert_jax.finetune.sources import DataFormatError, Skips, read_lines, user_file
@@ -463,6 +463,7 @@ class ClassifyTask(GlueTask):
   """GLUE's classifier on the files of config.data.sources (the module docstring)."""
   name = "classify"
   reader = None  # load_split reads the files
+  example_type = ClassifyExample
 
   def __init__(self, config, model_config):  # pylint: disable=super-init-not-called
     self.config = config
@@ -486,8 +487,14 @@ class ClassifyTask(GlueTask):
 
   @functools.cached_property
   def _train(self):
-    """(problem, labels, examples) of the training file, read once."""
+    """(problem, labels, examples) of the training file, read once (with config.data.shards:
+    the training split's file, and the problem and labels its writer inferred)."""
     data = self.config.data
+    if data.get("shards"):
+      _, rows, meta = shards.read_split(self.config, data.train_split)
+      labels = meta["task_state"]["labels"]
+      return (meta["task_state"]["problem"], None if labels is None else tuple(labels),
+              shards.from_records(ClassifyExample, rows))
     path = data.sources[data.train_split]
     return read_labelled(path, self.columns, data.get("problem_type") or "", None,
                          self.skips(self.where(data.train_split)),
@@ -522,6 +529,9 @@ class ClassifyTask(GlueTask):
               and split != self.config.data.get("predict_split") else None)
     return glue_reader.featurize(examples, self.dataset, tokenizer,
                                  self.config.data.max_seq_length, labels=labels), examples
+
+  def shard_state(self):
+    return {"problem": self.problem, "labels": self.label_names}
 
   def model_spec(self):
     return {**super().model_spec(), "problem_type": PROBLEMS[self.problem].hf_problem_type}

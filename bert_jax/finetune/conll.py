@@ -8,7 +8,7 @@ import os
 
 import jax.numpy as jnp
 
-from bert_jax.finetune import conll_reader
+from bert_jax.finetune import conll_reader, shards
 from bert_jax.finetune.base import FinetuningTask, feature_spec
 from bert_jax.core.losses import xent_sums
 
@@ -22,6 +22,7 @@ class ConllTask(FinetuningTask):
   packable = True  # per-token labels ride along in packed rows (finetune/example_packing.py)
   head_options = ("feature_layers", "freeze_encoder", "feature_mix", "feature_head",
                   "trainable_layers")
+  example_type = conll_reader.Sentence
 
   def __init__(self, config, model_config):
     self.column = conll_reader.get_column(config.data.get("column", "ner"))
@@ -42,6 +43,13 @@ class ConllTask(FinetuningTask):
 
   def denominators(self, batch):
     return {"examples": jnp.maximum(jnp.sum(batch["label_weights"]), 1.0)}
+
+  def examples_record(self, metadata):  # the sentences; word_index is a feature
+    return shards.records(metadata.sentences)
+
+  def examples_of(self, rows, features):
+    return conll_reader.TaggingMetadata(shards.from_records(self.example_type, rows),
+                                        features["word_index"], self.column)
 
   def score(self, outputs, eval_metadata):
     scores = conll_reader.score(outputs["logits"], eval_metadata)

@@ -54,6 +54,7 @@ class GlueTask(FinetuningTask):
   label_keys = ("label",)
   packable = True
   head_options = tuple(HEAD_OPTIONS)
+  example_type = glue_reader.GlueExample
 
   def __init__(self, config, model_config):
     self.dataset = glue_reader.get_dataset(config.data.dataset)

@@ -18,6 +18,7 @@ class SwagTask(FinetuningTask):
   reader = swag_reader
   label_keys = ("label",)
   select_metric = "accuracy"  # rows are examples: some can be held back to pick the epoch
+  example_type = swag_reader.SwagExample
 
   def model_spec(self):
     return {"task_model": "multiple_choice"}

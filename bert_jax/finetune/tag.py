@@ -29,7 +29,7 @@ WORKDIR/predictions_tag.txt, `word gold predicted`.
 import functools
 import os
 
-from bert_jax.finetune import base, conll_reader, metrics
+from bert_jax.finetune import base, conll_reader, metrics, shards
 from bert_jax.finetune.conll import ConllTask
 from bert_jax.finetune.sources import DataFormatError, Skips, user_file
 
@@ -139,8 +139,12 @@ class TagTask(ConllTask):
 
   @functools.cached_property
   def _train(self) -> list[conll_reader.Sentence]:
-    """The training file's sentences, read once (their tags give the classes)."""
+    """The training file's sentences, read once (their tags give the classes); with
+    config.data.shards, the training split's file's."""
     data = self.config.data
+    if data.get("shards"):
+      return shards.from_records(self.example_type,
+                                 shards.read_split(self.config, data.train_split)[1])
     return self.read(data.sources[data.train_split], user_column(int(data.column), None,
                                                                   self.scheme))
 
