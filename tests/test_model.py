@@ -1,11 +1,11 @@
-"""The encoder and heads: sizes, parameter counts, layouts, dtypes, task models."""
+"""The encoder and heads: sizes, parameter counts, layouts, dtypes, headed models."""
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bert_jax.models import task_models as tasks
+from bert_jax.models import headed as tasks
 from bert_jax.models.config import BertConfig, config_for_size
 from bert_jax.models.bert import BertModel
 from bert_jax.models.dropout import dropout, dropout_keep_mask, random_words

@@ -25,7 +25,7 @@ from bert_jax.text.tokenizers import model_tokenizer
 from bert_jax.weights import load_pretrained
 
 # --pooling: (hidden [B, T, D], attention_mask [B, T]) -> [B, D], or [B, T, D] for "none"
-# (zeros at padding). The sentence vectors are the task models' (models/features.py).
+# (zeros at padding). The sentence vectors are the headed models' (models/features.py).
 POOLINGS = {
     "cls": lambda hidden, mask: features_lib.cls_vectors(hidden),
     "mean": features_lib.token_mean,

@@ -28,11 +28,11 @@ class HFFamily:
   config_to_hf: BertConfig -> HF config.json dict (without `architectures`).
   encoder_class / pretraining_class: HF's classes of the bare encoder and of the
   pretraining model (what `architectures` names, by whether the heads are written).
-  other_head_classes: (our task model, HF class) of further HF classes with heads
+  other_head_classes: (our headed model, HF class) of further HF classes with heads
   (ELECTRA's discriminator next to its generator).
-  task_classes: (our fine-tuning task model, HF class) where HF's head is ours exactly
+  task_classes: (our fine-tuning headed model, HF class) where HF's head is ours exactly
   (the pooler, with the family's activation, + a linear classifier; a linear tagger; a
-  linear span head; ModernBERT's task head before each); a family whose HF head for a
+  linear span head; ModernBERT's prediction head before each); a family whose HF head for a
   task differs would list only the tasks that agree.
   classifier_pooling: our sequence classifier's pooling -> the value of HF config.json's
   `classifier_pooling` that reads the same sentence vector (ModernBERT: the [CLS] row or
@@ -59,18 +59,18 @@ class HFFamily:
 
   @property
   def head_classes(self) -> dict[str, str]:
-    """Our task model (`task_models.TASK_MODELS` name) -> the HF class with its heads."""
+    """Our headed model (`headed.HEADED_MODELS` name) -> the HF class with its heads."""
     return {"pretraining": self.pretraining_class, **dict(self.other_head_classes),
             **dict(self.task_classes)}
 
   def task_of_class(self, hf_class: str) -> str | None:
-    """Our fine-tuning task model of an HF class name (None: not a task class here)."""
+    """Our fine-tuning headed model of an HF class name (None: not a task class here)."""
     return {cls: task for task, cls in self.task_classes}.get(hf_class)
 
 
 def _task_classes(hf_name: str, tasks=("sequence_classification", "token_classification",
                                        "question_answering", "multiple_choice")):
-  """(task model, HF class) of each task, e.g. ("token_classification",
+  """(headed model, HF class) of each task, e.g. ("token_classification",
   "BertForTokenClassification") for hf_name "Bert"."""
   suffix = {"sequence_classification": "ForSequenceClassification",
             "token_classification": "ForTokenClassification",

@@ -20,7 +20,7 @@ class SwagTask(FinetuningTask):
   select_metric = "accuracy"  # rows are examples: some can be held back to pick the epoch
 
   def model_spec(self):
-    return {"task_model": "multiple_choice"}
+    return {"headed_model": "multiple_choice"}
 
   def example_inputs(self, batch_size):  # [B, C, T]: the choices of each example
     batch = super().example_inputs(batch_size)

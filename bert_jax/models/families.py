@@ -2,7 +2,7 @@
 
 `BertConfig.family` names an entry of `FAMILIES`; the model code reads a member's
 differences only through its entry (no `if family == ...` in bert.py, heads.py or
-task_models.py). A new member is one entry here, plus a small function where its inputs
+headed.py). A new member is one entry here, plus a small function where its inputs
 differ (e.g. how position ids are made), plus its HF names in `bert_jax.convert.hf_families`.
 
 What is plain data stays in the config, not here: a family without segment embeddings
@@ -67,12 +67,12 @@ class Family:
     unrolled_layers: under `scan_layers`, the leading layers that stay `layer_i` (their params
       differ from the rest: ModernBERT's layer 0 has no attention LayerNorm); the others
       are stacked (`bert_jax.models.layout`).
-    task_head: the module every fine-tuning classifier reads its features through
-      (`heads.TASK_HEADS`): "" none (BERT's kind: sentence tasks read the pooler, token
+    prediction_head: the module every fine-tuning classifier reads its features through
+      (`heads.PREDICTION_HEADS`): "" none (BERT's kind: sentence tasks read the pooler, token
       tasks the last layer), or "prediction" (ModernBERT: dense + act + norm, HF's
       ModernBertPredictionHead, on the [CLS] row or the mean for sentence tasks and on
       every token for tagging and QA; such a family's classifiers add no pooler).
-    task_head_from: the pretraining head whose transform starts the task head when
+    prediction_head_from: the pretraining head whose transform starts the prediction head when
       fine-tuning from a pretraining checkpoint ("" none). HF's ModernBERT task classes
       name their head as its MLM head's transform (`head.dense`, `head.norm`), so HF's
       from_pretrained of an MLM checkpoint starts the classifier's head from it.
@@ -101,8 +101,8 @@ class Family:
   always_project: bool = False
   architecture: str = "bert"
   unrolled_layers: int = 0
-  task_head: str = ""
-  task_head_from: str = ""
+  prediction_head: str = ""
+  prediction_head_from: str = ""
   mlm_head: str = "tied"
   task_types: bool = True
   packed_rows: bool = True
@@ -154,7 +154,7 @@ FAMILIES = {
                     "biases, alternating global/local attention, no segments, MLM only",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
         sentence_heads=(), pretraining_pooler=False, architecture="modernbert", task_types=False,
-        unrolled_layers=1, task_head="prediction", task_head_from="mlm_head",
+        unrolled_layers=1, prediction_head="prediction", prediction_head_from="mlm_head",
         tokenizers=released_first("tokenizer_json")),
     # Its task-type table is plain data (config.task_type_vocab_size, as type_vocab_size).
     "ernie": Family(

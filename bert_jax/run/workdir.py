@@ -121,7 +121,7 @@ def check_same_model(workdir: str, model_fields: dict, model_spec: dict,
   """A rerun must train the model the workdir holds: same architecture, same head, same
   classes.
 
-  model_fields: the run's BertConfig fields (to_json_dict); model_spec: its task model;
+  model_fields: the run's BertConfig fields (to_json_dict); model_spec: its headed model;
   labels: its classes in order (Task.label_names), compared where the workdir recorded
   them (a user's training file whose labels changed would remap the trained head).
   Implementation fields (dtype, scan_layers, remat_policy, attention_impl, and
