@@ -56,7 +56,7 @@ def test_tiny_model_fine_tunes_from_an_hf_folder(family, tmp_path, vocab_path):
   assert checkpoint.read_model_config(workdir).family == family
   tuned, variables = load_pretrained(workdir)
   assert type(tuned).__name__ == "BertForSequenceClassification"
-  if family_of(config).prediction_head:  # ModernBERT: its prediction head on the [CLS] row, no pooler
+  if family_of(config).prediction_head:  # ModernBERT: its head on the [CLS] row, no pooler
     assert "head" in variables["params"] and "pooler" not in variables["params"]["bert"]
   else:
     assert "pooler" in variables["params"]["bert"]  # the classifier's, freshly initialised

@@ -1,6 +1,8 @@
 """The family tables agree: every member is in models/families.py's FAMILIES, convert/
 hf_families.py's FAMILIES and convert/mapping.py's NAMES, and its HF names cover every param
 of a tiny model of each of its HF classes (bare encoder, heads, fine-tuned heads)."""
+import dataclasses
+
 import pytest
 
 from bert_jax.convert import hf_families, mapping
@@ -28,6 +30,15 @@ def test_register_refuses_a_name_already_taken():
     hf_families.register("roberta", model_families.FAMILIES["roberta"],
                       hf_families.FAMILIES["roberta"], mapping.NAMES["roberta"])
   hf_families.check_tables()
+
+
+@pytest.mark.parametrize("old,new", [("task_head", "prediction_head"),
+                                     ("task_head_from", "prediction_head_from")])  # old, new
+def test_a_renamed_family_field_is_refused_with_its_new_name(old, new):
+  with pytest.raises(ValueError, match=rf"^Family\({old}=\.\.\.\): the field is now '{new}'$"):
+    dataclasses.replace(model_families.FAMILIES["modernbert"], **{old: "prediction"})
+  assert dataclasses.replace(model_families.FAMILIES["bert"], prediction_head="prediction"
+                             ).prediction_head == "prediction"
 
 
 @pytest.mark.slow

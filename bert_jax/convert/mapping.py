@@ -94,9 +94,11 @@ _HEADS = {
 }
 # The fine-tuning heads' HF names in the families that have HF task classes for them.
 _TASK_HEADS = {"classifier/dense": "classifier", "qa_outputs/dense": "qa_outputs"}
-# ModernBERT's prediction head (`Family.prediction_head`). HF calls it `head`, as its MLM transform: a
-# name of its own here, renamed in the task classes (Names.task_names), keeps the two apart.
-_PREDICTION_HEAD = {"head/dense": "prediction_head.dense", "head/layer_norm": "prediction_head.norm"}
+# ModernBERT's prediction head (`Family.prediction_head`). HF calls it `head`, as its MLM
+# transform: a name of its own here, renamed in the task classes (Names.task_names), keeps
+# the two apart.
+_PREDICTION_HEAD = {"head/dense": "prediction_head.dense",
+                    "head/layer_norm": "prediction_head.norm"}
 _FINE_TUNING_MODULES = tuple(_TASK_HEADS) + tuple(_PREDICTION_HEAD)
 _FINE_TUNING_TASKS = ("sequence_classification", "token_classification", "question_answering",
                       "multiple_choice")

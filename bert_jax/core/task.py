@@ -6,7 +6,7 @@ and the resolved model config, and then only calls the members below; a task kee
 state between calls (everything it needs later is in what it returned earlier).
 
 Call order in a run (bert_jax/run/trainer.py):
-  task = TASKS[config.task](config, model_config)
+  task = TASKS[config.task](config, model_config)   # the registry: bert_jax/run/tasks.py
   model = task.build_model()                         # also what `model_spec()` describes
   frozen = task.frozen_params()                      # None, or what the step reads untrained
   inputs = task.make_inputs(tokenizer, process_index, process_count)

@@ -38,6 +38,10 @@ def padding_offset_positions(input_ids: jax.Array, config: Config) -> jax.Array:
   return jnp.cumsum(real, axis=1) * real + config.pad_token_id
 
 
+# Family fields that were renamed: old name -> new. A Family given an old one is refused.
+RENAMED_FIELDS = {"task_head": "prediction_head", "task_head_from": "prediction_head_from"}
+
+
 @dataclasses.dataclass(frozen=True)
 class Family:
   """How one member of the BERT family differs inside the model code.
@@ -107,6 +111,14 @@ class Family:
   task_types: bool = True
   packed_rows: bool = True
   tokenizers: tuple[str, ...] = ()
+
+  def __new__(cls, *args, **fields):
+    """Refuses a renamed field with a one-line pointer to its new name (the generated
+    __init__ would only say that the keyword is unexpected)."""
+    old = next((name for name in fields if name in RENAMED_FIELDS), None)
+    if old:
+      raise ValueError(f"Family({old}=...): the field is now {RENAMED_FIELDS[old]!r}")
+    return super().__new__(cls)
 
 
 # The kinds of vocabulary bert_jax reads and learns (text/tokenizers.py's DEFAULT_KINDS).

@@ -549,8 +549,24 @@ HEADED_MODELS = {
 }
 
 
+# The spec's key before "headed_model": read in a model_config.json (`recorded_spec`),
+# refused in a spec given to `build`.
+OLD_KEY = "task_model"
+
+
+def recorded_spec(spec: dict | None) -> dict | None:
+  """A model_config.json's "model" spec in today's terms: the old key "task_model", which
+  workdirs and saved models written before "headed_model" hold, read as "headed_model"."""
+  if not spec or OLD_KEY not in spec:
+    return spec
+  return {"headed_model": spec[OLD_KEY], **{k: v for k, v in spec.items() if k != OLD_KEY}}
+
+
 def build(config: BertConfig, spec: dict) -> nn.Module:
   """The headed model a spec names: {"headed_model": NAME, **its fields} (see HEADED_MODELS)."""
+  if OLD_KEY in spec:
+    raise ValueError(f"model spec {{{OLD_KEY!r}: {spec[OLD_KEY]!r}}}: the key is now "
+                     f"'headed_model'")
   spec = dict(spec)
   name = spec.pop("headed_model", None)
   if name not in HEADED_MODELS:

@@ -18,6 +18,7 @@ import json
 import orbax.checkpoint as ocp
 
 from bert_jax.files import storage
+from bert_jax.models import headed
 from bert_jax.models.config import BertConfig
 from bert_jax.models.layout import stacked_layout, unstack_layers
 
@@ -56,12 +57,15 @@ def read_model_config(directory: str) -> BertConfig:
 
 def read_model_record(directory: str) -> dict:
   """model_config.json as recorded: the BertConfig fields, and where written, "model" (the
-  headed model's spec) and "labels"."""
+  headed model's spec, an old "task_model" key read as "headed_model") and "labels"."""
   path = storage.join(directory, MODEL_CONFIG)
   try:
-    return json.loads(storage.read_text(path))
+    record = json.loads(storage.read_text(path))
   except json.JSONDecodeError as e:
     raise ValueError(f"{path}: not valid JSON ({e})") from None
+  if "model" in record:
+    record["model"] = headed.recorded_spec(record["model"])
+  return record
 
 
 def check_weights(path: str) -> None:
