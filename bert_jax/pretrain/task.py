@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from bert_jax.core import flops
-from bert_jax.core import packed_rows as packing
+from bert_jax.core import packed_rows
 from bert_jax.models import headed
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
@@ -145,7 +145,7 @@ class PretrainingTask:
     if "segment_ids" in batch:  # packed rows (config.data.packing)
       if frozen is not None:
         raise ValueError("config.data.packing: distillation's teacher reads unpacked rows")
-      kwargs["packing"] = {k: batch[k] for k in packing.PACKING_KEYS if k in batch}
+      kwargs["packing"] = {k: batch[k] for k in packed_rows.PACKING_KEYS if k in batch}
     guidance_loss = None
     if self.guidance is None or deterministic:
       outputs = model.apply({"params": params}, *args, deterministic=deterministic, rngs=rngs,
