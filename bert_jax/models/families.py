@@ -185,6 +185,20 @@ FAMILIES = {
 }
 
 
+def register(name: str, family: Family) -> None:
+  """Adds the family member `name` to FAMILIES (a member from outside the package; its HF
+  side goes into `bert_jax.convert.hf_families` with `register` there). A name already here
+  is refused."""
+  if name in FAMILIES:
+    raise ValueError(f"family {name!r} is already in bert_jax.models.families.FAMILIES")
+  FAMILIES[name] = family
+
+
+def unregister(name: str) -> None:
+  """Removes a member `register` added (a test's teardown)."""
+  FAMILIES.pop(name, None)
+
+
 def family_of(config: Config) -> Family:
   """The `Family` entry of a config (validated when the config is made)."""
   return FAMILIES[config.family]
