@@ -41,7 +41,7 @@ from absl import app, flags  # noqa: E402
 from flax import linen as nn  # noqa: E402
 
 from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
-from bert_jax.models.task_models import BertForPreTraining  # noqa: E402
+from bert_jax.models.headed import BertForPreTraining  # noqa: E402
 
 _WHAT = flags.DEFINE_enum("what", "reversible", ["reversible", "length"], "Which table.")
 _LAYERS = flags.DEFINE_integer("layers", 12, "Layers (reversible table).")

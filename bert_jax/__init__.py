@@ -5,7 +5,7 @@
 
 The names here: `load_pretrained` (bert_jax.weights), `BertConfig` and `config_for_size`
 (bert_jax.models.config), imported on first use. The models are in
-bert_jax.models.bert (BertModel) and bert_jax.models.task_models, the tokenizers in
+bert_jax.models.bert (BertModel) and bert_jax.models.headed, the tokenizers in
 bert_jax.text.tokenizers, the trainer in bert_jax.run.trainer.
 
 Importing the package keeps TensorFlow's and XLA's C++ start-up lines and other packages'

@@ -247,7 +247,7 @@ def finetuning_config(task: str, sources: dict, **data_fields) -> ml_collections
   # feature_mix names ("concat", or "scalar_mix": ELMo's learned softmax-weighted sum), through
   # feature_head ("linear": the classifier on them, at [CLS] for sentence tasks; "bilstm": a
   # two-layer BiLSTM over the tokens first, averaged over them for sentence tasks;
-  # models/task_models.py FEATURE_MIXES, TOKEN_FEATURE_HEADS, SENTENCE_FEATURE_HEADS).
+  # models/features.py FEATURE_MIXES, TOKEN_FEATURE_HEADS, SENTENCE_FEATURE_HEADS).
   config.feature_layers = ""
   config.feature_mix = "concat"  # how feature_layers combine: "concat" or "scalar_mix"
   config.feature_head = "linear"  # the head on feature_layers: "linear" or "bilstm"
@@ -261,8 +261,8 @@ def finetuning_config(task: str, sources: dict, **data_fields) -> ml_collections
   # encoder's dropout is then off).
   config.cache_features = False
   # GLUE's sentence vector: "pooler" (BERT's tanh(W h_[CLS]); ModernBERT's [CLS] row, read
-  # through its task head) or "mean" (the last layer averaged over the real tokens;
-  # models/task_models.py POOLINGS).
+  # through its prediction head) or "mean" (the last layer averaged over the real tokens;
+  # models/features.py POOLINGS).
   config.classifier_pooling = "pooler"
   config.mesh = mesh_config()
   config.logical_axis_rules = ml_collections.FieldReference(None, field_type=list)

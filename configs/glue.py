@@ -47,7 +47,7 @@ def get_config(arg=None):
   # Each batch's examples packed into as few full rows as fit: dynamic padding's losses
   # (tests/test_packing.py) at ~3x its examples/s (README, Speed); false = padded rows.
   config.data.pack_each_batch = True
-  # Prompt-based fine-tuning (PET / LM-BFF; task_models.BertForPromptClassification): the
+  # Prompt-based fine-tuning (PET / LM-BFF; headed.BertForPromptClassification): the
   # second segment is this template ("it was {mask} ." for a single sentence, "{mask} ,
   # {b}" for a pair) and the classes are the MLM head's logits at the mask for the
   # verbalizer's words, one per label in order ("terrible,great" for SST-2). "" = off.

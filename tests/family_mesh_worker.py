@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bert_jax.run import sharding  # noqa: E402
 from bert_jax.models.config import BertConfig  # noqa: E402
-from bert_jax.models.task_models import (BertForPreTraining,  # noqa: E402
+from bert_jax.models.headed import (BertForPreTraining,  # noqa: E402
                                          BertForReplacedTokenDetection)
 
 MESHES = ("1,1,1", "2,2,2")

@@ -18,7 +18,7 @@ import optax  # noqa: E402
 
 from bert_jax.run import sharding  # noqa: E402
 from bert_jax.models.config import config_for_size  # noqa: E402
-from bert_jax.models.task_models import BertForPreTraining  # noqa: E402
+from bert_jax.models.headed import BertForPreTraining  # noqa: E402
 
 MESHES = ("1,1,1", "2,2,2", "1,4,2")
 

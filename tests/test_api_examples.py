@@ -23,9 +23,9 @@ FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 # Objects the page shows without an example of their own, and why.
 NO_EXAMPLE = {
     "bert_jax.models.bert.EncoderOutput": "BertModel's example reads it",
-    "bert_jax.models.task_models.PreTrainingOutput": "BertForPreTraining's reads it",
-    "bert_jax.models.task_models.ClassifierOutput": "the classifiers' read it",
-    "bert_jax.models.task_models.SpanOutput": "BertForQuestionAnswering's reads it",
+    "bert_jax.models.headed.PreTrainingOutput": "BertForPreTraining's reads it",
+    "bert_jax.models.headed.ClassifierOutput": "the classifiers' read it",
+    "bert_jax.models.headed.SpanOutput": "BertForQuestionAnswering's reads it",
     "bert_jax.core.task": "a contract: each task module (finetune/, pretrain/) implements it",
 }
 # Examples only imported here (their names must exist), not run, and why.

@@ -20,7 +20,7 @@ from bert_jax.weights import checkpoint
 from bert_jax.run import tasks
 from bert_jax.run import trainer
 from bert_jax.models.config import BertConfig
-from bert_jax.models.task_models import PreTrainingOutput
+from bert_jax.models.headed import PreTrainingOutput
 from bert_jax.pretrain import distillation
 from tests.helpers.runs import tiny_pretraining_config
 

@@ -20,10 +20,10 @@ transformers = pytest.importorskip("transformers")
 
 from bert_jax.convert import hf_families, hf  # noqa: E402
 from bert_jax.commands.convert import convert  # noqa: E402
-from bert_jax.models import task_models  # noqa: E402
+from bert_jax.models import headed  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
-from bert_jax.models.task_models import BertForPreTraining  # noqa: E402
+from bert_jax.models.headed import BertForPreTraining  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402
 from tests.helpers.hf_reference import (assert_bit_identical, hf_config,  # noqa: E402
                                         hf_from_pretrained, hf_state, max_diff, perturbed,
@@ -123,10 +123,10 @@ def test_masked_lm_exports_as_ernie_for_masked_lm(name, tmp_path):
   config = CONFIGS[name]
   ids, types, mask = random_batch(config, [10, 3], 10, seed=4)
   types = types % config.type_vocab_size
-  model = task_models.BertForPromptClassification(config, label_token_ids=(3, 4),
+  model = headed.BertForPromptClassification(config, label_token_ids=(3, 4),
                                                   mask_token_id=2)
   params = perturbed(nn.unbox(model.init(jax.random.key(1), ids)["params"]), seed=2)
-  spec = {"task_model": "prompt_classification", "label_token_ids": [3, 4],
+  spec = {"headed_model": "prompt_classification", "label_token_ids": [3, 4],
           "mask_token_id": 2}
   hf.save(str(tmp_path / "mlm"), config, params, spec=spec)
   exported = hf_from_pretrained(str(tmp_path / "mlm"), "ErnieForMaskedLM")
@@ -174,7 +174,7 @@ def _task_outputs(out, task):
 
 @pytest.mark.parametrize("task", sorted(TASK_CLASSES))
 def test_hf_task_classes_in_and_out(task, tmp_path):
-  """Each ERNIE task class loads as our task model with HF's logits (task ids read; the
+  """Each ERNIE task class loads as our headed model with HF's logits (task ids read; the
   encoder without them is the pretraining tests'); the convert CLI's export of it is HF's
   state again, tensor for tensor."""
   config, cls_name = CONFIGS["with_task_ids"], TASK_CLASSES[task]
@@ -266,7 +266,7 @@ def test_parameter_counts_equal_hf_at_the_released_sizes():
     assert hf_families.config_from_hf(theirs.to_dict()) == ours, size
     for model, cls in ((BertModel(ours), transformers.ErnieModel),
                        (BertForPreTraining(ours), transformers.ErnieForPreTraining),
-                       (task_models.build(ours, {"task_model": "sequence_classification",
+                       (headed.build(ours, {"headed_model": "sequence_classification",
                                                  "num_labels": 2}),
                         transformers.ErnieForSequenceClassification)):
       counts[size, cls.__name__] = (_our_count(model), _hf_count(cls, theirs))

@@ -22,7 +22,7 @@ from bert_jax.convert import hf
 from bert_jax.models.bert import BertModel
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import tokenizer_kinds
-from bert_jax.models.task_models import BertForPreTraining
+from bert_jax.models.headed import BertForPreTraining
 from bert_jax.pretrain import pipeline, selectors
 from bert_jax.run import trainer
 from bert_jax.text.tokenizers import make_tokenizer, model_tokenizer

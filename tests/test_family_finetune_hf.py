@@ -12,7 +12,7 @@ from bert_jax.weights import checkpoint
 from bert_jax.convert import hf
 from bert_jax.models.config import config_for_size
 from bert_jax.models.families import family_of
-from bert_jax.models.task_models import BertForPreTraining
+from bert_jax.models.headed import BertForPreTraining
 from bert_jax.weights import load_pretrained
 
 
@@ -56,7 +56,7 @@ def test_tiny_model_fine_tunes_from_an_hf_folder(family, tmp_path, vocab_path):
   assert checkpoint.read_model_config(workdir).family == family
   tuned, variables = load_pretrained(workdir)
   assert type(tuned).__name__ == "BertForSequenceClassification"
-  if family_of(config).task_head:  # ModernBERT: its task head on the [CLS] row, no pooler
+  if family_of(config).prediction_head:  # ModernBERT: its head on the [CLS] row, no pooler
     assert "head" in variables["params"] and "pooler" not in variables["params"]["bert"]
   else:
     assert "pooler" in variables["params"]["bert"]  # the classifier's, freshly initialised

@@ -26,7 +26,7 @@ from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
 from bert_jax.models.families import family_of  # noqa: E402
 from bert_jax.models.layers import attention_probs  # noqa: E402
-from bert_jax.models.task_models import (BertForPreTraining,  # noqa: E402
+from bert_jax.models.headed import (BertForPreTraining,  # noqa: E402
                                          BertForReplacedTokenDetection)
 from bert_jax.weights import load_pretrained  # noqa: E402
 from tests.helpers.hf_reference import (assert_bit_identical, assert_parity,  # noqa: E402
@@ -140,11 +140,11 @@ def test_hf_to_ours_parity(name):
     assert out.pooled_output is None and "pooler" not in params
 
   # ELECTRA's discriminator (ElectraForPreTraining): its replaced-token logits.
-  for task_model, cls_name in classes.other_head_classes:
+  for headed_model, cls_name in classes.other_head_classes:
     hf_model = _sharpened(random_hf_model(config, seed=6, cls_name=cls_name))
     state = hf.normalize_names(hf_state(hf_model), "t", config.family)
     params, with_heads = hf.state_to_params(state, config, "t")
-    assert with_heads and task_model == "replaced_token_detection"
+    assert with_heads and headed_model == "replaced_token_detection"
     ref = hf_forward(hf_model, config, ids, types, mask)
     out = BertForReplacedTokenDetection(config).apply({"params": params}, ids, types, mask,
                                                       output_hidden_states=True)
@@ -241,10 +241,10 @@ def test_ours_to_hf_parity_and_round_trip(name, tmp_path):
   assert_bit_identical(enc_params, back)
 
   # ELECTRA's discriminator: ElectraForPreTraining loads it; load_pretrained gives it back.
-  for task_model, cls_name in classes.other_head_classes:
+  for headed_model, cls_name in classes.other_head_classes:
     disc = BertForReplacedTokenDetection(config)
     disc_params = perturbed(nn.unbox(disc.init(jax.random.key(5), ids)["params"]), seed=7)
-    folder = str(tmp_path / task_model)
+    folder = str(tmp_path / headed_model)
     hf.save(folder, config, disc_params)
     ref = hf_forward(hf_from_pretrained(folder, cls_name), config, ids, types, mask)
     out = disc.apply({"params": disc_params}, ids, types, mask, output_hidden_states=True)

@@ -12,7 +12,7 @@ transformers = pytest.importorskip("transformers")
 from bert_jax.convert import hf_families  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import config_for_size, generator_config  # noqa: E402
-from bert_jax.models.task_models import (BertForPreTraining,  # noqa: E402
+from bert_jax.models.headed import (BertForPreTraining,  # noqa: E402
                                          BertForReplacedTokenDetection)
 from tests.helpers.hf_reference import hf_param_count, our_param_count  # noqa: E402
 

@@ -14,7 +14,7 @@ from bert_jax.finetune.conll import ConllTask
 from bert_jax.finetune.glue import GlueTask
 from bert_jax.models import heads
 from bert_jax.models.config import BertConfig
-from bert_jax.models.task_models import BertForTokenClassification
+from bert_jax.models.headed import BertForTokenClassification
 from configs import conll, glue
 
 TINY = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=3, num_attention_heads=2,

@@ -12,7 +12,7 @@ import bert_jax
 from bert_jax.weights import checkpoint
 from bert_jax.run import trainer
 from bert_jax.finetune import base, glue_reader
-from bert_jax.models import task_models
+from bert_jax.models import headed
 from bert_jax.text.tokenizers import make_tokenizer
 from bert_jax.models.config import BertConfig
 from configs import conll, glue, squad, swag
@@ -31,7 +31,7 @@ def test_glue_sst2_classification_and_predictions(small_bert, tmp_path):
   assert {r.split("\t")[1] for r in rows[1:]} <= {"0", "1"}
   # The fine-tuned workdir reloads as its classifier and gives the predictions it wrote.
   model, variables = bert_jax.load_pretrained(str(tmp_path))
-  assert isinstance(model, task_models.BertForSequenceClassification)
+  assert isinstance(model, headed.BertForSequenceClassification)
   tokenizer = make_tokenizer(config.data, model_dir=str(tmp_path))
   features, _ = glue_reader.load_split(config.data, "dev", tokenizer, config.data.max_seq_length)
   logits = model.apply(variables, *(features[k] for k in base.MODEL_INPUTS)).logits

@@ -220,7 +220,7 @@ def test_entity_and_phrase_selectors_take_annotated_units_whole():
   row = [cls, *range(2000, 2011), sep] + [pad] * 3
   code = [0, 0, 0, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]  # entity words 3..5
   phrase = [0] * 7 + [1, 2, 2, 2] + [0] * 5  # phrase words 7..10
-  tags = np.array(code) * spans.KINDS["entity"] + np.array(phrase) * spans.KINDS["phrase"]
+  tags = np.array(code) * spans.SPAN_KINDS["entity"] + np.array(phrase) * spans.SPAN_KINDS["phrase"]
   ids, tags = np.tile(row, (400, 1)).astype(np.int32), np.tile(tags, (400, 1)).astype(np.int32)
   for kind, unit in (("entity", slice(3, 6)), ("phrase", slice(7, 11))):
     options = masking.MaskingOptions(

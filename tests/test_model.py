@@ -1,11 +1,11 @@
-"""The encoder and heads: sizes, parameter counts, layouts, dtypes, task models."""
+"""The encoder and heads: sizes, parameter counts, layouts, dtypes, headed models."""
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bert_jax.models import task_models as tasks
+from bert_jax.models import headed
 from bert_jax.models.config import BertConfig, config_for_size
 from bert_jax.models.bert import BertModel
 from bert_jax.models.dropout import dropout, dropout_keep_mask, random_words
@@ -24,7 +24,7 @@ def _count(module, ids=IDS):
 
 
 @pytest.mark.parametrize("size,cls,expected", [
-    ("base", tasks.BertForPreTraining, 110_106_428),
+    ("base", headed.BertForPreTraining, 110_106_428),
     ("base", BertModel, 109_482_240),
     ("large", BertModel, 335_141_888),
 ])
@@ -33,7 +33,7 @@ def test_exact_parameter_counts(size, cls, expected):
 
 
 def test_every_param_has_logical_axes():
-  boxed = jax.eval_shape(lambda: tasks.BertForPreTraining(SMALL).init(jax.random.key(0), IDS))
+  boxed = jax.eval_shape(lambda: headed.BertForPreTraining(SMALL).init(jax.random.key(0), IDS))
   leaves = jax.tree.leaves(boxed["params"], is_leaf=lambda x: isinstance(x, nn.Partitioned))
   assert leaves and all(isinstance(x, nn.LogicallyPartitioned) for x in leaves)
   specs = nn.get_partition_spec(boxed)["params"]
@@ -45,14 +45,14 @@ def test_every_param_has_logical_axes():
 
 @pytest.mark.slow
 def test_scan_and_remat_match_unrolled():
-  model = tasks.BertForPreTraining(SMALL)
+  model = headed.BertForPreTraining(SMALL)
   params = nn.unbox(model.init(jax.random.key(1), IDS)["params"])
   ref = model.apply({"params": params}, IDS, None, MASK, output_hidden_states=True)
   for changes in (dict(scan_layers=True), dict(remat_policy="full"),
                   dict(scan_layers=True, remat_policy="dots")):
     cfg = SMALL.replace(**changes)
     p = stack_layers(params, SMALL.num_hidden_layers) if cfg.scan_layers else params
-    out = tasks.BertForPreTraining(cfg).apply({"params": p}, IDS, None, MASK,
+    out = headed.BertForPreTraining(cfg).apply({"params": p}, IDS, None, MASK,
                                               output_hidden_states=True)
     np.testing.assert_allclose(out.mlm_logits, ref.mlm_logits, atol=1e-5, err_msg=str(changes))
     np.testing.assert_allclose(out.hidden_states[1], ref.hidden_states[1], atol=1e-5)
@@ -60,7 +60,7 @@ def test_scan_and_remat_match_unrolled():
   loss = lambda m, p: m.apply({"params": p}, IDS, None, MASK).mlm_logits.sum()  # noqa: E731
   g_ref = jax.grad(lambda p: loss(model, p))(params)
   cfg = SMALL.replace(scan_layers=True, remat_policy="full")
-  g_scan = jax.grad(lambda p: loss(tasks.BertForPreTraining(cfg), p))(
+  g_scan = jax.grad(lambda p: loss(headed.BertForPreTraining(cfg), p))(
       stack_layers(params, SMALL.num_hidden_layers))
   g_scan = unstack_layers(g_scan, SMALL.num_hidden_layers)
   for a, b in zip(jax.tree.leaves(g_ref), jax.tree.leaves(g_scan)):
@@ -68,7 +68,7 @@ def test_scan_and_remat_match_unrolled():
 
 
 def test_attention_probs_are_returned_on_request():
-  model = tasks.BertForPreTraining(SMALL)
+  model = headed.BertForPreTraining(SMALL)
   params = nn.unbox(model.init(jax.random.key(1), IDS)["params"])
   plain = model.apply({"params": params}, IDS, None, MASK)
   out, state = model.apply({"params": params}, IDS, None, MASK, mutable=["intermediates"])
@@ -78,7 +78,7 @@ def test_attention_probs_are_returned_on_request():
   np.testing.assert_allclose(probs[1].sum(-1), 1.0, atol=1e-6)
   assert float(probs[0][0, :, :, 4:].max()) == 0.0  # padding keys get no weight
   scan = SMALL.replace(scan_layers=True)
-  _, scan_state = tasks.BertForPreTraining(scan).apply(
+  _, scan_state = headed.BertForPreTraining(scan).apply(
       {"params": stack_layers(params, 2)}, IDS, None, MASK, mutable=["intermediates"])
   for a, b in zip(probs, attention_probs(scan_state["intermediates"], 2)):
     np.testing.assert_allclose(a, b, atol=1e-6)
@@ -87,14 +87,14 @@ def test_attention_probs_are_returned_on_request():
 def test_pre_layer_norm_variant():
   # initializer_range 0.5: sub-layer outputs as large as the residual, so LN placement shows.
   pre = SMALL.replace(pre_layer_norm=True, initializer_range=0.5)
-  params = nn.unbox(tasks.BertForPreTraining(pre).init(jax.random.key(1), IDS)["params"])
+  params = nn.unbox(headed.BertForPreTraining(pre).init(jax.random.key(1), IDS)["params"])
   post_cfg = pre.replace(pre_layer_norm=False)
-  post_params = nn.unbox(tasks.BertForPreTraining(post_cfg).init(jax.random.key(1), IDS)["params"])
+  post_params = nn.unbox(headed.BertForPreTraining(post_cfg).init(jax.random.key(1), IDS)["params"])
   encoder = params["bert"]["encoder"]
   assert set(encoder) == set(post_params["bert"]["encoder"]) | {"final_layer_norm"}
-  out = tasks.BertForPreTraining(pre).apply({"params": params}, IDS, None, MASK,
+  out = headed.BertForPreTraining(pre).apply({"params": params}, IDS, None, MASK,
                                             output_hidden_states=True)
-  post = tasks.BertForPreTraining(post_cfg).apply({"params": post_params}, IDS, None, MASK)
+  post = headed.BertForPreTraining(post_cfg).apply({"params": post_params}, IDS, None, MASK)
   assert np.abs(out.sequence_output - post.sequence_output).max() > 0.1
   # The last hidden state is the final LayerNorm's output: zero mean, unit variance rows.
   np.testing.assert_allclose(out.sequence_output.mean(-1), 0.0, atol=1e-5)
@@ -103,18 +103,18 @@ def test_pre_layer_norm_variant():
   scan = pre.replace(scan_layers=True)
   stacked = stack_layers(params, pre.num_hidden_layers)
   assert unstack_layers(stacked, pre.num_hidden_layers)["bert"]["encoder"].keys() == encoder.keys()
-  scanned = tasks.BertForPreTraining(scan).apply({"params": stacked}, IDS, None, MASK)
+  scanned = headed.BertForPreTraining(scan).apply({"params": stacked}, IDS, None, MASK)
   np.testing.assert_allclose(scanned.mlm_logits, out.mlm_logits, atol=1e-5)
   with pytest.raises(ValueError, match="pre_layer_norm=True has no HF BERT equivalent"):
     pre.to_hf_dict()
 
 
 def test_bfloat16_compute_keeps_float32_params_and_close_outputs():
-  model = tasks.BertForPreTraining(SMALL)
+  model = headed.BertForPreTraining(SMALL)
   params = nn.unbox(model.init(jax.random.key(2), IDS)["params"])
   assert all(x.dtype == jnp.float32 for x in jax.tree.leaves(params))
   ref = model.apply({"params": params}, IDS, None, MASK)
-  out = tasks.BertForPreTraining(SMALL.replace(dtype="bfloat16")).apply(
+  out = headed.BertForPreTraining(SMALL.replace(dtype="bfloat16")).apply(
       {"params": params}, IDS, None, MASK)
   assert out.sequence_output.dtype == jnp.bfloat16
   assert out.mlm_logits.dtype == jnp.float32
@@ -192,9 +192,9 @@ def test_padding_does_not_change_real_tokens():
 
 
 @pytest.mark.parametrize("make,shape", [
-    (lambda: tasks.BertForSequenceClassification(SMALL, num_labels=3), (2, 3)),
-    (lambda: tasks.BertForSequenceClassification(SMALL, num_labels=1), (2, 1)),
-    (lambda: tasks.BertForTokenClassification(SMALL, num_labels=9), (2, 6, 9)),
+    (lambda: headed.BertForSequenceClassification(SMALL, num_labels=3), (2, 3)),
+    (lambda: headed.BertForSequenceClassification(SMALL, num_labels=1), (2, 1)),
+    (lambda: headed.BertForTokenClassification(SMALL, num_labels=9), (2, 6, 9)),
 ])
 def test_classifier_heads(make, shape):
   model = make()
@@ -203,7 +203,7 @@ def test_classifier_heads(make, shape):
 
 
 def test_mean_pooling_classifier_reads_the_mean_of_the_real_tokens():
-  model = tasks.BertForSequenceClassification(SMALL, num_labels=2, pooling="mean")
+  model = headed.BertForSequenceClassification(SMALL, num_labels=2, pooling="mean")
   variables = nn.unbox(model.init(jax.random.key(0), IDS, None, MASK))
   assert "pooler" not in variables["params"]["bert"]  # nothing is built that is not read
   logits = model.apply(variables, IDS, None, MASK).logits
@@ -218,16 +218,16 @@ def test_mean_pooling_classifier_reads_the_mean_of_the_real_tokens():
   np.testing.assert_allclose(model.apply(variables, longer, None, longer > 0).logits[0],
                              logits[0], atol=1e-5)
   with pytest.raises(ValueError, match="config.classifier_pooling='max'"):
-    tasks.BertForSequenceClassification(SMALL, num_labels=2, pooling="max").init(
+    headed.BertForSequenceClassification(SMALL, num_labels=2, pooling="max").init(
         jax.random.key(0), IDS, None, MASK)
 
 
 def test_question_answering_and_multiple_choice():
-  qa = tasks.BertForQuestionAnswering(SMALL)
+  qa = headed.BertForQuestionAnswering(SMALL)
   out = qa.apply(qa.init(jax.random.key(0), IDS), IDS)
   assert out.start_logits.shape == out.end_logits.shape == (2, 6)
   choices = jnp.stack([IDS, IDS[::-1], IDS], axis=1)  # [B=2, C=3, T=6]
-  mc = tasks.BertForMultipleChoice(SMALL)
+  mc = headed.BertForMultipleChoice(SMALL)
   variables = mc.init(jax.random.key(0), choices)
   logits = mc.apply(variables, choices).logits
   assert logits.shape == (2, 3)
@@ -272,3 +272,19 @@ def test_projection_init_starts_the_first_layer_input_at_the_chosen_scale():
       "projection"]["kernel"]
   with pytest.raises(ValueError, match="projection_init='lecun' is not one of"):
     BertConfig(projection_init="lecun")
+
+
+def test_a_recorded_spec_with_the_old_key_is_read_and_a_given_one_refused():
+  """model_config.json's "model" spec written before "headed_model" (old key "task_model") reads
+  as today's; a spec given to `build` with the old key is a one-line pointer to the new."""
+  old = {"task_model": "sequence_classification", "num_labels": 3}
+  assert headed.recorded_spec(old) == {"headed_model": "sequence_classification",
+                                       "num_labels": 3}
+  assert headed.recorded_spec({"headed_model": "encoder"}) == {"headed_model": "encoder"}
+  assert headed.recorded_spec(None) is None
+  model = headed.build(SMALL, headed.recorded_spec(old))
+  assert isinstance(model, headed.BertForSequenceClassification) and model.num_labels == 3
+  with pytest.raises(ValueError, match=(r"^model spec \{'task_model': "  # the old key
+                                        r"'sequence_classification'\}: the key is now "
+                                        r"'headed_model'$")):
+    headed.build(SMALL, old)

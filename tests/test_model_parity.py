@@ -11,7 +11,7 @@ transformers = pytest.importorskip("transformers")
 
 from bert_jax.convert import hf  # noqa: E402
 from bert_jax.models.config import BertConfig  # noqa: E402
-from bert_jax.models.task_models import BertForPreTraining  # noqa: E402
+from bert_jax.models.headed import BertForPreTraining  # noqa: E402
 from tests.helpers.hf_reference import hf_state, padded_batch, random_hf_model  # noqa: E402
 
 ODD_SHAPES = [

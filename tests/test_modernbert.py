@@ -27,7 +27,7 @@ from bert_jax.models import layout, modernbert  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
 from bert_jax.models.layers import attention_probs  # noqa: E402
-from bert_jax.models.task_models import TASK_MODELS, BertForPreTraining  # noqa: E402
+from bert_jax.models.headed import HEADED_MODELS, BertForPreTraining  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402
 from tests.helpers.hf_reference import (assert_parity, hf_forward,  # noqa: E402
                                         hf_param_count, hf_state, max_diff, our_param_count,
@@ -233,7 +233,7 @@ def test_wrong_shape_names_tensor_and_both_shapes(tmp_path, family_parity):
   family_parity.test_wrong_shape_names_tensor_and_both_shapes("modernbert", tmp_path)
 
 
-# --- size, sharding, task models ------------------------------------------------------
+# --- size, sharding, headed models ------------------------------------------------------
 
 def test_parameter_count_equals_hf_at_base_size():
   base = config_for_size("modernbert-base")
@@ -288,14 +288,14 @@ def test_loss_and_gradient_equal_one_device_on_8_device_meshes():
     np.testing.assert_allclose(values, one, rtol=1e-5, err_msg=mesh)
 
 
-@pytest.mark.parametrize("task_model", ["sequence_classification", "token_classification",
+@pytest.mark.parametrize("headed_model", ["sequence_classification", "token_classification",
                                         "question_answering", "multiple_choice"])
-def test_task_models_run_on_the_modernbert_encoder(task_model):
+def test_headed_models_run_on_the_modernbert_encoder(headed_model):
   config = CONFIGS["modernbert_h48_l3"]
-  spec = {"multiple_choice": {}, "question_answering": {}}.get(task_model, {"num_labels": 3})
-  model = TASK_MODELS[task_model](config, **spec)
+  spec = {"multiple_choice": {}, "question_answering": {}}.get(headed_model, {"num_labels": 3})
+  model = HEADED_MODELS[headed_model](config, **spec)
   ids, types, mask = random_batch(config, [9, 4], 9, seed=0)
-  if task_model == "multiple_choice":
+  if headed_model == "multiple_choice":
     ids, types, mask = ids[:, None], types[:, None], mask[:, None]
   variables = model.init(jax.random.key(0), ids, types, mask)
   out = model.apply(variables, ids, types, mask)

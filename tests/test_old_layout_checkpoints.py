@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from bert_jax import weights
-from bert_jax.models.task_models import BertForPreTraining
+from bert_jax.models.headed import BertForPreTraining
 from bert_jax.run import trainer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

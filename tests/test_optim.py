@@ -8,14 +8,14 @@ import pytest
 from flax import linen as nn
 
 from bert_jax.core import optim
-from bert_jax.models import task_models
+from bert_jax.models import headed
 from bert_jax.models.config import BertConfig
 
 
 def _classifier_params(**overrides):
   config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=3, num_attention_heads=2,
                       intermediate_size=32, max_position_embeddings=16, **overrides)
-  model = task_models.BertForSequenceClassification(config, num_labels=2)
+  model = headed.BertForSequenceClassification(config, num_labels=2)
   ids = np.zeros((1, 8), np.int32)
   return nn.unbox(model.init(jax.random.key(0), ids, ids, np.ones_like(ids),
                              deterministic=True)["params"])

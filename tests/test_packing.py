@@ -9,7 +9,7 @@ import pytest
 from bert_jax.finetune import example_packing
 from bert_jax.core.losses import xent_sums
 from bert_jax.models.config import BertConfig
-from bert_jax.models.task_models import BertForSequenceClassification
+from bert_jax.models.headed import BertForSequenceClassification
 
 TOL = 1e-5
 
@@ -131,7 +131,7 @@ def test_pack_refuses_bad_features_caps_and_long_examples():
     example_packing.assign_rows(np.array([3, 5]), 8, -2)
 
 
-# A classifier's sentence-vector options: pooling, or feature-based heads (task_models).
+# A classifier's sentence-vector options: pooling, or feature-based heads (models/headed.py).
 _SENTENCE_HEADS = {
     "pooler": {}, "mean": {"pooling": "mean"}, "features": {"feature_layers": (-2, -1)},
     "bilstm": {"feature_layers": (0, 1, 2), "feature_mix": "scalar_mix",

@@ -17,7 +17,7 @@ from bert_jax import weights
 from bert_jax.weights import checkpoint, loader
 from bert_jax.convert import hf
 from bert_jax.models.config import config_for_size
-from bert_jax.models.task_models import BertForPreTraining
+from bert_jax.models.headed import BertForPreTraining
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -65,14 +65,14 @@ def test_a_run_from_init_from_detects_its_format_and_reads_its_config_once(
 
 
 def test_resolve_reads_a_native_workdirs_record_once(tmp_path, monkeypatch):
-  """A saved model: model_config.json read once gives the config, the task model and the
+  """A saved model: model_config.json read once gives the config, the headed model and the
   labels; loading its weights does not read it again."""
   config = config_for_size("tiny", vocab_size=64, max_position_embeddings=32)
   params = nn.unbox(BertForPreTraining(config).init(
       jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
   folder = str(tmp_path / "saved")
   checkpoint.save_model(folder, config, jax.device_get(params),
-                        spec={"task_model": "pretraining", "sentence_heads": ["nsp"]})
+                        spec={"headed_model": "pretraining", "sentence_heads": ["nsp"]})
   opened = []
   real_open = open
 
@@ -85,7 +85,7 @@ def test_resolve_reads_a_native_workdirs_record_once(tmp_path, monkeypatch):
   source = weights.resolve(folder)
   model, variables = weights.load_pretrained(source)
   assert len(opened) == 1, opened
-  assert source.config == config and source.spec()["task_model"] == "pretraining"
+  assert source.config == config and source.spec()["headed_model"] == "pretraining"
   assert type(model).__name__ == "BertForPreTraining" and "nsp_head" in variables["params"]
 
 

@@ -1,4 +1,4 @@
-"""Prompt-based fine-tuning (task_models.BertForPromptClassification, GLUE's
+"""Prompt-based fine-tuning (headed.BertForPromptClassification, GLUE's
 config.data.prompt_template / prompt_verbalizer): the class logits are exactly the MLM
 head's at the template's mask, packed rows give each example its unpacked logits, the
 template lands as the second segment with one mask, and bad templates or verbalizers fail
@@ -13,7 +13,7 @@ from flax import linen as nn
 
 from bert_jax.finetune import glue_reader, example_packing
 from bert_jax.models.config import BertConfig
-from bert_jax.models.task_models import BertForPreTraining, BertForPromptClassification
+from bert_jax.models.headed import BertForPreTraining, BertForPromptClassification
 
 MASK, VERBALIZER = 4, (7, 11)
 
@@ -140,7 +140,7 @@ def test_bad_verbalizers_and_options_fail_in_one_line(vocab_path, verbalizer, da
     spec = GlueTask(config, _config("bert")).model_spec()
     from bert_jax.text.wordpiece import WordPieceTokenizer
     vocab = WordPieceTokenizer(vocab_path).vocab
-    assert spec["task_model"] == "prompt_classification"
+    assert spec["headed_model"] == "prompt_classification"
     assert [vocab[i] for i in spec["label_token_ids"]] == ["terrible", "great"]
     assert vocab[spec["mask_token_id"]] == "[MASK]"
 
@@ -197,7 +197,7 @@ def test_prompt_model_exports_as_the_familys_masked_lm(name, tmp_path):
   from tests.helpers.family_tables import TINY_MEMBERS
   config = TINY_MEMBERS[name]
   mask = 5
-  spec = {"task_model": "prompt_classification", "label_token_ids": [9, 17, 40],
+  spec = {"headed_model": "prompt_classification", "label_token_ids": [9, 17, 40],
           "mask_token_id": mask}
   model = BertForPromptClassification(config, label_token_ids=(9, 17, 40), mask_token_id=mask)
   ids = np.random.default_rng(0).integers(6, config.vocab_size, size=(3, 10)).astype(np.int32)

@@ -27,7 +27,7 @@ from bert_jax.convert import hf_families, hf  # noqa: E402
 from bert_jax.models import reformer  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig  # noqa: E402
-from bert_jax.models.task_models import BertForPreTraining  # noqa: E402
+from bert_jax.models.headed import BertForPreTraining  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402
 from tests.helpers.hf_reference import (assert_parity, hf_forward,  # noqa: E402
                                         hf_param_count, hf_state, max_diff, our_param_count,
@@ -203,7 +203,7 @@ def test_convert_cli_round_trip(tmp_path, family_parity, monkeypatch):
 
 def test_task_heads_from_hf_and_back(tmp_path):
   """ReformerForSequenceClassification (dense + tanh on the first token, then out_proj:
-  our pooler + classifier) and ReformerForQuestionAnswering load as our task models,
+  our pooler + classifier) and ReformerForQuestionAnswering load as our headed models,
   within TOL, and save back to the same HF class."""
   config = CONFIGS["reformer_local_h32_l2"]
   ids, types, mask = random_batch(config, [9, 6], 9, seed=7)
@@ -220,7 +220,7 @@ def test_task_heads_from_hf_and_back(tmp_path):
       if hasattr(ref, field) and getattr(ref, field) is not None:
         assert max_diff(getattr(out, field), getattr(ref, field)) < TOL, field
   hf_qa = hf_model
-  spec = {"task_model": "question_answering"}
+  spec = {"headed_model": "question_answering"}
   hf.save(str(tmp_path / "qa_back"), config, jax.device_get(variables["params"]), spec=spec)
   back = transformers.ReformerForQuestionAnswering.from_pretrained(str(tmp_path / "qa_back"))
   for key, value in hf_qa.state_dict().items():

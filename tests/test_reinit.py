@@ -7,12 +7,12 @@ import pytest
 from flax import linen as nn
 
 from bert_jax import weights
-from bert_jax.models import task_models
+from bert_jax.models import headed
 from bert_jax.models.config import config_for_size
 
 
 def _classifier_params(config, seed):
-  model = task_models.BertForSequenceClassification(config, num_labels=2)
+  model = headed.BertForSequenceClassification(config, num_labels=2)
   ids = jnp.ones((1, 8), jnp.int32)
   return jax.device_get(nn.unbox(model.init(jax.random.key(seed), ids, jnp.zeros_like(ids),
                                            jnp.ones_like(ids))["params"]))

@@ -8,7 +8,7 @@ from jax.sharding import AbstractMesh, AxisType
 
 from bert_jax.run import sharding
 from bert_jax.models.config import config_for_size
-from bert_jax.models.task_models import BertForPreTraining
+from bert_jax.models.headed import BertForPreTraining
 
 
 def _abstract_params(size):
@@ -59,9 +59,9 @@ def test_every_albert_and_electra_param_has_logical_axes(size, sharing, model):
   """Each param (the E-wide tables, the E -> H projection, the H -> E MLM transform, the
   shared layer, the RTD head) names one logical axis per dimension; on fsdp=8 every
   dimension the rules ask to split divides."""
-  from bert_jax.models import task_models
+  from bert_jax.models import headed
   config = config_for_size(size, layer_sharing=sharing)
-  module = task_models.build(config, {"task_model": model})
+  module = headed.build(config, {"headed_model": model})
   boxed = jax.eval_shape(lambda r: module.init(r, jnp.zeros((1, 8), jnp.int32))["params"],
                          jax.random.key(0))
   leaves = jax.tree.leaves(boxed, is_leaf=lambda x: isinstance(x, nn.Partitioned))

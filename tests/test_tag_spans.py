@@ -12,7 +12,7 @@ from flax import linen as nn
 from bert_jax.commands import tag_spans
 from bert_jax.convert import hf
 from bert_jax.finetune import conll_reader
-from bert_jax.models import task_models
+from bert_jax.models import headed
 from bert_jax.models.config import config_for_size
 from bert_jax.text import spans
 from bert_jax.text.tokenizers import model_tokenizer
@@ -31,9 +31,9 @@ def test_iob_spans_follow_conlleval_chunks():
 def _random_tagger(tmp_path_factory, vocab_path, column: str, seed: int) -> str:
   """A tiny random BERT tagger of `column`'s CoNLL tags as an HF folder with BERT's vocab."""
   config = config_for_size("tiny", num_hidden_layers=1, max_position_embeddings=64)
-  spec = {"task_model": "token_classification",
+  spec = {"headed_model": "token_classification",
           "num_labels": len(conll_reader.COLUMNS[column].labels)}
-  model = task_models.build(config, spec)
+  model = headed.build(config, spec)
   params = nn.unbox(model.init(jax.random.key(seed), np.zeros((1, 4), np.int32))["params"])
   params = jax.tree.map(lambda x: np.asarray(x) * 20.0, params)  # tags vary by word
   folder = str(tmp_path_factory.mktemp(column))

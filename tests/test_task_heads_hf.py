@@ -1,7 +1,7 @@
-"""Fine-tuned task models in and out of HF: BertForSequenceClassification and its kin.
+"""Fine-tuned headed models in and out of HF: BertForSequenceClassification and its kin.
 
 For every family and task whose HF head is ours (convert/hf_families.py `task_classes`), a
-random HF model of odd shapes loads as our task model with the HF logits (1e-5, fp32, a
+random HF model of odd shapes loads as our headed model with the HF logits (1e-5, fp32, a
 padded batch), and our export of it is the HF state again, tensor for tensor, loaded by
 the HF class with nothing missing or unexpected. HF classes whose heads differ are
 refused in one line.
@@ -88,7 +88,7 @@ def _assert_close(ours, theirs, task, mask):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name, task, cls_name", CASES)
-def test_hf_task_model_in_and_out(name, task, cls_name, tmp_path):
+def test_hf_headed_model_in_and_out(name, task, cls_name, tmp_path):
   _check_in_and_out(CONFIGS[name], task, cls_name, tmp_path)
 
 
@@ -154,11 +154,11 @@ def test_hf_heads_unlike_ours_are_refused_in_one_line(tmp_path):
   _, variables = load_pretrained(str(_saved(tmp_path, config)))
   with pytest.raises(ValueError, match="pooling='mean' has no HF class"):
     hf.save(str(tmp_path / "out"), config, variables["params"],
-            spec={"task_model": "sequence_classification", "num_labels": NUM_LABELS,
+            spec={"headed_model": "sequence_classification", "num_labels": NUM_LABELS,
                   "pooling": "mean"})
   with pytest.raises(ValueError, match="HF bert has no class with our "
                                        "replaced_token_detection head"):
-    hf._export_spec({"task_model": "replaced_token_detection"}, config)
+    hf._export_spec({"headed_model": "replaced_token_detection"}, config)
 
 
 def _saved(tmp_path, config, cls_name="BertForSequenceClassification"):
@@ -168,23 +168,23 @@ def _saved(tmp_path, config, cls_name="BertForSequenceClassification"):
 
 
 
-def test_modernbert_task_head_starts_from_the_mlm_transform_as_hf(tmp_path):
+def test_modernbert_prediction_head_starts_from_the_mlm_transform_as_hf(tmp_path):
   """HF's ModernBertForSequenceClassification.from_pretrained of an MLM folder loads the
-  MLM head's transform into its task head (both are `head.*`); our init_from does the same,
+  MLM head's transform into its prediction head (both are `head.*`); our init_from does the same,
   so fine-tuning starts where HF's does: every tensor but the fresh classifier equal."""
   import jax
   from flax import linen as nn
   from bert_jax import weights
-  from bert_jax.models import task_models
+  from bert_jax.models import headed
   config = CONFIGS["modernbert_biases"]
   _random_hf(config, "ModernBertForMaskedLM", 0).save_pretrained(str(tmp_path / "mlm"))
   theirs = transformers.ModernBertForSequenceClassification.from_pretrained(
       str(tmp_path / "mlm"), num_labels=NUM_LABELS, attn_implementation="eager")
-  spec = {"task_model": "sequence_classification", "num_labels": NUM_LABELS}
-  fresh = nn.unbox(task_models.build(config, spec).init(
+  spec = {"headed_model": "sequence_classification", "num_labels": NUM_LABELS}
+  fresh = nn.unbox(headed.build(config, spec).init(
       jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
   params, notes = weights.init_params(fresh, str(tmp_path / "mlm"), config)
-  assert any("task head from the checkpoint's mlm_head transform" in n for n in notes), notes
+  assert any("prediction head from the checkpoint's mlm_head transform" in n for n in notes), notes
   ours, expected = hf.params_to_state(params, config, spec), hf_state(theirs)
   assert ours.keys() == expected.keys()
   for name in ours:
@@ -200,11 +200,11 @@ def test_init_from_a_fine_tuned_model_of_another_label_count(num_labels, tmp_pat
   import jax
   from flax import linen as nn
   from bert_jax import weights
-  from bert_jax.models import task_models
+  from bert_jax.models import headed
   config = CONFIGS["bert"]
   folder = _saved(tmp_path, config)  # BertForSequenceClassification, 3 labels
   _, loaded = load_pretrained(str(folder))
-  fresh = nn.unbox(task_models.build(config, {"task_model": "sequence_classification",
+  fresh = nn.unbox(headed.build(config, {"headed_model": "sequence_classification",
                                               "num_labels": num_labels}).init(
       jax.random.key(1), np.zeros((1, 4), np.int32))["params"])
   params, notes = weights.init_params(fresh, str(folder), config)

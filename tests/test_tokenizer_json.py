@@ -95,7 +95,7 @@ def test_a_modernbert_folder_as_released_fine_tunes(json_bpe_folder, tmp_path):
   from bert_jax.run import trainer
   from bert_jax.convert import hf
   from bert_jax.models.config import config_for_size
-  from bert_jax.models.task_models import BertForPreTraining
+  from bert_jax.models.headed import BertForPreTraining
   from configs import glue
   tok = tokenizers.model_tokenizer(json_bpe_folder)
   config = config_for_size("modernbert-tiny", vocab_size=tok.vocab_size,
@@ -150,11 +150,11 @@ def test_a_converted_modernbert_classifier_loads_in_transformers_auto_classes(
   from flax import linen as nn
   from bert_jax.weights import checkpoint
   from bert_jax.commands.convert import convert
-  from bert_jax.models import task_models
+  from bert_jax.models import headed
   from bert_jax.models.config import config_for_size
   config = config_for_size("modernbert-tiny", vocab_size=30522, pad_token_id=0)
-  spec = {"task_model": "sequence_classification", "num_labels": 2}
-  model = task_models.build(config, spec)
+  spec = {"headed_model": "sequence_classification", "num_labels": 2}
+  model = headed.build(config, spec)
   params = nn.unbox(model.init(jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
   params = jax.tree.map(lambda x: x + 0.05 * jax.random.normal(jax.random.key(1), x.shape),
                         params)  # a non-zero classifier

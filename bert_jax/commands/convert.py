@@ -52,7 +52,7 @@ def convert(input_path: str, output: str, to: str = "native", heads: str = "auto
     return _convert_bin(_input_folder(input_path), output, to, heads)
   source = resolve(input_path)  # format and config read once
   config, params, _ = load_params(source, heads)
-  # The task model (a fine-tuned classifier stays one); heads="none" keeps the encoder.
+  # The headed model (a fine-tuned classifier stays one); heads="none" keeps the encoder.
   spec = model_spec(source, params) if "bert" in params else None
   labels = label_names(source) if spec else None  # e.g. CoNLL's tags, in order
   folder = tokenizers.model_folder(source.path)  # a URL's files copied to a local one
@@ -86,7 +86,7 @@ def convert(input_path: str, output: str, to: str = "native", heads: str = "auto
                           labels=labels)
   storage.makedirs(output)
   storage.write_folder(output, write)
-  print(f"Wrote {to} model to {output} ({spec['task_model'] if spec else 'encoder'}, "
+  print(f"Wrote {to} model to {output} ({spec['headed_model'] if spec else 'encoder'}, "
         f"L{config.num_hidden_layers}/H{config.hidden_size}, {kind} tokenizer)")
 
 

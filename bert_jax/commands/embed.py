@@ -25,8 +25,8 @@ from bert_jax.text.tokenizers import model_tokenizer
 from bert_jax.weights import load_pretrained
 
 # --pooling: (hidden [B, T, D], attention_mask [B, T]) -> [B, D], or [B, T, D] for "none"
-# (zeros at padding). The sentence vectors are the task models' (models/features.py).
-POOLINGS = {
+# (zeros at padding). The sentence vectors are the headed models' (models/features.py).
+EMBEDDING_POOLINGS = {
     "cls": lambda hidden, mask: features_lib.cls_vectors(hidden),
     "mean": features_lib.token_mean,
     "none": lambda hidden, mask: hidden * mask[..., None].astype(hidden.dtype),
@@ -45,7 +45,7 @@ def _features(model, variables, batch, layers, pooling, normalize):
   out = model.apply(variables, batch["input_ids"], batch["token_type_ids"],
                     batch["attention_mask"], output_hidden_states=True)
   hidden = jnp.concatenate([out.hidden_states[i] for i in layers], axis=-1)  # [B, T, D]
-  features = POOLINGS[pooling](hidden, batch["attention_mask"])
+  features = EMBEDDING_POOLINGS[pooling](hidden, batch["attention_mask"])
   if normalize:
     norm = jnp.linalg.norm(features, axis=-1, keepdims=True)
     features = features / jnp.maximum(norm, 1e-12)
@@ -55,8 +55,8 @@ def _features(model, variables, batch, layers, pooling, normalize):
 def embed_sentences(model, variables, tokenizer, sentences, layers=(-1,), pooling="mean",
                     max_length=128, batch_size=32, normalize=False) -> np.ndarray:
   """Embeds `sentences` in fixed-size batches (one compile); returns float32 numpy."""
-  if pooling not in POOLINGS:
-    raise ValueError(f"pooling={pooling!r}: expected one of {tuple(POOLINGS)}")
+  if pooling not in EMBEDDING_POOLINGS:
+    raise ValueError(f"pooling={pooling!r}: expected one of {tuple(EMBEDDING_POOLINGS)}")
   num_layers = model.config.num_hidden_layers
   for i in layers:
     if not -(num_layers + 1) <= i <= num_layers:
@@ -91,7 +91,8 @@ if __name__ == "__main__":  # flags exist only when run as a program
   _INPUT = flags.DEFINE_string("input", None, "Text file, one sentence per line.")
   _OUTPUT = flags.DEFINE_string("output", None, "Where to write the .npy array.")
   _LAYERS = flags.DEFINE_string("layers", "-1", "hidden_states indices to concatenate.")
-  _POOLING = flags.DEFINE_enum("pooling", "cls", list(POOLINGS), "How to pool tokens.")
+  _POOLING = flags.DEFINE_enum("pooling", "cls", list(EMBEDDING_POOLINGS),
+                               "How to pool tokens.")
   _NORMALIZE = flags.DEFINE_bool("normalize", False, "L2-normalise each embedding.")
   _MAX_LENGTH = flags.DEFINE_integer("max_length", 128, "Tokens per sentence (truncated).")
   _BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Sentences per forward pass.")

@@ -23,7 +23,7 @@ from absl import app, flags
 from bert_jax.startup import cli
 from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import model_tokenizer
-from bert_jax.models.task_models import BertForPreTraining, BertForPromptClassification
+from bert_jax.models.headed import BertForPreTraining, BertForPromptClassification
 from bert_jax.weights import load_pretrained
 
 

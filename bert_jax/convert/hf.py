@@ -61,21 +61,21 @@ _TASK_SUFFIXES = ("ForSequenceClassification", "ForTokenClassification",
                   "ForQuestionAnswering", "ForMultipleChoice")
 
 
-def init_shape(task_model: str) -> tuple[int, ...]:
-  """The shape of the input ids a task model is initialised with ([B, C, T] for multiple
+def init_shape(headed_model: str) -> tuple[int, ...]:
+  """The shape of the input ids a headed model is initialised with ([B, C, T] for multiple
   choice, else [B, T])."""
-  return _INIT_SHAPES.get(task_model, (1, 2))
+  return _INIT_SHAPES.get(headed_model, (1, 2))
 
 
-def task_spec(folder: str) -> dict | None:
-  """The fine-tuning task model (a `task_models` spec) of a folder whose config.json names
+def headed_spec(folder: str) -> dict | None:
+  """The fine-tuning headed model (a headed-model spec) of a folder whose config.json names
   one of its family's HF task classes in `architectures` (e.g. BertForSequenceClassification
-  with 3 labels -> {"task_model": "sequence_classification", "num_labels": 3}); else None."""
-  return task_spec_of(*read_json(folder))
+  with 3 labels -> {"headed_model": "sequence_classification", "num_labels": 3}); else None."""
+  return headed_spec_of(*read_json(folder))
 
 
-def task_spec_of(raw: dict, path: str) -> dict | None:
-  """`task_spec` of a config.json already read from `path`."""
+def headed_spec_of(raw: dict, path: str) -> dict | None:
+  """`headed_spec` of a config.json already read from `path`."""
   family = hf_families.hf_family(raw.get("model_type", "bert"), path)
   classes = raw.get("architectures") or ()
   tasks = [family.task_of_class(name) for name in classes]
@@ -87,7 +87,7 @@ def task_spec_of(raw: dict, path: str) -> dict | None:
       raise ValueError(f"{path}: {other[0]}'s head is not one of ours (HF classes with "
                        f"ours: {ours}); heads='none' loads its encoder")
     return None
-  spec = {"task_model": task}
+  spec = {"headed_model": task}
   pooling = _pooling_of(raw, family, task, path)
   if pooling != "pooler":
     spec["pooling"] = pooling
@@ -112,7 +112,7 @@ def _pooling_of(raw: dict, family: hf_families.HFFamily, task: str, path: str) -
 def _export_spec(spec: dict, config: BertConfig) -> str:
   """The HF class of a fine-tuned model's spec, or a one-line error saying why none."""
   family = hf_families.hf_family(config.family)
-  task = spec["task_model"]
+  task = spec["headed_model"]
   if task not in dict(family.task_classes):
     raise ValueError(f"HF {config.family} has no class with our {task} head (HF classes "
                      f"with ours: {', '.join(c for _, c in family.task_classes) or 'none'})")
@@ -126,7 +126,7 @@ def _export_spec(spec: dict, config: BertConfig) -> str:
 
 def _build_spec(spec: dict) -> dict:
   """The fields of a spec that decide the params (what expected_shapes builds)."""
-  keep = ("task_model", "num_labels") if spec["task_model"] in _LABELLED else ("task_model",)
+  keep = ("headed_model", "num_labels") if spec["headed_model"] in _LABELLED else ("headed_model",)
   return {k: spec[k] for k in keep if k in spec}
 
 
@@ -255,7 +255,7 @@ def state_to_params(state: dict[str, np.ndarray], config: BertConfig, source: st
 
   heads: "auto" (take the heads when present), "pretraining" (require them) or "none"
   (keep the encoder's tensors only, any head dropped). spec: the
-  fine-tuning task model the state is for (`task_spec`: its HF class's names), else the
+  fine-tuning headed model the state is for (`headed_spec`: its HF class's names), else the
   family's pretraining classes are matched by the heads present. The model the params
   are for (`expected_shapes`) decides which tensors must be there; any tensor left
   unconsumed is an error.
@@ -269,15 +269,15 @@ def state_to_params(state: dict[str, np.ndarray], config: BertConfig, source: st
   with_heads = (heads == "pretraining" or spec is not None
                 or any(k.startswith(names.head_roots) for k in state))
   prefix = "bert/" if with_heads else ""
-  rows = mapping.family_rows(config, prefix, spec and spec["task_model"])
+  rows = mapping.family_rows(config, prefix, spec and spec["headed_model"])
   with_pooler = any(hf_name in state for ours, hf_name, _ in rows if "pooler/" in ours)
-  task_model = None
+  headed_model = None
   if spec is not None:
-    task_model = _build_spec(spec)
+    headed_model = _build_spec(spec)
   elif with_heads:  # which of the family's HF head classes: by the heads the state has
     present = {ours.split("/")[0] for ours, hf_name, _ in rows if hf_name in state}
-    task_model = head_model(config, present - {"bert"}, source)
-  expected = expected_shapes(config, with_heads, with_pooler, task_model)
+    headed_model = head_model(config, present - {"bert"}, source)
+  expected = expected_shapes(config, with_heads, with_pooler, headed_model)
   rows = [row for row in rows if row[0] in expected]
   unmapped = sorted(set(expected) - {ours for ours, _, _ in rows})
   if unmapped:
@@ -340,26 +340,26 @@ def _check_hf_shape(value, hf_name, ours, expected, layout, config, source):
 
 
 def head_model(config: BertConfig, heads: set[str], source: str = "params") -> str:
-  """The pretraining model (a `task_models.TASK_MODELS` name) of the family's HF head class
+  """The pretraining model (a `headed.HEADED_MODELS` name) of the family's HF head class
   that has the given head modules (e.g. {"mlm_head", "sop_head"}; ELECTRA's {"rtd_head"}
   is the discriminator): the first such class. Fine-tuned heads are named by a spec
-  (`task_spec`, a workdir's model_config.json), not guessed: a classifier alone fits a
+  (`headed_spec`, a workdir's model_config.json), not guessed: a classifier alone fits a
   classifier, a regressor and a multiple-choice model alike."""
   family = hf_families.hf_family(config.family)
-  for task_model in family.head_classes:
-    if task_model in dict(family.task_classes):
+  for headed_model in family.head_classes:
+    if headed_model in dict(family.task_classes):
       continue
-    if heads <= set(expected_shapes(config, True, task_model=task_model, top_level=True)):
-      return task_model
+    if heads <= set(expected_shapes(config, True, headed_model=headed_model, top_level=True)):
+      return headed_model
   raise ValueError(f"{source}: no HF {config.family} pretraining class has the heads "
                    f"{sorted(heads)} (a fine-tuned model needs its task: an HF config.json "
                    "naming its class in architectures, or a bert_jax workdir)")
 
 
 def expected_shapes(config: BertConfig, with_heads: bool, with_pooler: bool = True,
-                    task_model: str | dict | None = None, top_level: bool = False):
+                    headed_model: str | dict | None = None, top_level: bool = False):
   """Flat {our path: shape} of the model that `state_to_params` produces: with_heads, the
-  family's pretraining model (`task_model`, by default its first HF head class) or a
+  family's pretraining model (`headed_model`, by default its first HF head class) or a
   fine-tuning spec (a dict), else BertModel. top_level: only the set of first path
   components (the head modules)."""
   import jax  # local: the converter's numpy paths do not need jax otherwise
@@ -367,16 +367,16 @@ def expected_shapes(config: BertConfig, with_heads: bool, with_pooler: bool = Tr
   from flax import linen as nn
 
   from bert_jax.models.bert import BertModel
-  from bert_jax.models import task_models
+  from bert_jax.models import headed
 
   config = config.replace(scan_layers=False)
   if with_heads:
-    task_model = task_model or next(iter(hf_families.hf_family(config.family).head_classes))
-    model = task_models.build(config, task_model if isinstance(task_model, dict)
-                              else {"task_model": task_model})
+    headed_model = headed_model or next(iter(hf_families.hf_family(config.family).head_classes))
+    model = headed.build(config, headed_model if isinstance(headed_model, dict)
+                              else {"headed_model": headed_model})
   else:
     model = BertModel(config, add_pooling_layer=with_pooler)
-  name = task_model.get("task_model") if isinstance(task_model, dict) else task_model
+  name = headed_model.get("headed_model") if isinstance(headed_model, dict) else headed_model
   ids = jnp.zeros(_INIT_SHAPES.get(name, (1, 2)) if with_heads else (1, 2), jnp.int32)
   shapes = jax.eval_shape(lambda: nn.unbox(model.init(jax.random.key(0), ids)["params"]))
   if top_level:
@@ -387,22 +387,22 @@ def expected_shapes(config: BertConfig, with_heads: bool, with_pooler: bool = Tr
 def params_to_state(params: dict, config: BertConfig,
                     spec: dict | None = None) -> dict[str, np.ndarray]:
   """Our params (BertModel, a pretraining model of the family's HF head classes, or the
-  fine-tuned task model `spec` names; unscanned) -> HF state dict of the family."""
+  fine-tuned headed model `spec` names; unscanned) -> HF state dict of the family."""
   flat = mapping.flatten(params)
   with_heads = "bert" in params
   prefix = "bert/" if with_heads else ""
   with_pooler = f"{prefix}pooler/dense/kernel" in flat
-  if spec is not None and spec["task_model"] == _PROMPT:
-    task_model = dict(spec)  # its params: the encoder (no pooler) and the MLM head
+  if spec is not None and spec["headed_model"] == _PROMPT:
+    headed_model = dict(spec)  # its params: the encoder (no pooler) and the MLM head
   elif spec is not None:
     _export_spec(spec, config)
-    task_model = _build_spec(spec)
+    headed_model = _build_spec(spec)
   else:
-    task_model = head_model(config, set(params) - {"bert"}) if with_heads else None
-  expected = expected_shapes(config, with_heads, with_pooler, task_model)
+    headed_model = head_model(config, set(params) - {"bert"}) if with_heads else None
+  expected = expected_shapes(config, with_heads, with_pooler, headed_model)
   state = {}
   for ours, hf_name, layout in mapping.family_rows(config, prefix,
-                                                   spec and spec["task_model"]):
+                                                   spec and spec["headed_model"]):
     if ours not in expected:
       continue
     if ours not in flat:
@@ -420,17 +420,17 @@ def params_to_state(params: dict, config: BertConfig,
 
 def load(folder: str, heads: str = "auto"):
   """HF folder of any family -> (BertConfig, params, has_heads); a fine-tuned folder's
-  task (`task_spec`) comes from its config.json."""
+  task (`headed_spec`) comes from its config.json."""
   raw, path = read_json(folder)
   config = config_from_json(raw, path)
-  spec = task_spec_of(raw, path) if heads != "none" else None
+  spec = headed_spec_of(raw, path) if heads != "none" else None
   return (config, *load_params(folder, config, heads, spec))
 
 
 def load_params(folder: str, config: BertConfig, heads: str = "auto",
                 spec: dict | None = None) -> tuple[dict, bool]:
   """(params, has_heads) of the folder's weights, for its config already read; spec: its
-  fine-tuning class's task model (`task_spec`), None for the encoder or pretraining heads."""
+  fine-tuning class's headed model (`headed_spec`), None for the encoder or pretraining heads."""
   state = normalize_names(read_state(folder), folder, config.family)
   return state_to_params(state, config, folder, heads, spec)
 
@@ -501,7 +501,7 @@ def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None =
          lower_case: bool = True, spec: dict | None = None,
          labels: list[str] | None = None, token_ids: dict[str, int] | None = None) -> None:
   """Writes config.json + model.safetensors (+ vocab.txt/tokenizer_config.json), loadable by
-  the family's HF class: the fine-tuned task's class when `spec` names a fine-tuning task
+  the family's HF class: the fine-tuned task's class when `spec` names a fine-tuning headed
   model (e.g. BertForSequenceClassification, with num_labels; a prompt-based classifier:
   the family's masked LM, e.g. BertForMaskedLM), else the head class of
   `params`' heads (its pretraining model; ELECTRA's discriminator for the RTD head), else
@@ -509,23 +509,23 @@ def save(folder: str, config: BertConfig, params: dict, vocab_path: str | None =
   `token_ids`: the tokenizer's special ids ({"cls_id": 0, "sep_id": 2}) for the config
   fields that name them (`HFFamily.token_id_fields`; a WordPiece `vocab_path` gives its
   own), so that they are not the HF class's defaults of another vocabulary."""
-  if spec is not None and spec["task_model"] not in _FINE_TUNING + (_PROMPT,):
+  if spec is not None and spec["headed_model"] not in _FINE_TUNING + (_PROMPT,):
     spec = None  # a pretraining model or an encoder: named by its params
   if spec is None and _masked_lm_only(params, config):
-    spec = {"task_model": _PROMPT, "label_token_ids": [0], "mask_token_id": 0}
+    spec = {"headed_model": _PROMPT, "label_token_ids": [0], "mask_token_id": 0}
   os.makedirs(folder, exist_ok=True)
   hf_config = hf_families.config_to_hf(config)
   state = params_to_state(params, config, spec)
   family = hf_families.hf_family(config.family)
   with_heads = "bert" in params
-  if spec is not None and spec["task_model"] == _PROMPT:
+  if spec is not None and spec["headed_model"] == _PROMPT:
     hf_config["architectures"] = [family.mlm_class]
   elif spec is not None:
     hf_config["architectures"] = [_export_spec(spec, config)]
     if family.classifier_pooling:
       hf_config["classifier_pooling"] = dict(family.classifier_pooling)[
           spec.get("pooling", "pooler")]
-    if spec["task_model"] in _LABELLED:
+    if spec["headed_model"] in _LABELLED:
       count = spec["num_labels"]
       if labels is not None and len(labels) != count:
         raise ValueError(f"labels: {len(labels)} names for a head of {count} outputs")

@@ -7,8 +7,9 @@ config reader and writer and to its HF classes (its HF tensor names are
 A member is keyed by one name in three tables: `bert_jax.models.families.FAMILIES` (what it
 changes in the model code), `FAMILIES` here (its config.json and HF classes) and
 `mapping.NAMES` (its HF tensor names). `check_tables` says in one line where they disagree
-(run when this module is imported); `register` declares a member in all three at once (a
-family added from outside the package, e.g. tests/extension/xlm_roberta.py).
+(run when this module is imported). A member added from outside the package (e.g.
+tests/extension/xlm_roberta.py) goes into the models' table with
+`bert_jax.models.families.register`, then into the two here with `register`.
 
   config = config_from_hf(json.load(f), source=path)   # dispatch on model_type
   raw = config_to_hf(config)                            # config.json of config.family
@@ -28,11 +29,11 @@ class HFFamily:
   config_to_hf: BertConfig -> HF config.json dict (without `architectures`).
   encoder_class / pretraining_class: HF's classes of the bare encoder and of the
   pretraining model (what `architectures` names, by whether the heads are written).
-  other_head_classes: (our task model, HF class) of further HF classes with heads
+  other_head_classes: (our headed model, HF class) of further HF classes with heads
   (ELECTRA's discriminator next to its generator).
-  task_classes: (our fine-tuning task model, HF class) where HF's head is ours exactly
+  task_classes: (our fine-tuning headed model, HF class) where HF's head is ours exactly
   (the pooler, with the family's activation, + a linear classifier; a linear tagger; a
-  linear span head; ModernBERT's task head before each); a family whose HF head for a
+  linear span head; ModernBERT's prediction head before each); a family whose HF head for a
   task differs would list only the tasks that agree.
   classifier_pooling: our sequence classifier's pooling -> the value of HF config.json's
   `classifier_pooling` that reads the same sentence vector (ModernBERT: the [CLS] row or
@@ -59,18 +60,18 @@ class HFFamily:
 
   @property
   def head_classes(self) -> dict[str, str]:
-    """Our task model (`task_models.TASK_MODELS` name) -> the HF class with its heads."""
+    """Our headed model (`headed.HEADED_MODELS` name) -> the HF class with its heads."""
     return {"pretraining": self.pretraining_class, **dict(self.other_head_classes),
             **dict(self.task_classes)}
 
   def task_of_class(self, hf_class: str) -> str | None:
-    """Our fine-tuning task model of an HF class name (None: not a task class here)."""
+    """Our fine-tuning headed model of an HF class name (None: not a task class here)."""
     return {cls: task for task, cls in self.task_classes}.get(hf_class)
 
 
 def _task_classes(hf_name: str, tasks=("sequence_classification", "token_classification",
                                        "question_answering", "multiple_choice")):
-  """(task model, HF class) of each task, e.g. ("token_classification",
+  """(headed model, HF class) of each task, e.g. ("token_classification",
   "BertForTokenClassification") for hf_name "Bert"."""
   suffix = {"sequence_classification": "ForSequenceClassification",
             "token_classification": "ForTokenClassification",
@@ -405,11 +406,15 @@ def config_to_hf(config: BertConfig) -> dict[str, Any]:
   return raw
 
 
-def _tables() -> dict[str, dict]:
-  """The three tables a family member is keyed in, by their dotted names."""
-  return {"bert_jax.models.families.FAMILIES": model_families.FAMILIES,
-          "bert_jax.convert.hf_families.FAMILIES": FAMILIES,
+def _convert_tables() -> dict[str, dict]:
+  """The convert side's tables keyed by family member, by their dotted names."""
+  return {"bert_jax.convert.hf_families.FAMILIES": FAMILIES,
           "bert_jax.convert.mapping.NAMES": mapping.NAMES}
+
+
+def _tables() -> dict[str, dict]:
+  """The three tables a family member is keyed in: the models' and the convert side's."""
+  return {"bert_jax.models.families.FAMILIES": model_families.FAMILIES, **_convert_tables()}
 
 
 def check_tables() -> None:
@@ -427,25 +432,28 @@ def check_tables() -> None:
                        "(bert_jax.convert.hf_families.register)")
 
 
-def register(name: str, family: "model_families.Family", hf: HFFamily,
-             names: "mapping.Names") -> None:
-  """Declares the family member `name` (also its HF `model_type`) in the three tables.
+def register(name: str, hf: HFFamily, names: "mapping.Names") -> None:
+  """Declares the HF side of the family member `name` (also its HF `model_type`), which
+  `bert_jax.models.families.register` has put in the models' table.
 
-  family: what it changes in the model code; hf: its config.json reader and writer and HF
-  classes; names: its HF tensor names. A name already in any table is refused.
+  hf: its config.json reader and writer and HF classes; names: its HF tensor names. A name
+  already here, or not in the models' table, is refused.
   """
-  taken = [table for table, entries in _tables().items() if name in entries]
+  if name not in model_families.FAMILIES:
+    raise ValueError(f"family {name!r} is not in bert_jax.models.families.FAMILIES (declare "
+                     "it there first: bert_jax.models.families.register)")
+  taken = [table for table, entries in _convert_tables().items() if name in entries]
   if taken:
     raise ValueError(f"family {name!r} is already in {', '.join(taken)}")
-  model_families.FAMILIES[name] = family
   FAMILIES[name] = hf
   mapping.NAMES[name] = names
   check_tables()
 
 
 def unregister(name: str) -> None:
-  """Removes a member `register` added from the three tables (a test's teardown)."""
-  for entries in _tables().values():
+  """Removes a member `register` added from the two tables here (a test's teardown; the
+  models' table is `bert_jax.models.families.unregister`'s)."""
+  for entries in _convert_tables().values():
     entries.pop(name, None)
 
 

@@ -94,9 +94,11 @@ _HEADS = {
 }
 # The fine-tuning heads' HF names in the families that have HF task classes for them.
 _TASK_HEADS = {"classifier/dense": "classifier", "qa_outputs/dense": "qa_outputs"}
-# ModernBERT's task head (`Family.task_head`). HF calls it `head`, as its MLM transform: a
-# name of its own here, renamed in the task classes (Names.task_names), keeps the two apart.
-_PREDICTION_HEAD = {"head/dense": "task_head.dense", "head/layer_norm": "task_head.norm"}
+# ModernBERT's prediction head (`Family.prediction_head`). HF calls it `head`, as its MLM
+# transform: a name of its own here, renamed in the task classes (Names.task_names), keeps
+# the two apart.
+_PREDICTION_HEAD = {"head/dense": "prediction_head.dense",
+                    "head/layer_norm": "prediction_head.norm"}
 _FINE_TUNING_MODULES = tuple(_TASK_HEADS) + tuple(_PREDICTION_HEAD)
 _FINE_TUNING_TASKS = ("sequence_classification", "token_classification", "question_answering",
                       "multiple_choice")
@@ -106,7 +108,7 @@ _FINE_TUNING_TASKS = ("sequence_classification", "token_classification", "questi
 class Names:
   """One family's HF names for our modules.
 
-  prefix: the encoder's name inside HF's task models ("bert" in BertForPreTraining).
+  prefix: the encoder's name inside HF's headed models ("bert" in BertForPreTraining).
   encoder: our encoder module -> HF name under the prefix (modules the family lacks,
     e.g. DistilBERT's segment table and pooler, are simply absent).
   layer: HF name of layer `{i}` under the prefix; layer_modules: our module in a layer ->
@@ -115,7 +117,7 @@ class Names:
     pretraining classes (ELECTRA's generator MLM head and discriminator RTD head alike).
   tied: HF tensors that are copies of another HF tensor (MLM decoders tied to the word
     embeddings): not written, and checked equal to their source when read.
-  task_names: per task model, HF names that its HF class gives other modules (a module's
+  task_names: per headed model, HF names that its HF class gives other modules (a module's
     default HF name -> the class's; RoBERTa's sequence classifier keeps our pooler as
     `classifier.dense` and our classifier as `classifier.out_proj`).
   unused: HF tensors its forward never reads (Reformer's `lm_head.bias`) -> their shape
@@ -246,7 +248,7 @@ NAMES = {
                "mlm_head/output_bias": "decoder.bias", **_TASK_HEADS, **_PREDICTION_HEAD},
         tied={"decoder.weight": "model.embeddings.tok_embeddings.weight"},
         # Every task class: head (dense, act, norm) then `classifier`, QA's too.
-        task_names={task: {"task_head": "head", "qa_outputs": "classifier"}
+        task_names={task: {"prediction_head": "head", "qa_outputs": "classifier"}
                     for task in _FINE_TUNING_TASKS}),
     # BERT's names under `ernie.`, plus the task-type table (3.0's use_task_id).
     "ernie": Names(
@@ -302,15 +304,15 @@ def _layers(config: BertConfig) -> list[tuple[str, int]]:
   return [(f"layer_{i}", i) for i in range(config.num_hidden_layers)]
 
 
-def family_rows(config: BertConfig, encoder_prefix: str, task_model: str | None = None):
+def family_rows(config: BertConfig, encoder_prefix: str, headed_model: str | None = None):
   """Every row a model of `config.family` can have, pooler and heads included.
 
-  encoder_prefix: where the encoder sits in our tree ("bert/" in task models, "" for
+  encoder_prefix: where the encoder sits in our tree ("bert/" in headed models, "" for
   BertModel); HF encoder names always carry the family's prefix (canonical names).
-  task_model: the HF names of that task model's class (`Names.task_names`).
+  headed_model: the HF names of that headed model's class (`Names.task_names`).
   """
   rows = _default_rows(config, encoder_prefix)
-  renames = names_of(config).task_names.get(task_model, {})
+  renames = names_of(config).task_names.get(headed_model, {})
   def renamed(hf):
     for old, new in renames.items():
       if hf.startswith(old + "."):

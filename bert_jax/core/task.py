@@ -6,7 +6,7 @@ and the resolved model config, and then only calls the members below; a task kee
 state between calls (everything it needs later is in what it returned earlier).
 
 Call order in a run (bert_jax/run/trainer.py):
-  task = TASKS[config.task](config, model_config)
+  task = TASKS[config.task](config, model_config)   # the registry: bert_jax/run/tasks.py
   model = task.build_model()                         # also what `model_spec()` describes
   frozen = task.frozen_params()                      # None, or what the step reads untrained
   inputs = task.make_inputs(tokenizer, process_index, process_count)
@@ -124,14 +124,14 @@ class Task(Protocol):
   counts_in_steps: bool
 
   def model_spec(self) -> dict:
-    """{"task_model": NAME, **kwargs}: the model in models/task_models.TASK_MODELS terms.
+    """{"headed_model": NAME, **kwargs}: the model in models/headed.HEADED_MODELS terms.
 
     Written to the workdir's model_config.json, so `weights.load_pretrained(workdir)`
     rebuilds exactly this model with its head.
     """
 
   def build_model(self) -> nn.Module:
-    """The module to train: `task_models.build(model_config, self.model_spec())`."""
+    """The module to train: `headed.build(model_config, self.model_spec())`."""
 
   def example_batch(self, batch_size: int) -> dict[str, jax.Array]:
     """Zeros of the batch contract's shapes (init and compile-only runs)."""

@@ -36,7 +36,7 @@ import numpy as np
 
 from bert_jax.core import flops, optim
 from bert_jax.finetune import array_input, example_packing, feature_cache, shards, sources
-from bert_jax.models import features, task_models
+from bert_jax.models import features, headed
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
 from bert_jax.core.task import Evaluation, TaskInputs
@@ -74,7 +74,7 @@ def trainable_layers(config) -> tuple[int, ...]:
 
 
 def feature_spec(config) -> dict:
-  """The feature-based fields of a tagger's / classifier's model spec (task_models)."""
+  """The feature-based fields of a tagger's / classifier's model spec (models/headed.py)."""
   layers = feature_layers(config)
   mix, head = config.get("feature_mix", "concat"), config.get("feature_head", "linear")
   features.check_choice(features.FEATURE_MIXES, "feature_mix", mix)
@@ -147,7 +147,7 @@ class FinetuningTask:
                        "--config.data.pack_each_batch=false)")
 
   def build_model(self):
-    return task_models.build(self.model_config, self.model_spec())
+    return headed.build(self.model_config, self.model_spec())
 
   # --- data ------------------------------------------------------------------------
   def load_split(self, split, tokenizer):

@@ -477,8 +477,8 @@ class ClassifyTask(GlueTask):
     data = config.data
     self.dataset = glue_reader.GlueDataset(
         self.name, dict(data.sources),
-        glue_reader.Layout(True, data.text, data.text_pair or None, data.label),
-        glue_reader.Layout(True, data.text, data.text_pair or None, None),
+        glue_reader.TsvColumns(True, data.text, data.text_pair or None, data.label),
+        glue_reader.TsvColumns(True, data.text, data.text_pair or None, None),
         None if self.problem == "regression" else self.label_names,
         PROBLEMS[self.problem].metrics, "", (data.text, data.text_pair or None), None)
     self.select_metric = self.dataset.metrics[0]

@@ -30,7 +30,7 @@ class ConllTask(FinetuningTask):
     super().__init__(config, model_config)
 
   def model_spec(self):
-    return {"task_model": "token_classification", "num_labels": len(self.column.labels),
+    return {"headed_model": "token_classification", "num_labels": len(self.column.labels),
             **feature_spec(self.config)}
 
   def example_labels(self, batch_size):  # a tag and a weight per token

@@ -8,8 +8,8 @@ head trained on them, instead of the encoder re-run on every batch of every epoc
   next(train)["cached_layers"]                    # [B, W, K, H], W the batch's width
 
 The feature arrays carry "example_id" (each example's number in its split), which finds
-its layers in the store; the batches lose it and gain "cached_layers", which the task
-models read instead of running the encoder (task_models: `cached_layers=`). Each example's
+its layers in the store; the batches lose it and gain "cached_layers", which the headed
+models read instead of running the encoder (models/headed.py: `cached_layers=`). Each example's
 real tokens (attention_mask) are stored, in the encoder's dtype, flat; positions past
 them read zeros, which no head reads (their labels weigh 0, the BiLSTM and the means stop
 at the mask).
@@ -76,7 +76,7 @@ class LayerStore:
 
 class FrozenEncoder:
   """The run's encoder as the trainer starts it (weights.fresh_start from init_from; it
-  never changes, being frozen), giving the task model's feature_layers."""
+  never changes, being frozen), giving the headed model's feature_layers."""
 
   def __init__(self, task):
     config, example = task.config, task.example_inputs(1)

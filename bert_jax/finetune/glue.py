@@ -43,7 +43,7 @@ def prompt_spec(config, dataset: glue_reader.GlueDataset, family: str = "bert") 
   if len({p[0] for p in ids}) < len(ids):
     raise ValueError(f"config.data.prompt_verbalizer={config.data.prompt_verbalizer!r}: two "
                      "labels have the same token; each label needs its own word")
-  return {"task_model": "prompt_classification", "label_token_ids": [p[0] for p in ids],
+  return {"headed_model": "prompt_classification", "label_token_ids": [p[0] for p in ids],
           "mask_token_id": int(tokenizer.mask_id)}
 
 
@@ -73,7 +73,7 @@ class GlueTask(FinetuningTask):
   def model_spec(self):
     if self.config.data.get("prompt_template"):
       return dict(self._prompt_spec)
-    return {"task_model": "sequence_classification", "num_labels": self.dataset.num_labels,
+    return {"headed_model": "sequence_classification", "num_labels": self.dataset.num_labels,
             **feature_spec(self.config),
             "pooling": self.config.get("classifier_pooling", "pooler")}
 

@@ -41,7 +41,7 @@ Column = str | int  # A header name, or an index for files without a header.
 
 
 @dataclasses.dataclass(frozen=True)
-class Layout:
+class TsvColumns:
   """Where the fields of one kind of TSV file are."""
   has_header: bool
   text_a: Column
@@ -54,8 +54,8 @@ class GlueDataset:
   """One GLUE dataset: files, columns, labels and metrics."""
   name: str
   files: Mapping[str, str]       # split -> path relative to the data root.
-  layout: Layout                 # train and dev files.
-  test_layout: Layout            # test files (no label column).
+  layout: TsvColumns             # train and dev files.
+  test_layout: TsvColumns        # test files (no label column).
   labels: tuple[str, ...] | None  # Label strings as in the files; None = regression.
   metrics: tuple[str, ...]       # Names in metrics.GLUE_METRICS.
   tfds_name: str                 # "glue/<tfds_name>".
@@ -88,13 +88,13 @@ _ENTAILMENT = ("entailment", "not_entailment")
 _MNLI_LABELS = ("contradiction", "entailment", "neutral")  # run_classifier's order.
 
 
-def _pair(a: str, b: str, label: str) -> tuple[Layout, Layout]:
+def _pair(a: str, b: str, label: str) -> tuple[TsvColumns, TsvColumns]:
   """Header-named layouts of a sentence-pair dataset: (train/dev, test)."""
-  return Layout(True, a, b, label), Layout(True, a, b, None)
+  return TsvColumns(True, a, b, label), TsvColumns(True, a, b, None)
 
 
-_COLA = (Layout(False, 3, None, 1), Layout(True, "sentence", None, None))
-_SST2 = (Layout(True, "sentence", None, "label"), Layout(True, "sentence", None, None))
+_COLA = (TsvColumns(False, 3, None, 1), TsvColumns(True, "sentence", None, None))
+_SST2 = (TsvColumns(True, "sentence", None, "label"), TsvColumns(True, "sentence", None, None))
 
 DATASETS: dict[str, GlueDataset] = {dataset.name: dataset for dataset in (
     GlueDataset("cola", _files("CoLA", *_STANDARD_SPLITS), *_COLA, _BINARY,
@@ -171,7 +171,7 @@ def _check_label(dataset: GlueDataset, label: str, where: str) -> str | float:
   return score
 
 
-def _column_indices(layout: Layout, header: list[str] | None,
+def _column_indices(layout: TsvColumns, header: list[str] | None,
                     where: str) -> list[int | None]:
   """Indices of (text_a, text_b, label), looked up in the header when named."""
   indices = []

@@ -23,7 +23,7 @@ class SquadTask(FinetuningTask):
   sequence_outputs = ("start_logits", "end_logits")
 
   def model_spec(self):
-    return {"task_model": "question_answering"}
+    return {"headed_model": "question_answering"}
 
   def loss_sums(self, outputs, batch):
     start, _ = xent_sums(outputs.start_logits, batch["start_positions"])

@@ -21,7 +21,7 @@ class SwagTask(FinetuningTask):
   example_type = swag_reader.SwagExample
 
   def model_spec(self):
-    return {"task_model": "multiple_choice"}
+    return {"headed_model": "multiple_choice"}
 
   def example_inputs(self, batch_size):  # [B, C, T]: the choices of each example
     batch = super().example_inputs(batch_size)

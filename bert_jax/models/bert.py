@@ -315,6 +315,8 @@ class BertModel(nn.Module):
       "dropout" in `apply`.
     output_hidden_states: also return every layer's output (`EncoderOutput.hidden_states`).
     task_type_ids: int [B, T], ERNIE's task ids (config.task_type_vocab_size); None: 0s.
+      The name is HF's (ErnieModel's input and `task_type_embeddings` table), kept so that
+      ERNIE's calls and checkpoints read as HF's; it is not `config.task`.
 
     packing: None, or a packed batch's {"segment_ids", "positions"} int [B, T] and
     "cls_positions" int [B, K] (bert_jax/core/packed_rows.py): attention stays within each

@@ -2,7 +2,7 @@
 
 `BertConfig.family` names an entry of `FAMILIES`; the model code reads a member's
 differences only through its entry (no `if family == ...` in bert.py, heads.py or
-task_models.py). A new member is one entry here, plus a small function where its inputs
+headed.py). A new member is one entry here, plus a small function where its inputs
 differ (e.g. how position ids are made), plus its HF names in `bert_jax.convert.hf_families`.
 
 What is plain data stays in the config, not here: a family without segment embeddings
@@ -38,6 +38,10 @@ def padding_offset_positions(input_ids: jax.Array, config: Config) -> jax.Array:
   return jnp.cumsum(real, axis=1) * real + config.pad_token_id
 
 
+# Family fields that were renamed: old name -> new. A Family given an old one is refused.
+RENAMED_FIELDS = {"task_head": "prediction_head", "task_head_from": "prediction_head_from"}
+
+
 @dataclasses.dataclass(frozen=True)
 class Family:
   """How one member of the BERT family differs inside the model code.
@@ -67,12 +71,12 @@ class Family:
     unrolled_layers: under `scan_layers`, the leading layers that stay `layer_i` (their params
       differ from the rest: ModernBERT's layer 0 has no attention LayerNorm); the others
       are stacked (`bert_jax.models.layout`).
-    task_head: the module every fine-tuning classifier reads its features through
-      (`heads.TASK_HEADS`): "" none (BERT's kind: sentence tasks read the pooler, token
+    prediction_head: the module every fine-tuning classifier reads its features through
+      (`heads.PREDICTION_HEADS`): "" none (BERT's kind: sentence tasks read the pooler, token
       tasks the last layer), or "prediction" (ModernBERT: dense + act + norm, HF's
       ModernBertPredictionHead, on the [CLS] row or the mean for sentence tasks and on
       every token for tagging and QA; such a family's classifiers add no pooler).
-    task_head_from: the pretraining head whose transform starts the task head when
+    prediction_head_from: the pretraining head whose transform starts the prediction head when
       fine-tuning from a pretraining checkpoint ("" none). HF's ModernBERT task classes
       name their head as its MLM head's transform (`head.dense`, `head.norm`), so HF's
       from_pretrained of an MLM checkpoint starts the classifier's head from it.
@@ -101,12 +105,20 @@ class Family:
   always_project: bool = False
   architecture: str = "bert"
   unrolled_layers: int = 0
-  task_head: str = ""
-  task_head_from: str = ""
+  prediction_head: str = ""
+  prediction_head_from: str = ""
   mlm_head: str = "tied"
   task_types: bool = True
   packed_rows: bool = True
   tokenizers: tuple[str, ...] = ()
+
+  def __new__(cls, *args, **fields):
+    """Refuses a renamed field with a one-line pointer to its new name (the generated
+    __init__ would only say that the keyword is unexpected)."""
+    old = next((name for name in fields if name in RENAMED_FIELDS), None)
+    if old:
+      raise ValueError(f"Family({old}=...): the field is now {RENAMED_FIELDS[old]!r}")
+    return super().__new__(cls)
 
 
 # The kinds of vocabulary bert_jax reads and learns (text/tokenizers.py's DEFAULT_KINDS).
@@ -154,7 +166,7 @@ FAMILIES = {
                     "biases, alternating global/local attention, no segments, MLM only",
         position_ids=absolute_positions, first_position=lambda c: 0, pooler=False,
         sentence_heads=(), pretraining_pooler=False, architecture="modernbert", task_types=False,
-        unrolled_layers=1, task_head="prediction", task_head_from="mlm_head",
+        unrolled_layers=1, prediction_head="prediction", prediction_head_from="mlm_head",
         tokenizers=released_first("tokenizer_json")),
     # Its task-type table is plain data (config.task_type_vocab_size, as type_vocab_size).
     "ernie": Family(
@@ -171,6 +183,20 @@ FAMILIES = {
         mlm_head="linear", packed_rows=False,
         tokenizers=released_first("sentencepiece")),
 }
+
+
+def register(name: str, family: Family) -> None:
+  """Adds the family member `name` to FAMILIES (a member from outside the package; its HF
+  side goes into `bert_jax.convert.hf_families` with `register` there). A name already here
+  is refused."""
+  if name in FAMILIES:
+    raise ValueError(f"family {name!r} is already in bert_jax.models.families.FAMILIES")
+  FAMILIES[name] = family
+
+
+def unregister(name: str) -> None:
+  """Removes a member `register` added (a test's teardown)."""
+  FAMILIES.pop(name, None)
 
 
 def family_of(config: Config) -> Family:

@@ -1,4 +1,4 @@
-"""What a task model reads from the encoder: sentence vectors (the pooler, [CLS], the mean of
+"""What a headed model reads from the encoder: sentence vectors (the pooler, [CLS], the mean of
 the tokens), the chosen hidden layers mixed into token features, and the feature heads over
 them (linear, BiLSTM), each a table of named functions that config fields pick
 (classifier_pooling, feature_mix, feature_head).
@@ -11,7 +11,7 @@ import jax.numpy as jnp
 
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
-from bert_jax.models.heads import TASK_HEADS, BiLSTM, ScalarMix
+from bert_jax.models.heads import PREDICTION_HEADS, BiLSTM, ScalarMix
 
 
 # How the chosen hidden layers (feature_layers) make one feature vector per token
@@ -114,7 +114,7 @@ def token_mean(hidden, attention_mask, packing=None) -> jax.Array:
 
 # How a sequence classifier makes its sentence vector ([B, H], or [B, K, H] for a packed
 # batch) from the encoder's output (config.classifier_pooling): "pooler", the family's
-# [CLS] vector (BERT's tanh(W h_[CLS]) pooler; the bare [CLS] row in a family whose task
+# [CLS] vector (BERT's tanh(W h_[CLS]) pooler; the bare [CLS] row in a family whose prediction
 # head follows, ModernBERT's, whose encoder is then built without a pooler), or the mean
 # of the tokens.
 POOLINGS = {
@@ -137,12 +137,12 @@ SENTENCE_FEATURE_HEADS = {
 
 def classifier_pooler(config: BertConfig, pooling: str) -> bool:
   """Whether a sentence classifier's encoder gets a pooler layer: "pooler" pooling in a
-  family without a task head (ModernBERT's head reads the bare [CLS] row)."""
-  return pooling == "pooler" and not family_of(config).task_head
+  family without a prediction head (ModernBERT's head reads the bare [CLS] row)."""
+  return pooling == "pooler" and not family_of(config).prediction_head
 
 
-def task_head(config: BertConfig):
-  """The family's task head (`Family.task_head`, named "head"), or the identity; call it
+def prediction_head(config: BertConfig):
+  """The family's prediction head (`Family.prediction_head`, named "head"), or the identity; call it
   inside a compact module's __call__."""
-  name = family_of(config).task_head
-  return TASK_HEADS[name](config, name="head") if name else (lambda features: features)
+  name = family_of(config).prediction_head
+  return PREDICTION_HEADS[name](config, name="head") if name else (lambda features: features)

@@ -1,4 +1,4 @@
-"""Heads that sit on top of `BertModel`: each is its own module, composed in task_models.py.
+"""Heads that sit on top of `BertModel`: each is its own module, composed in headed.py.
 
 Shape legend: B batch, T length, H hidden, E embedding width (H unless factorized),
 V vocab, P masked positions per sequence, C classes (or choices), K mixed layers,
@@ -159,7 +159,7 @@ class LinearHead(nn.Module):
 
 
 class PredictionHead(nn.Module):
-  """dense (H -> H) + act + LayerNorm: ModernBERT's task head (HF ModernBertPredictionHead),
+  """dense (H -> H) + act + LayerNorm: ModernBERT's prediction head (HF ModernBertPredictionHead),
   which every HF ModernBERT task class applies before its classifier.
 
   [..., H'] -> [..., H]: the [CLS] row or the mean for sentence tasks, every token for
@@ -292,5 +292,5 @@ class BiLSTM(nn.Module):
     return x
 
 
-# Family.task_head -> the module fine-tuning classifiers read their features through.
-TASK_HEADS = {"prediction": PredictionHead}
+# Family.prediction_head -> the module fine-tuning classifiers read their features through.
+PREDICTION_HEADS = {"prediction": PredictionHead}

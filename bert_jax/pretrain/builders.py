@@ -23,8 +23,8 @@ stream and the trainer do not change.
 config.data.packing: rows hold several examples, each with its own [CLS] ... [SEP],
 positions from 0 and attention within it (segment_ids and positions ride along into the
 batch). Sentence blocks: sentence_blocks.py says which blocks share a row. Pairs
-(PackedPairs): the epoch's pairs best fit into rows in decreasing length (bert_jax/
-packing.py, the layout fine-tuning packs with), at most config.data.pairs_per_row = K per
+(PackedPairs): the epoch's pairs best fit into rows in decreasing length (bert_jax/core/
+packed_rows.py, the layout fine-tuning packs with), at most config.data.pairs_per_row = K per
 row; each pair keeps [CLS] A [SEP] B [SEP] and its token types 0/1, and the row carries
 cls_positions, the label and example_mask per slot [K] (0 for empty slots), so the
 sentence head reads each pair's [CLS] and NSP/SOP are the mean over real pairs, as
@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from bert_jax.core import packed_rows as packing
+from bert_jax.core import packed_rows
 from bert_jax.pretrain import nsp_pairs
 from bert_jax.pretrain import sentence_blocks
 from bert_jax.text import corpus as corpus_lib
@@ -111,7 +111,7 @@ class PackedPairs:
   def assign(cls, pairs: nsp_pairs.PairInstances,
              options: nsp_pairs.PairOptions) -> "PackedPairs":
     lengths = pairs.a_lengths + pairs.b_lengths + 3  # [CLS] A [SEP] B [SEP]
-    rows = packing.assign_rows(lengths, options.max_seq_length, options.slots)
+    rows = packed_rows.assign_rows(lengths, options.max_seq_length, options.slots)
     return cls(pairs.take(np.concatenate([np.asarray(r, np.int64) for r in rows] or
                                          [np.zeros(0, np.int64)])),
                np.repeat(np.arange(len(rows), dtype=np.int64), [len(r) for r in rows]))
@@ -120,7 +120,7 @@ class PackedPairs:
     return int(self.rows[-1]) + 1 if len(self.rows) else 0
 
   def take(self, indices: np.ndarray) -> "PackedPairs":
-    chosen, rows = packing.take_rows(self.rows, indices)
+    chosen, rows = packed_rows.take_rows(self.rows, indices)
     return PackedPairs(self.pairs.take(chosen), rows)
 
 
@@ -150,14 +150,14 @@ def _pair_rows(instances, corpus: TokenizedCorpus, options: nsp_pairs.PairOption
   if not options.slots:
     return Rows(input_ids, token_type_ids, lengths, {label_field: labels})
   splits = np.searchsorted(instances.rows, np.arange(1, len(instances)))
-  packed = packing.lay_out(
+  packed = packed_rows.lay_out(
       {"input_ids": input_ids, "token_type_ids": token_type_ids, label_field: labels,
        "attention_mask": (position < lengths[:, None]).astype(np.int8)},
       np.split(np.arange(len(pairs)), splits), options.slots, special.pad)
   return Rows(packed["input_ids"], packed["token_type_ids"],
               packed["attention_mask"].sum(-1, dtype=np.int32),
               {label_field: packed[label_field], "example_mask": packed["example_mask"]},
-              {k: packed[k] for k in packing.PACKING_KEYS})
+              {k: packed[k] for k in packed_rows.PACKING_KEYS})
 
 
 # ------------------------------------------------------------ sentence order (ALBERT)

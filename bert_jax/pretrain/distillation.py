@@ -36,9 +36,9 @@ import ml_collections
 import numpy as np
 
 from bert_jax import weights
-from bert_jax.models import task_models
+from bert_jax.models import headed
 from bert_jax.models.config import BertConfig
-from bert_jax.models.task_models import PreTrainingOutput
+from bert_jax.models.headed import PreTrainingOutput
 from bert_jax.core.task import FrozenParams
 
 _EPS = 1e-12  # torch's CosineEmbeddingLoss epsilon (inside the square roots)
@@ -142,7 +142,7 @@ class Teacher:
     if self.config.vocab_size != student_config.vocab_size:
       raise ValueError(f"config.distillation.teacher={self.path}: vocab_size "
                        f"{self.config.vocab_size} != the student's {student_config.vocab_size}")
-    self.model = task_models.build(self.config, {"task_model": "pretraining",
+    self.model = headed.build(self.config, {"headed_model": "pretraining",
                                                  "sentence_heads": []})
     self.layers = None
     if fields.student_layers:

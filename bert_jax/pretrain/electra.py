@@ -4,7 +4,7 @@ The pretraining task (pretrain/task.py) with ELECTRA's model and forward: a smal
 generator reads the masked batch, its samples replace the masked tokens (pretrain/rtd.py,
 no gradient through the sampling), and the discriminator tells every real token of that
 input whether it was replaced. The two share their embedding tables
-(models/task_models.py ElectraForPreTraining). Objectives as for pretraining, from config.objectives:
+(models/headed.py ElectraForPreTraining). Objectives as for pretraining, from config.objectives:
 "mlm" is the generator's MLM loss, "rtd" the discriminator's (ELECTRA: "mlm:1,rtd:50").
 
 config.electra (`default_config()`):
@@ -78,7 +78,7 @@ class ElectraTask(PretrainingTask):
                          "rtd_replaced_prob", "rtd_original_prob")
 
   def model_spec(self) -> dict:
-    return {"task_model": "electra_pretraining",
+    return {"headed_model": "electra_pretraining",
             "generator_fraction": self.generator_fraction}
 
   def forward(self, model, params, batch, *, deterministic: bool, rng=None,

@@ -148,7 +148,7 @@ def annotated_unit_counts(batch: dict[str, np.ndarray], eligible: np.ndarray) ->
   rows, slots = np.nonzero(batch["masked_lm_weights"] > 0)
   predicted[rows, batch["masked_lm_positions"][rows, slots]] = True
   counts = {}
-  for kind in spans_lib.KINDS:
+  for kind in spans_lib.SPAN_KINDS:
     code = np.where(eligible, spans_lib.kind_code(batch["span_tags"], kind), spans_lib.OUTSIDE)
     before = np.pad(code[:, :-1], ((0, 0), (1, 0)))
     starts = (code == spans_lib.BEGIN) | ((code == spans_lib.INSIDE)
@@ -262,7 +262,7 @@ def statistics(train_input: pipeline.PretrainingInput, num_batches: int, special
         "unit_length_max": float(max(every)),
         "drawn_length_mean": sum(n * c for n, c in first.items()) / total,
         **{f"drawn_length_{n}": first.get(n, 0) / total for n in range(1, longest + 1)}}
-  for kind in spans_lib.KINDS:
+  for kind in spans_lib.SPAN_KINDS:
     if f"{kind}_units" in totals:
       whole, partial = totals[f"{kind}_whole"], totals[f"{kind}_partial"]
       unit_stats[f"{kind}_whole_fraction"] = whole / max(totals[f"{kind}_units"], 1)

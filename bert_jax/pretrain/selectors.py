@@ -205,7 +205,7 @@ def _span_selection(input_ids, eligible, draws, budget, options):
 def _knowledge_selection(kind: str):
   """ERNIE's phrase- or entity-level masking (module docstring): whole units, each an
   annotated span of `kind` or else a word, greedily in a uniformly random order."""
-  multiplier = spans_lib.KINDS[kind]
+  multiplier = spans_lib.SPAN_KINDS[kind]
 
   def select(input_ids, eligible, scores, budget, options, span_tags):
     code = (span_tags // multiplier) % 3                                             # [B, T]

@@ -46,7 +46,7 @@ import dataclasses
 
 import numpy as np
 
-from bert_jax.core import packed_rows as packing
+from bert_jax.core import packed_rows
 from bert_jax.text.corpus import TokenizedCorpus
 
 _SPECIAL = 2  # [CLS] and [SEP] around every block
@@ -65,7 +65,7 @@ class SentenceBlocks:
 
   def take(self, indices: np.ndarray) -> "SentenceBlocks":
     """The blocks of rows `indices`, those rows renumbered 0 .. len(indices) - 1."""
-    chosen, rows = packing.take_rows(self.rows, indices)
+    chosen, rows = packed_rows.take_rows(self.rows, indices)
     return SentenceBlocks(self.starts[chosen], self.lengths[chosen], self.separators[chosen],
                           rows)
 

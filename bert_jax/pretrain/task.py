@@ -17,12 +17,12 @@ import jax
 import jax.numpy as jnp
 
 from bert_jax.core import flops
-from bert_jax.core import packed_rows as packing
-from bert_jax.models import task_models
+from bert_jax.core import packed_rows
+from bert_jax.models import headed
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
 from bert_jax.models.layers import attention_probs
-from bert_jax.models.task_models import PreTrainingOutput
+from bert_jax.models.headed import PreTrainingOutput
 from bert_jax.pretrain import attention_guidance
 from bert_jax.pretrain import masking
 from bert_jax.pretrain import distillation
@@ -94,14 +94,14 @@ class PretrainingTask:
                                             any(o.teacher for o, _ in self.objectives))
 
   def model_spec(self) -> dict:
-    spec = {"task_model": "pretraining",
+    spec = {"headed_model": "pretraining",
             "sentence_heads": [o.sentence_head for o, _ in self.objectives if o.sentence_head]}
     if self.span_head:
       spec["span_boundary_head"] = True
     return spec
 
   def build_model(self):
-    return task_models.build(self.model_config, self.model_spec())
+    return headed.build(self.model_config, self.model_spec())
 
   def make_inputs(self, tokenizer, process_index: int, process_count: int) -> TaskInputs:
     # config.data.shards: pre-tokenized shard files, masked in numpy (no TensorFlow).
@@ -145,7 +145,7 @@ class PretrainingTask:
     if "segment_ids" in batch:  # packed rows (config.data.packing)
       if frozen is not None:
         raise ValueError("config.data.packing: distillation's teacher reads unpacked rows")
-      kwargs["packing"] = {k: batch[k] for k in packing.PACKING_KEYS if k in batch}
+      kwargs["packing"] = {k: batch[k] for k in packed_rows.PACKING_KEYS if k in batch}
     guidance_loss = None
     if self.guidance is None or deterministic:
       outputs = model.apply({"params": params}, *args, deterministic=deterministic, rngs=rngs,

@@ -21,6 +21,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from bert_jax.files import storage
+from bert_jax.models import headed
 
 LOCK = ".lock"
 MODEL_CONFIG = "model_config.json"
@@ -121,7 +122,7 @@ def check_same_model(workdir: str, model_fields: dict, model_spec: dict,
   """A rerun must train the model the workdir holds: same architecture, same head, same
   classes.
 
-  model_fields: the run's BertConfig fields (to_json_dict); model_spec: its task model;
+  model_fields: the run's BertConfig fields (to_json_dict); model_spec: its headed model;
   labels: its classes in order (Task.label_names), compared where the workdir recorded
   them (a user's training file whose labels changed would remap the trained head).
   Implementation fields (dtype, scan_layers, remat_policy, attention_impl, and
@@ -137,8 +138,9 @@ def check_same_model(workdir: str, model_fields: dict, model_spec: dict,
           "attention_probs_dropout_prob", "projection_init"}
   changed = [f"{key} {saved[key]!r} -> {value!r}" for key, value in model_fields.items()
              if key in saved and key not in free and saved[key] != value]
-  if saved.get("model") not in (None, model_spec):
-    changed.append(f"model {saved['model']} -> {model_spec}")
+  saved_spec = headed.recorded_spec(saved.get("model"))
+  if saved_spec not in (None, model_spec):
+    changed.append(f"model {saved_spec} -> {model_spec}")
   if "labels" in saved and saved["labels"] != (list(labels) if labels else None):
     changed.append(f"labels {saved['labels']} -> {list(labels) if labels else None}")
   if changed:

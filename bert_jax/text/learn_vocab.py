@@ -116,8 +116,8 @@ def _learn_sentencepiece(input_files, output, vocab_size, lower_case, min_count)
 
 
 # Kind -> learner(input_files, output, vocab_size, lower_case, min_count) -> size written.
-KINDS = {"wordpiece": _learn_wordpiece, "bpe": _learn_bpe,
-         "sentencepiece": _learn_sentencepiece}
+LEARNERS = {"wordpiece": _learn_wordpiece, "bpe": _learn_bpe,
+            "sentencepiece": _learn_sentencepiece}
 
 
 def learn_and_write(kind: str, input_files: Sequence[str], output: str, vocab_size: int,
@@ -125,7 +125,7 @@ def learn_and_write(kind: str, input_files: Sequence[str], output: str, vocab_si
   """Learns a `kind` vocabulary and writes it to `output`; returns its size.
 
   Args:
-    kind: a name in KINDS.
+    kind: a name in LEARNERS.
     input_files: plain-format text files (URLs: copied to local files first, for the
       learners' readers).
     output: the vocab.txt file (wordpiece) or the folder (bpe, sentencepiece) to write,
@@ -134,12 +134,12 @@ def learn_and_write(kind: str, input_files: Sequence[str], output: str, vocab_si
     lower_case: None = True for wordpiece and sentencepiece, False for bpe.
     min_count: wordpiece only: words seen fewer times only contribute their characters.
   """
-  if kind not in KINDS:
-    raise ValueError(f"unknown vocabulary kind {kind!r}; expected one of {sorted(KINDS)}")
+  if kind not in LEARNERS:
+    raise ValueError(f"unknown vocabulary kind {kind!r}; expected one of {sorted(LEARNERS)}")
   if lower_case is None:
     lower_case = kind != "bpe"
   files = [storage.local_copy(path) if storage.exists(path) else path for path in input_files]
-  return KINDS[kind](files, output, vocab_size, lower_case, min_count)
+  return LEARNERS[kind](files, output, vocab_size, lower_case, min_count)
 
 
 if __name__ == "__main__":
@@ -147,7 +147,7 @@ if __name__ == "__main__":
 
   from bert_jax.startup import cli
 
-  _KIND = flags.DEFINE_enum("kind", "wordpiece", list(KINDS), "The vocabulary to learn.")
+  _KIND = flags.DEFINE_enum("kind", "wordpiece", list(LEARNERS), "The vocabulary to learn.")
   _INPUT = flags.DEFINE_multi_string("input", None, "Plain-format text file(s).")
   _OUTPUT = flags.DEFINE_string(
       "output", None, "The vocab.txt (wordpiece) or the folder (bpe, sentencepiece).")

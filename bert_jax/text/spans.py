@@ -31,7 +31,7 @@ import os
 
 import numpy as np
 
-KINDS = {"phrase": 1, "entity": 3}  # kind -> its code's multiplier in a token tag
+SPAN_KINDS = {"phrase": 1, "entity": 3}  # kind -> its code's multiplier in a token tag
 OUTSIDE, BEGIN, INSIDE = 0, 1, 2
 
 
@@ -46,7 +46,7 @@ def span_path(text_path: str) -> str:
 
 def kind_code(tags: np.ndarray, kind: str) -> np.ndarray:
   """Token tags -> that kind's code (OUTSIDE, BEGIN or INSIDE), elementwise."""
-  return (tags // KINDS[kind]) % 3
+  return (tags // SPAN_KINDS[kind]) % 3
 
 
 def parse_line(raw: str, num_words: int, where: str) -> list[tuple[int, int, str]]:
@@ -63,14 +63,14 @@ def parse_line(raw: str, num_words: int, where: str) -> list[tuple[int, int, str
         isinstance(x, int) and not isinstance(x, bool) for x in span[:2])):
       raise SpanFileError(f"{where}: span {span!r} is not [start, end, kind]")
     start, end, kind = span
-    if kind not in KINDS:
+    if kind not in SPAN_KINDS:
       raise SpanFileError(f"{where}: span {span!r} has kind {kind!r}, not one of "
-                          f"{sorted(KINDS)}")
+                          f"{sorted(SPAN_KINDS)}")
     if not 0 <= start < end <= num_words:
       raise SpanFileError(f"{where}: span {span!r} is not within the line's {num_words} "
                           "words (0 <= start < end <= words)")
     spans.append((start, end, kind))
-  for kind in KINDS:
+  for kind in SPAN_KINDS:
     ranges = sorted((s, e) for s, e, k in spans if k == kind)
     for (_, end), (start, _) in zip(ranges, ranges[1:]):
       if start < end:
@@ -82,8 +82,8 @@ def word_tags(spans: list[tuple[int, int, str]], num_words: int) -> np.ndarray:
   """A line's spans -> int8 [words] tags (module docstring)."""
   tags = np.zeros(num_words, np.int8)
   for start, end, kind in spans:
-    tags[start] += BEGIN * KINDS[kind]
-    tags[start + 1:end] += INSIDE * KINDS[kind]
+    tags[start] += BEGIN * SPAN_KINDS[kind]
+    tags[start + 1:end] += INSIDE * SPAN_KINDS[kind]
   return tags
 
 
@@ -93,7 +93,7 @@ def piece_tags(tags_of_words: np.ndarray, pieces_per_word: np.ndarray) -> np.nda
   word = np.repeat(np.arange(len(pieces_per_word)), pieces_per_word)  # [pieces]
   tags = tags_of_words[word].astype(np.int8)
   later = np.concatenate([[False], word[1:] == word[:-1]])  # not its word's first piece
-  for multiplier in KINDS.values():
+  for multiplier in SPAN_KINDS.values():
     tags[later & ((tags // multiplier) % 3 == BEGIN)] += (INSIDE - BEGIN) * multiplier
   return tags
 

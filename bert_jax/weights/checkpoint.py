@@ -18,6 +18,7 @@ import json
 import orbax.checkpoint as ocp
 
 from bert_jax.files import storage
+from bert_jax.models import headed
 from bert_jax.models.config import BertConfig
 from bert_jax.models.layout import stacked_layout, unstack_layers
 
@@ -56,12 +57,15 @@ def read_model_config(directory: str) -> BertConfig:
 
 def read_model_record(directory: str) -> dict:
   """model_config.json as recorded: the BertConfig fields, and where written, "model" (the
-  task model's spec) and "labels"."""
+  headed model's spec, an old "task_model" key read as "headed_model") and "labels"."""
   path = storage.join(directory, MODEL_CONFIG)
   try:
-    return json.loads(storage.read_text(path))
+    record = json.loads(storage.read_text(path))
   except json.JSONDecodeError as e:
     raise ValueError(f"{path}: not valid JSON ({e})") from None
+  if "model" in record:
+    record["model"] = headed.recorded_spec(record["model"])
+  return record
 
 
 def check_weights(path: str) -> None:
@@ -79,7 +83,7 @@ def read_labels(directory: str) -> list[str] | None:
 def save_model(directory: str, config: BertConfig, params, vocab_path: str | None = None,
                spec: dict | None = None, labels: list[str] | None = None):
   """Writes a saved model (see module docstring); `params` as the model uses them; `spec`,
-  the task model (task_models.build's), and `labels`, its classes, are recorded in
+  the headed model (headed.build's), and `labels`, its classes, are recorded in
   model_config.json as a workdir's."""
   directory = storage.absolute(directory)
   write_model_config(directory, config, **({"model": spec} if spec else {}),

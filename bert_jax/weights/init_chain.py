@@ -5,7 +5,7 @@ params, re-initialised top layers and word vectors, in that order (`fresh_start`
   params, lines = fresh_start(config, get_params, model_config, source=source)
 
 The weights themselves come from the loader (loader.py: `resolve`, `load_params`); this
-module adapts them to the model a run builds (an encoder under a task model, heads kept or
+module adapts them to the model a run builds (an encoder under a headed model, heads kept or
 dropped, layers stacked) and says what it changed.
 """
 import jax
@@ -14,7 +14,7 @@ import numpy as np
 
 from bert_jax.core import optim
 from bert_jax.files import storage
-from bert_jax.models import task_models
+from bert_jax.models import headed
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
 from bert_jax.models.layout import stack_layers, stacked_layout
@@ -29,7 +29,7 @@ def init_params(params: dict, path: "str | Pretrained", model_config: BertConfig
   pretrained_config, pretrained, _ = load_params(source)
   # A pretraining model of two networks passes on the one it names (ELECTRA: the
   # discriminator); the other (its generator) is dropped.
-  part = getattr(task_models.TASK_MODELS.get(model_spec(source, pretrained)["task_model"]),
+  part = getattr(headed.HEADED_MODELS.get(model_spec(source, pretrained)["headed_model"]),
                  "transfer_part", None)
   if part:
     pretrained = pretrained[part]
@@ -38,18 +38,18 @@ def init_params(params: dict, path: "str | Pretrained", model_config: BertConfig
                      f"config.model.vocab_size {model_config.vocab_size}")
   if model_config.scan_layers:
     pretrained = stack_layers(pretrained, *stacked_layout(model_config))
-  with_head = _task_head_from(pretrained, params, model_config)
+  with_head = _prediction_head_from(pretrained, params, model_config)
   params, notes = _merge(params, with_head, path)
   if with_head is not pretrained:
-    notes.append(f"started the task head from the checkpoint's "
-                 f"{family_of(model_config).task_head_from} transform (as HF does)")
+    notes.append(f"started the prediction head from the checkpoint's "
+                 f"{family_of(model_config).prediction_head_from} transform (as HF does)")
   return params, notes
 
 
-def _task_head_from(pretrained: dict, params: dict, model_config: BertConfig) -> dict:
-  """A pretraining checkpoint's head transform as the task head's start, where the family
-  says HF's from_pretrained does so (`Family.task_head_from`: ModernBERT's MLM head)."""
-  source = family_of(model_config).task_head_from
+def _prediction_head_from(pretrained: dict, params: dict, model_config: BertConfig) -> dict:
+  """A pretraining checkpoint's head transform as the prediction head's start, where the family
+  says HF's from_pretrained does so (`Family.prediction_head_from`: ModernBERT's MLM head)."""
+  source = family_of(model_config).prediction_head_from
   if not source or "head" not in params or "head" in pretrained or source not in pretrained:
     return pretrained
   head = pretrained[source]
@@ -61,7 +61,7 @@ def _merge(params, pretrained, path: str):
   """Copies every tensor of `pretrained` into `params`; shapes and names must match.
 
   Adapts the usual encoder/task differences and says so: an encoder-only checkpoint goes
-  under a task model's `bert`; a pretraining checkpoint gives only its encoder to a
+  under a headed model's `bert`; a pretraining checkpoint gives only its encoder to a
   fine-tuning model (its MLM/NSP heads are dropped); a pooler the model lacks (token
   tasks) is dropped. Heads the checkpoint lacks keep their fresh initialisation, and so do
   task heads whose shapes differ from the model's (a fine-tuned checkpoint of another
@@ -81,7 +81,7 @@ def _merge(params, pretrained, path: str):
 
   notes = []
   if "bert" in params and "bert" not in pretrained:
-    pretrained = {"bert": pretrained}  # an encoder-only checkpoint under a task model
+    pretrained = {"bert": pretrained}  # an encoder-only checkpoint under a headed model
   dropped = sorted(set(pretrained) - set(params))
   if "bert" in params and dropped:
     pretrained = {k: v for k, v in pretrained.items() if k in params}

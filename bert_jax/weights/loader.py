@@ -6,18 +6,18 @@ init chain, init_chain.py, starts from what this reads).
   model, variables = load_pretrained(path)           # the model with the checkpoint's heads
   config, params, with_heads = load_params(source)   # unrolled float32 numpy params
 
-A path is resolved once into a `Pretrained` (its format, model config, recorded task
+A path is resolved once into a `Pretrained` (its format, model config, recorded headed
 model and labels, its weights files checked to be present and whole); every function
 here takes a path or a `Pretrained`, and a run passes the one it resolved.
 
-A bert_jax workdir records its model in model_config.json ("model": a task_models spec),
-so a fine-tuned workdir loads as its task model (classifier, tagger, QA, multiple choice)
+A bert_jax workdir records its model in model_config.json ("model": a headed-model spec),
+so a fine-tuned workdir loads as its headed model (classifier, tagger, QA, multiple choice)
 with its head. HF and TF checkpoints load as BertForPreTraining (with the family's MLM
 and sentence heads) or BertModel; an HF folder's config.json `model_type` picks the family
 (see bert_jax/convert/hf_families.py); ELECTRA's discriminator folder loads as
 BertForReplacedTokenDetection, and an HF fine-tuned folder whose head is ours (its
 `architectures`: BertForSequenceClassification, RobertaForTokenClassification,
-AlbertForQuestionAnswering, ...) as that task model.
+AlbertForQuestionAnswering, ...) as that headed model.
 """
 import dataclasses
 import os
@@ -31,7 +31,7 @@ from bert_jax.weights import checkpoint
 from bert_jax.files import hub, storage
 from bert_jax.convert import hf, mapping, tf_checkpoint
 from bert_jax.files.hub import HubModel
-from bert_jax.models import task_models
+from bert_jax.models import headed
 from bert_jax.models.config import BertConfig
 from bert_jax.models.layout import stack_layers, stacked_layout
 
@@ -68,13 +68,13 @@ class Pretrained:
   hub: HubModel | None = None
 
   def spec(self) -> dict | None:
-    """The task model it records: a native model_config.json's "model", an HF folder's
-    fine-tuning class (e.g. {"task_model": "sequence_classification", "num_labels": 3});
+    """The headed model it records: a native model_config.json's "model", an HF folder's
+    fine-tuning class (e.g. {"headed_model": "sequence_classification", "num_labels": 3});
     None: read it off the params (`model_spec`)."""
     if self.format == "native":
       return self.recorded.get("model") or None
     if self.format == "hf":
-      return hf.task_spec_of(self.recorded, os.path.join(self.path, "config.json"))
+      return hf.headed_spec_of(self.recorded, os.path.join(self.path, "config.json"))
     return None
 
   def labels(self) -> list[str] | None:
@@ -173,7 +173,7 @@ def check_vocab(path: str, config: BertConfig) -> None:
 
 
 def model_spec(path: "str | Pretrained", params: dict) -> dict:
-  """The task_models spec of a checkpoint: recorded in a bert_jax workdir's model_config.json
+  """The headed-model spec of a checkpoint: recorded in a bert_jax workdir's model_config.json
   or named by an HF folder's fine-tuning class; otherwise (HF/TF weights, older workdirs)
   read off the params: pretraining heads or encoder."""
   source = resolve(path)
@@ -181,13 +181,13 @@ def model_spec(path: "str | Pretrained", params: dict) -> dict:
   if recorded:
     return recorded
   if "rtd_head" in params:  # ELECTRA's discriminator
-    return {"task_model": "replaced_token_detection"}
+    return {"headed_model": "replaced_token_detection"}
   if "mlm_head" in params:
-    return {"task_model": "pretraining",
+    return {"headed_model": "pretraining",
             "sentence_heads": sorted(k[:-len("_head")] for k in params
                                      if k.endswith("_head") and k != "mlm_head")}
   encoder = params.get("bert", params)
-  return {"task_model": "encoder", "add_pooling_layer": "pooler" in encoder}
+  return {"headed_model": "encoder", "add_pooling_layer": "pooler" in encoder}
 
 
 def label_names(path: "str | Pretrained") -> list[str] | None:
@@ -212,7 +212,7 @@ def load_pretrained(path: "str | Pretrained", heads: str = "auto", **config_over
   import jax
   import jax.numpy as jnp
   from bert_jax import config_for_size, load_pretrained
-  from bert_jax.models.task_models import BertForSequenceClassification
+  from bert_jax.models.headed import BertForSequenceClassification
   from bert_jax.weights.checkpoint import save_model
 
   # A tiny classifier saved as a bert_jax model folder, then loaded back as it was.
@@ -222,7 +222,7 @@ def load_pretrained(path: "str | Pretrained", heads: str = "auto", **config_over
   params = classifier.init(jax.random.key(0), input_ids)["params"]
   folder = tempfile.mkdtemp()
   save_model(folder, config, params,
-             spec={"task_model": "sequence_classification", "num_labels": 2})
+             spec={"headed_model": "sequence_classification", "num_labels": 2})
 
   model, variables = load_pretrained(folder)  # an HF folder or TF checkpoint: the same call
   assert type(model).__name__ == "BertForSequenceClassification"
@@ -235,14 +235,14 @@ def load_pretrained(path: "str | Pretrained", heads: str = "auto", **config_over
   source = resolve(path)
   config, params, _ = load_params(source, heads)
   spec = model_spec(source, params)
-  if heads == "none" and spec["task_model"] != "encoder":
+  if heads == "none" and spec["headed_model"] != "encoder":
     params = params.get("bert", params)
-    spec = {"task_model": "encoder", "add_pooling_layer": "pooler" in params}
+    spec = {"headed_model": "encoder", "add_pooling_layer": "pooler" in params}
   config = config.replace(**config_overrides)
   if config.scan_layers:
     params = stack_layers(params, *stacked_layout(config))
   params = jax.tree.map(lambda x: jnp.asarray(np.asarray(x, np.float32)), params)
-  model = task_models.build(config, spec)
+  model = headed.build(config, spec)
   params, fresh = _init_absent(model, spec, params)
   if fresh:
     print(f"{source.path}: newly initialised {fresh} (not in the checkpoint; the model's own "
@@ -255,7 +255,7 @@ def _init_absent(model, spec: dict, params: dict) -> tuple[dict, list[str]]:
   model's own init from key 0, the modules so started): HF's BertForMaskedLM,
   AlbertForMaskedLM, ErnieForMaskedLM hold no pooler, which the family's pretraining
   model has. The tensors the checkpoint does hold are kept as they are."""
-  ids = jnp.zeros(hf.init_shape(spec["task_model"]), jnp.int32)
+  ids = jnp.zeros(hf.init_shape(spec["headed_model"]), jnp.int32)
   init = lambda: nn.unbox(model.init(jax.random.key(0), ids)["params"])  # noqa: E731
   ours = mapping.flatten(params)
   missing = sorted(set(mapping.flatten(jax.eval_shape(init))) - set(ours))

@@ -23,7 +23,7 @@ weights, over training-set sizes, tasks and seeds, for each model in MODELS:
               (63477ad).
   vecmlm10hf  the same model, fine-tuned (both inits) since 2026-11-27 (5ce9d9b): through HF's
               ModernBERT task head (dense, GELU, norm on [CLS], started from the MLM
-              transform; Family.task_head) instead of the tanh pooler that every run above
+              transform; Family.prediction_head) instead of the tanh pooler that every run above
               had. Its rows are the code of today; the others' stay as they ran.
   vecmlm10pr  the same model, fine-tuned (both inits) through its MLM head instead
               (prompt-based fine-tuning, 76b725b; PROMPTS: LM-BFF's SST-2 template and

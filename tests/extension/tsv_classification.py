@@ -36,7 +36,7 @@ class TsvClassificationTask(FinetuningTask):
     self.label_names = tuple(sorted(set(read_tsv(config.data.sources["train"])[1])))
 
   def model_spec(self):
-    return {"task_model": "sequence_classification", "num_labels": len(self.label_names),
+    return {"headed_model": "sequence_classification", "num_labels": len(self.label_names),
             **feature_spec(self.config), "pooling": "pooler"}
 
   def load_split(self, split, tokenizer):

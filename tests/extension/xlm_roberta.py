@@ -3,8 +3,9 @@
 RoBERTa's encoder and heads (its `Family` entry and HF tensor names are RoBERTa's), HF's
 `model_type` "xlm-roberta" and classes (XLMRobertaModel, XLMRobertaForMaskedLM, ...),
 and a tokenizer kind of its own, "xlm_roberta": a SentencePiece model read with fairseq's
-ids, not ALBERT's layout. `register()` declares the three family tables and the kind;
-tests/test_extension.py checks parity with HF both ways and trains it a few steps.
+ids, not ALBERT's layout. `register()` declares the member in the models' family table,
+then in the convert side's two, and the kind; tests/test_extension.py checks parity with
+HF both ways and trains it a few steps.
 
 Fairseq's ids over a SentencePiece model (V pieces: <unk>=0, <s>=1, </s>=2, then the rest):
 <s>=0, <pad>=1, </s>=2, <unk>=3, piece i >= 3 at id i + 1, <mask> last (V + 1); a pair is
@@ -100,11 +101,13 @@ TOKENIZER_KIND = tokenizers.Kind(
 def register() -> None:
   """Adds the member and its tokenizer kind to the package's tables."""
   tokenizers.register_kind(KIND, TOKENIZER_KIND)
-  hf_families.register(NAME, FAMILY, HF_FAMILY, mapping.NAMES["roberta"])
+  model_families.register(NAME, FAMILY)
+  hf_families.register(NAME, HF_FAMILY, mapping.NAMES["roberta"])
 
 
 def unregister() -> None:
   hf_families.unregister(NAME)
+  model_families.unregister(NAME)
   tokenizers.unregister_kind(KIND)
 
 

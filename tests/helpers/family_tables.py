@@ -30,7 +30,7 @@ TINY_MEMBERS = {
                              layer_norm_eps=1e-5, norm_bias=False, mlm_transform_bias=False,
                              attention_bias=False, mlp_bias=False, local_attention=5,
                              global_attn_every_n_layers=2),
-    # ... and every bias on (the task head's dense and norm biases too), tanh GELU.
+    # ... and every bias on (the prediction head's dense and norm biases too), tanh GELU.
     "modernbert_biases": BertConfig(family="modernbert", vocab_size=83, hidden_size=36,
                                     num_hidden_layers=2, num_attention_heads=3,
                                     intermediate_size=52, max_position_embeddings=32,
@@ -60,7 +60,7 @@ def hf_classes(name: str) -> list[tuple[str, dict | None]]:
   specs = [(cls, None) for cls in entry.head_classes.values()
            if entry.task_of_class(cls) is None]
   for task, cls in entry.task_classes:
-    spec = {"task_model": task}
+    spec = {"headed_model": task}
     if task in ("sequence_classification", "token_classification"):
       spec["num_labels"] = 3
     specs.append((cls, spec))
@@ -76,8 +76,8 @@ def assert_every_param_maps(config) -> None:
   rows = [(entry.encoder_class, None, False)] + [(cls, spec, True)
                                                 for cls, spec in hf_classes(name)]
   for cls, spec, with_heads in rows:
-    task_model = (spec or head_model[cls]) if with_heads else None
-    shapes = hf.expected_shapes(config, with_heads, task_model=task_model,
+    headed_model = (spec or head_model[cls]) if with_heads else None
+    shapes = hf.expected_shapes(config, with_heads, headed_model=headed_model,
                                 with_pooler=model_families.FAMILIES[name].pooler)
     params = random_params(shapes)
     state = hf.params_to_state(params, config, spec)

@@ -4,7 +4,7 @@ import numpy as np
 from flax import linen as nn
 
 from bert_jax.run import sharding
-from bert_jax.models.task_models import BertForPreTraining
+from bert_jax.models.headed import BertForPreTraining
 
 
 def ruled_partition_specs(config) -> dict:

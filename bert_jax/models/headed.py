@@ -1,16 +1,16 @@
-"""Task models: `BertModel` composed with one head each (no head switch in the encoder).
+"""Headed models: `BertModel` composed with one head each (no head switch in the encoder).
 
 Every model works with the encoder of any family (`config.family`): the pretraining
-model takes the family's default sentence heads and pooler; the sequence-level task
+model takes the family's default sentence heads and pooler; the sequence-level headed
 models (classification, multiple choice) give the encoder a pooler, which is freshly
 initialised when the checkpoint has none (RoBERTa's MLM checkpoints, DistilBERT), as HF's
-RoBERTa/DistilBERT classifiers start their dense layer afresh. A family with a task head
-(`Family.task_head`: ModernBERT's dense + act + norm, named `head`) gets none: every
+RoBERTa/DistilBERT classifiers start their dense layer afresh. A family with a prediction head
+(`Family.prediction_head`: ModernBERT's dense + act + norm, named `head`) gets none: every
 fine-tuning model reads its features through that head (the [CLS] row or the mean for
 sentence tasks, every token for tagging and QA) before the linear classifier.
 
-`TASK_MODELS` names them; `build(config, spec)` makes one from a spec such as
-{"task_model": "sequence_classification", "num_labels": 2} (what a task's `model_spec()`
+`HEADED_MODELS` names them; `build(config, spec)` makes one from a spec such as
+{"headed_model": "sequence_classification", "num_labels": 2} (what a task's `model_spec()`
 gives and a workdir's model_config.json records under "model").
 
 Every model takes `(input_ids, token_type_ids=None, attention_mask=None, ...)` int [B, T]
@@ -34,7 +34,7 @@ from bert_jax.models.families import family_of
 from bert_jax.models.features import (POOLINGS, SENTENCE_FEATURE_HEADS,
                                       TOKEN_FEATURE_HEADS, check_cached, check_choice,
                                       classifier_pooler, example_members, layer_features,
-                                      task_head)
+                                      prediction_head)
 from bert_jax.models.heads import (MLM_HEADS, LinearHead, NextSentenceHead, ReplacedTokenHead,
                                    SpanBoundaryHead)
 
@@ -101,7 +101,7 @@ class BertForPreTraining(nn.Module):
   import jax
   import jax.numpy as jnp
   from bert_jax import config_for_size
-  from bert_jax.models.task_models import BertForPreTraining
+  from bert_jax.models.headed import BertForPreTraining
 
   model = BertForPreTraining(config_for_size("tiny", vocab_size=100))
   input_ids = jnp.ones((2, 8), jnp.int32)
@@ -178,7 +178,7 @@ class BertForSequenceClassification(nn.Module):
   import jax
   import jax.numpy as jnp
   from bert_jax import config_for_size
-  from bert_jax.models.task_models import BertForSequenceClassification
+  from bert_jax.models.headed import BertForSequenceClassification
 
   model = BertForSequenceClassification(config_for_size("tiny", vocab_size=100), num_labels=3)
   input_ids = jnp.ones((2, 8), jnp.int32)
@@ -228,7 +228,7 @@ class BertForSequenceClassification(nn.Module):
     else:
       features = POOLINGS[self.pooling](enc, attention_mask, packing)
       features = jax.lax.stop_gradient(features) if self.frozen_encoder else features
-    features = task_head(self.config)(features)
+    features = prediction_head(self.config)(features)
     logits = LinearHead(self.config, self.num_labels, self.dropout_rate, name="classifier")(
         features, deterministic)
     return ClassifierOutput(logits=logits, hidden_states=None if enc is None else enc.hidden_states)
@@ -292,7 +292,7 @@ class BertForTokenClassification(nn.Module):
   import jax
   import jax.numpy as jnp
   from bert_jax import config_for_size
-  from bert_jax.models.task_models import BertForTokenClassification
+  from bert_jax.models.headed import BertForTokenClassification
 
   model = BertForTokenClassification(config_for_size("tiny", vocab_size=100), num_labels=5)
   input_ids = jnp.ones((2, 8), jnp.int32)
@@ -335,7 +335,7 @@ class BertForTokenClassification(nn.Module):
     else:
       features = (jax.lax.stop_gradient(enc.sequence_output) if self.frozen_encoder
                   else enc.sequence_output)
-    features = task_head(self.config)(features)
+    features = prediction_head(self.config)(features)
     logits = LinearHead(self.config, self.num_labels, self.dropout_rate, name="classifier")(
         features, deterministic)
     return ClassifierOutput(logits=logits, hidden_states=None if enc is None else enc.hidden_states)
@@ -350,7 +350,7 @@ class BertForQuestionAnswering(nn.Module):
   import jax
   import jax.numpy as jnp
   from bert_jax import config_for_size
-  from bert_jax.models.task_models import BertForQuestionAnswering
+  from bert_jax.models.headed import BertForQuestionAnswering
 
   model = BertForQuestionAnswering(config_for_size("tiny", vocab_size=100))
   input_ids = jnp.ones((2, 8), jnp.int32)  # question [SEP] context, as one pair
@@ -376,7 +376,7 @@ class BertForQuestionAnswering(nn.Module):
         input_ids, token_type_ids, attention_mask, deterministic=deterministic,
         output_hidden_states=output_hidden_states, task_type_ids=task_type_ids)
     logits = LinearHead(self.config, 2, dropout_rate=0.0, name="qa_outputs")(
-        task_head(self.config)(enc.sequence_output), deterministic)  # [B, T, 2]
+        prediction_head(self.config)(enc.sequence_output), deterministic)  # [B, T, 2]
     return SpanOutput(start_logits=logits[..., 0], end_logits=logits[..., 1],
                       hidden_states=enc.hidden_states)
 
@@ -390,7 +390,7 @@ class BertForMultipleChoice(nn.Module):
   import jax
   import jax.numpy as jnp
   from bert_jax import config_for_size
-  from bert_jax.models.task_models import BertForMultipleChoice
+  from bert_jax.models.headed import BertForMultipleChoice
 
   model = BertForMultipleChoice(config_for_size("tiny", vocab_size=100))
   input_ids = jnp.ones((2, 4, 8), jnp.int32)  # 4 choices of 8 tokens per example
@@ -419,7 +419,7 @@ class BertForMultipleChoice(nn.Module):
         flat(input_ids), flat(token_type_ids), flat(attention_mask),
         deterministic=deterministic, output_hidden_states=output_hidden_states,
         task_type_ids=flat(task_type_ids))
-    features = task_head(self.config)(POOLINGS["pooler"](enc, None, None))  # [B*C, H]
+    features = prediction_head(self.config)(POOLINGS["pooler"](enc, None, None))  # [B*C, H]
     scores = LinearHead(self.config, 1, self.dropout_rate, name="classifier")(
         features, deterministic)  # [B*C, 1]
     return ClassifierOutput(logits=scores.reshape(batch, choices),
@@ -536,7 +536,7 @@ class ElectraForPreTraining(nn.Module):
     return outputs
 
 
-TASK_MODELS = {
+HEADED_MODELS = {
     "encoder": BertModel,
     "pretraining": BertForPreTraining,
     "sequence_classification": BertForSequenceClassification,
@@ -549,15 +549,31 @@ TASK_MODELS = {
 }
 
 
+# The spec's key before "headed_model": read in a model_config.json (`recorded_spec`),
+# refused in a spec given to `build`.
+OLD_KEY = "task_model"
+
+
+def recorded_spec(spec: dict | None) -> dict | None:
+  """A model_config.json's "model" spec in today's terms: the old key "task_model", which
+  workdirs and saved models written before "headed_model" hold, read as "headed_model"."""
+  if not spec or OLD_KEY not in spec:
+    return spec
+  return {"headed_model": spec[OLD_KEY], **{k: v for k, v in spec.items() if k != OLD_KEY}}
+
+
 def build(config: BertConfig, spec: dict) -> nn.Module:
-  """The task model a spec names: {"task_model": NAME, **its fields} (see TASK_MODELS)."""
+  """The headed model a spec names: {"headed_model": NAME, **its fields} (see HEADED_MODELS)."""
+  if OLD_KEY in spec:
+    raise ValueError(f"model spec {{{OLD_KEY!r}: {spec[OLD_KEY]!r}}}: the key is now "
+                     f"'headed_model'")
   spec = dict(spec)
-  name = spec.pop("task_model", None)
-  if name not in TASK_MODELS:
-    raise ValueError(f"model spec {{'task_model': {name!r}}}: expected one of "
-                     f"{sorted(TASK_MODELS)}")
+  name = spec.pop("headed_model", None)
+  if name not in HEADED_MODELS:
+    raise ValueError(f"model spec {{'headed_model': {name!r}}}: expected one of "
+                     f"{sorted(HEADED_MODELS)}")
   # JSON lists -> hashable tuples
   for key in ("sentence_heads", "feature_layers", "label_token_ids"):
     if key in spec:
       spec[key] = tuple(spec[key])
-  return TASK_MODELS[name](config, **spec)
+  return HEADED_MODELS[name](config, **spec)
