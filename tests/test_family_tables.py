@@ -1,9 +1,9 @@
-"""The family tables agree: every member is in models/families.py's FAMILIES, convert/
-hf_families.py's FAMILIES and convert/mapping.py's NAMES, and its HF names cover every param
+"""The family tables agree: every member is in models/families.py's FAMILIES, weights/
+hf_families.py's FAMILIES and weights/mapping.py's NAMES, and its HF names cover every param
 of a tiny model of each of its HF classes (bare encoder, heads, fine-tuned heads)."""
 import pytest
 
-from bert_jax.convert import hf_families, mapping
+from bert_jax.weights import hf_families, mapping
 from bert_jax.models import families as model_families
 from tests.helpers.family_tables import assert_every_param_maps, tiny_config
 

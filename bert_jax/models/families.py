@@ -3,7 +3,7 @@
 `BertConfig.family` names an entry of `FAMILIES`; the model code reads a member's
 differences only through its entry (no `if family == ...` in bert.py, heads.py or
 task_models.py). A new member is one entry here, plus a small function where its inputs
-differ (e.g. how position ids are made), plus its HF names in `bert_jax.convert.hf_families`.
+differ (e.g. how position ids are made), plus its HF names in `bert_jax.weights.hf_families`.
 
 What is plain data stays in the config, not here: a family without segment embeddings
 has `type_vocab_size=0` (DistilBERT), one with a single segment row has 1 (RoBERTa);

@@ -17,7 +17,7 @@ import os
 import numpy as np
 import sentencepiece as spm
 
-from bert_jax.convert import hf_families, mapping
+from bert_jax.weights import hf_families, mapping
 from bert_jax.models import families as model_families
 from bert_jax.models.config import BertConfig
 from bert_jax.text import tokenizers

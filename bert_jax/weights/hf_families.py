@@ -16,7 +16,7 @@ family added from outside the package, e.g. tests/extension/xlm_roberta.py).
 import dataclasses
 from typing import Any, Callable
 
-from bert_jax.convert import mapping
+from bert_jax.weights import mapping
 from bert_jax.models import families as model_families
 from bert_jax.models.config import HF_ACT_NAMES, BertConfig, hf_bert_fields
 from bert_jax.text import tokenizers
@@ -408,8 +408,8 @@ def config_to_hf(config: BertConfig) -> dict[str, Any]:
 def _tables() -> dict[str, dict]:
   """The three tables a family member is keyed in, by their dotted names."""
   return {"bert_jax.models.families.FAMILIES": model_families.FAMILIES,
-          "bert_jax.convert.hf_families.FAMILIES": FAMILIES,
-          "bert_jax.convert.mapping.NAMES": mapping.NAMES}
+          "bert_jax.weights.hf_families.FAMILIES": FAMILIES,
+          "bert_jax.weights.mapping.NAMES": mapping.NAMES}
 
 
 def check_tables() -> None:
@@ -424,7 +424,7 @@ def check_tables() -> None:
     if set(entries) != members:
       raise ValueError(f"{table} lacks the family member(s) {sorted(members - set(entries))} "
                        "that the other family tables have; declare a member in all three "
-                       "(bert_jax.convert.hf_families.register)")
+                       "(bert_jax.weights.hf_families.register)")
 
 
 def register(name: str, family: "model_families.Family", hf: HFFamily,
