@@ -24,6 +24,7 @@ BertForReplacedTokenDetection, and an HF fine-tuned folder whose head is ours (i
 AlbertForQuestionAnswering, ...) as that task model.
 """
 import dataclasses
+import functools
 import os
 from typing import Callable
 
@@ -74,9 +75,6 @@ class Pretrained:
     tokenizer's files are.
   family: its entry in the HF family table (`hf_families.FAMILIES`, by an HF config.json's
     model_type; BERT's for a TF checkpoint); None for ours.
-  spec: the task model it records: a native model_config.json's "model", an HF folder's
-    fine-tuning class (e.g. {"task_model": "sequence_classification", "num_labels": 3});
-    None: read off the params (`model_spec`).
   labels: its class names in logit order, where it records them.
   tf_prefix: a TF checkpoint's prefix (e.g. DIR/bert_model.ckpt); None for the others.
   recorded: the config file as read (a native model_config.json, an HF config.json; None
@@ -91,13 +89,20 @@ class Pretrained:
   config: BertConfig
   folder: str
   family: hf_families.HFFamily | None = None
-  spec: dict | None = None
   labels: list[str] | None = None
   tf_prefix: str | None = None
   recorded: dict | None = None
   hub: HubModel | None = None
   hold: bool = False
   _held: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+  @functools.cached_property
+  def spec(self) -> dict | None:
+    """The task model it records: a native model_config.json's "model", an HF folder's
+    fine-tuning class (e.g. {"task_model": "sequence_classification", "num_labels": 3});
+    None: read off the params (`model_spec`). Worked out once, where first asked for: an
+    HF task class whose head is not ours is an error only where its heads are loaded."""
+    return FORMATS[self.format].spec(self)
 
   def load(self, heads: str = "auto") -> tuple[dict, bool]:
     """(unrolled float32 params, has_heads): the weights read (only here, once while
@@ -126,8 +131,8 @@ def _resolve_native(path: str, tf_files: None, check_weights: bool, **fields) ->
       recorded, source=os.path.join(path, checkpoint.MODEL_CONFIG))
   if check_weights:
     checkpoint.check_weights(path)
-  return Pretrained(path, "native", config, path, spec=recorded.get("model") or None,
-                    labels=recorded.get("labels"), recorded=recorded, **fields)
+  return Pretrained(path, "native", config, path, labels=recorded.get("labels"),
+                    recorded=recorded, **fields)
 
 
 def _resolve_hf(path: str, tf_files: None, check_weights: bool, **fields) -> Pretrained:
@@ -137,9 +142,8 @@ def _resolve_hf(path: str, tf_files: None, check_weights: bool, **fields) -> Pre
   config = family.config_from_hf(recorded, config_path)
   if check_weights:
     hf.check_weights(path)
-  return Pretrained(path, "hf", config, path, family=family,
-                    spec=hf.task_spec_of(recorded, config_path, family),
-                    labels=hf.labels_of(recorded), recorded=recorded, **fields)
+  return Pretrained(path, "hf", config, path, family=family, labels=hf.labels_of(recorded),
+                    recorded=recorded, **fields)
 
 
 def _resolve_tf(path: str, tf_files: tuple[str, str], check_weights: bool,
@@ -173,20 +177,25 @@ def _tf_params(source: Pretrained, state: dict, heads: str) -> tuple[dict, bool]
 @dataclasses.dataclass(frozen=True)
 class _Format:
   """How a format is resolved (path, a TF checkpoint's files, check_weights -> its config
-  and records read), its tensors read, and those mapped to our params."""
+  and records read), the task model it records (`Pretrained.spec`), its tensors read, and
+  those mapped to our params."""
   resolve: Callable[..., Pretrained]
+  spec: Callable[[Pretrained], dict | None]
   read: Callable[[Pretrained], dict]
   params: Callable[[Pretrained, dict, str], tuple[dict, bool]]
 
 
 FORMATS = {
-    "native": _Format(_resolve_native,
+    "native": _Format(_resolve_native, lambda s: s.recorded.get("model") or None,
                       lambda s: checkpoint.load_model_params(s.path, s.config)[1],
                       _native_params),
     "hf": _Format(_resolve_hf,
+                  lambda s: hf.task_spec_of(s.recorded, os.path.join(s.path, "config.json"),
+                                            s.family),
                   lambda s: hf.normalize_names(hf.read_state(s.path), s.path, s.config.family),
                   _hf_params),
-    "tf": _Format(_resolve_tf, lambda s: tf_checkpoint.read_tensors(s.tf_prefix), _tf_params),
+    "tf": _Format(_resolve_tf, lambda s: None, lambda s: tf_checkpoint.read_tensors(s.tf_prefix),
+                  _tf_params),
 }
 
 
