@@ -28,7 +28,7 @@ import sys
 from mkdocs.structure.files import File
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FOLDERS = ("models", "text", "pretrain", "finetune", "convert", "weights", "core", "run",
+FOLDERS = ("models", "text", "pretrain", "finetune", "weights", "core", "run",
            "commands", "startup", "files")
 PACKAGES = {  # api page -> (title, package folder, recurse into subpackages)
     "api/bert_jax.md": ("bert_jax", "bert_jax", False),

@@ -14,7 +14,7 @@ import jax
 import numpy as np
 from flax import linen as nn
 
-from bert_jax.convert import hf
+from bert_jax.weights import hf
 from bert_jax.models.bert import BertModel
 from bert_jax.models.config import config_for_size
 from bert_jax.text import paths

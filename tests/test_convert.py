@@ -8,9 +8,10 @@ import shutil
 import numpy as np
 import pytest
 
-from bert_jax.convert import hf, mapping, tf_checkpoint
+from bert_jax.weights import hf, mapping
 from bert_jax.models.config import BertConfig
 from bert_jax.weights import load_params, load_pretrained
+from tests.helpers.tf_checkpoints import write_tf
 
 CONFIG = BertConfig(vocab_size=50, hidden_size=24, num_hidden_layers=2, num_attention_heads=2,
                     intermediate_size=40, max_position_embeddings=16)
@@ -40,40 +41,8 @@ def _write_hf(folder, state, config=CONFIG, vocab_entries=None):
   return str(folder)
 
 
-def _hf_to_tf_name(name):
-  special = {v: k for k, v in tf_checkpoint._SPECIAL.items()}
-  if name in special:
-    return special[name], False
-  parts = name.split(".")
-  leaf = parts[-1]
-  body = "/".join(parts[:-1])
-  body = re.sub(r"layer/(\d+)", r"layer_\1", body.replace(".", "/"))
-  if "LayerNorm" in body:
-    return f"{body}/{ {'weight': 'gamma', 'bias': 'beta'}[leaf] }", False
-  if "embeddings" in body and leaf == "weight":
-    return body, False
-  return f"{body}/{'kernel' if leaf == 'weight' else 'bias'}", leaf == "weight"
-
-
 def _write_tf(folder, state):
-  """A Google-format TF checkpoint of an HF state (with Adam slots and global_step, which the
-  reader skips) and its bert_config.json; returns the checkpoint prefix."""
-  import tensorflow as tf
-  names, tensors = [], []
-  for name, value in state.items():
-    tf_name, transpose = _hf_to_tf_name(name)
-    names.append(tf_name)
-    tensors.append(tf.constant(value.T if transpose else value))
-    names.append(tf_name + "/adam_m")  # optimizer slots are skipped
-    tensors.append(tf.constant(np.zeros_like(value)))
-  names.append("global_step")
-  tensors.append(tf.constant(np.int64(1000)))
-  prefix = os.path.join(folder, "bert_model.ckpt")
-  tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
-                    tensors=tensors)
-  with open(os.path.join(folder, "bert_config.json"), "w") as f:
-    json.dump(CONFIG.to_json_dict(), f)
-  return prefix
+  return write_tf(folder, state, CONFIG)
 
 
 def test_tf_checkpoint_matches_hf_import(tmp_path):
@@ -117,7 +86,7 @@ def test_native_save_restore_and_scan_layout(tmp_path):
   a = model.apply(variables, ids, None, mask)
   b = scanned_model.apply(scanned_vars, ids, None, mask)
   np.testing.assert_allclose(a.mlm_logits, b.mlm_logits, atol=1e-5)
-  ref = hf.load(folder)[1]
+  ref = load_params(folder)[1]
   for k, v in mapping.flatten(ref).items():
     np.testing.assert_array_equal(np.asarray(mapping.flatten(jax.device_get(
         variables["params"]))[k]), v, err_msg=k)

@@ -18,7 +18,7 @@ from flax import linen as nn
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from bert_jax.convert import hf_families, hf  # noqa: E402
+from bert_jax.weights import hf_families, hf  # noqa: E402
 from bert_jax.commands.convert import convert  # noqa: E402
 from bert_jax.models import headed  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402

@@ -18,7 +18,7 @@ from flax import linen as nn
 
 from bert_jax.weights import checkpoint
 from bert_jax.run import tasks
-from bert_jax.convert import hf
+from bert_jax.weights import hf
 from bert_jax.models.bert import BertModel
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import tokenizer_kinds
@@ -26,7 +26,7 @@ from bert_jax.models.headed import BertForPreTraining
 from bert_jax.pretrain import pipeline, selectors
 from bert_jax.run import trainer
 from bert_jax.text.tokenizers import make_tokenizer, model_tokenizer
-from bert_jax.weights import load_pretrained
+from bert_jax.weights import load_config, load_pretrained
 from configs import roberta
 from configs.common import finetuning_config
 from tests.helpers.runs import set_fields, TINY_PRETRAINING, tiny_pretraining_config
@@ -104,7 +104,7 @@ def test_xlm_roberta_member_converts_and_equals_hf_both_ways(xlmr, tmp_path):
                                         output_hidden_states=True)
   with torch.no_grad():
     _assert_parity(ours, theirs(**torch_inputs), mask)
-  assert hf.read_config(str(tmp_path)) == XLMR
+  assert load_config(str(tmp_path)) == XLMR
 
 
 @pytest.mark.slow

@@ -109,7 +109,7 @@ def test_continued_pretraining_takes_the_checkpoints_model_tokenizer_and_heads(
   import numpy as np
   from flax import linen as nn
   from bert_jax.run import trainer
-  from bert_jax.convert import hf_families, hf
+  from bert_jax.weights import hf_families, hf
   from bert_jax.models.config import config_for_size
   from bert_jax.models.headed import BertForPreTraining
   from bert_jax.text.bpe import BPETokenizer

@@ -9,7 +9,7 @@ import pytest
 from flax import linen as nn
 
 from bert_jax.weights import checkpoint
-from bert_jax.convert import hf
+from bert_jax.weights import hf
 from bert_jax.models.config import config_for_size
 from bert_jax.models.families import family_of
 from bert_jax.models.headed import BertForPreTraining

@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from bert_jax.weights import checkpoint  # noqa: E402
-from bert_jax.convert import hf_families, hf, mapping  # noqa: E402
+from bert_jax.weights import hf_families, hf, mapping  # noqa: E402
 from bert_jax.models import layout  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
@@ -28,7 +28,7 @@ from bert_jax.models.families import family_of  # noqa: E402
 from bert_jax.models.layers import attention_probs  # noqa: E402
 from bert_jax.models.headed import (BertForPreTraining,  # noqa: E402
                                          BertForReplacedTokenDetection)
-from bert_jax.weights import load_pretrained  # noqa: E402
+from bert_jax.weights import load_params, load_pretrained  # noqa: E402
 from tests.helpers.hf_reference import (assert_bit_identical, assert_parity,  # noqa: E402
                                         hf_forward, hf_from_pretrained, hf_state, max_diff,
                                         perturbed, random_batch, random_hf_model, TOL)
@@ -237,7 +237,7 @@ def test_ours_to_hf_parity_and_round_trip(name, tmp_path):
   assert_parity(out, ref, config, mask)
   if family_of(config).pooler:
     assert max_diff(out.pooled_output, ref.pooler_output) < TOL
-  _, back, _ = hf.load(str(tmp_path / "encoder"))
+  _, back, _ = load_params(str(tmp_path / "encoder"))
   assert_bit_identical(enc_params, back)
 
   # ELECTRA's discriminator: ElectraForPreTraining loads it; load_pretrained gives it back.

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from bert_jax.convert import hf_families  # noqa: E402
+from bert_jax.weights import hf_families  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import config_for_size, generator_config  # noqa: E402
 from bert_jax.models.headed import (BertForPreTraining,  # noqa: E402

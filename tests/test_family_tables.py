@@ -1,5 +1,5 @@
-"""The family tables agree: every member is in models/families.py's FAMILIES, convert/
-hf_families.py's FAMILIES and convert/mapping.py's NAMES (no other table is keyed by the
+"""The family tables agree: every member is in models/families.py's FAMILIES, weights/
+hf_families.py's FAMILIES and weights/mapping.py's NAMES (no other table is keyed by the
 members, and each side writes only its own), and its HF names cover every param of a tiny
 model of each of its HF classes (bare encoder, heads, fine-tuned heads)."""
 import ast
@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from bert_jax.convert import hf_families, mapping
+from bert_jax.weights import hf_families, mapping
 from bert_jax.models import families as model_families
 from tests.helpers.family_tables import assert_every_param_maps, tiny_config
 
@@ -33,7 +33,7 @@ def test_a_member_missing_from_one_table_is_a_one_line_error(monkeypatch):
 def test_register_refuses_a_name_already_taken():
   with pytest.raises(ValueError, match="family 'roberta' is already in bert_jax.models"):
     model_families.register("roberta", model_families.FAMILIES["roberta"])
-  with pytest.raises(ValueError, match="family 'roberta' is already in bert_jax.convert"):
+  with pytest.raises(ValueError, match="family 'roberta' is already in bert_jax.weights"):
     hf_families.register("roberta", hf_families.FAMILIES["roberta"], mapping.NAMES["roberta"])
   hf_families.check_tables()
 
@@ -69,7 +69,7 @@ def _source(module) -> str:
 
 
 def test_no_other_table_in_the_package_is_keyed_by_family_member():
-  """The members' names key the models' table and the convert side's only: a new table
+  """The members' names key the models' table and the weights side's only: a new table
   keyed by them (a per-family dict elsewhere) would be one more place for a member to be
   missing; its data goes into the member's row of one of these instead."""
   members = set(model_families.FAMILIES)

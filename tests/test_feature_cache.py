@@ -85,6 +85,8 @@ def test_the_store_gives_each_example_its_real_tokens_and_zeros_past_them():
     ({"feature_layers": ""}, r"config.cache_features caches config.feature_layers, which is"),
     ({"random_init": True}, r"random_init and reinit_layers off"),
     ({"init_from": ""}, r"set config.init_from"),
+    ({"init_word_vectors": "vectors.npz"}, r"config.init_word_vectors: .*leave "
+     r"init_word_vectors empty"),
     ({"data.pack_each_batch": True}, r"config.data.pack_each_batch: cached features"),
 ])
 def test_a_cache_that_cannot_stand_for_the_frozen_run_is_one_line(fields, message):

@@ -9,7 +9,7 @@ from flax import linen as nn
 
 from bert_jax.core import optim
 from bert_jax.run import steps
-from bert_jax.convert.mapping import flatten
+from bert_jax.weights.mapping import flatten
 from bert_jax.finetune.conll import ConllTask
 from bert_jax.finetune.glue import GlueTask
 from bert_jax.models import heads

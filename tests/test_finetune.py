@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bert_jax
-from bert_jax.weights import checkpoint
+from bert_jax import weights
 from bert_jax.run import trainer
 from bert_jax.finetune import base, glue_reader
 from bert_jax.models import headed
@@ -70,13 +70,13 @@ def test_conll_tagging(small_bert, tmp_path, column, metric):
   # token-classification pipeline prints), then come back from the HF folder.
   from bert_jax.commands.convert import convert
   transformers = pytest.importorskip("transformers")
-  assert checkpoint.read_labels(str(workdir)) == labels
+  assert weights.label_names(str(workdir)) == labels
   convert(str(workdir), str(tmp_path / "hf"), to="hf")
   exported = transformers.AutoModelForTokenClassification.from_pretrained(str(tmp_path / "hf"))
   assert [exported.config.id2label[i] for i in range(len(labels))] == labels
   assert transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf")).vocab_size == 30522
   convert(str(tmp_path / "hf"), str(tmp_path / "back"))
-  assert checkpoint.read_labels(str(tmp_path / "back")) == labels
+  assert weights.label_names(str(tmp_path / "back")) == labels
 
 
 @pytest.mark.slow
@@ -101,7 +101,7 @@ def test_init_from_requires_architecture(tmp_path):
 
 
 def test_frozen_encoder_trains_only_the_head(small_bert, tmp_path):
-  from bert_jax.convert.mapping import flatten
+  from bert_jax.weights.mapping import flatten
   from bert_jax.weights import load_params
   config = glue.get_config("dataset=sst2,runlocal=True")
   config.freeze_encoder = True
@@ -117,7 +117,7 @@ def test_frozen_encoder_trains_only_the_head(small_bert, tmp_path):
 
 
 def test_random_init_takes_the_architecture_but_not_the_weights(small_bert, tmp_path):
-  from bert_jax.convert.mapping import flatten
+  from bert_jax.weights.mapping import flatten
   from bert_jax.weights import load_params
   config = glue.get_config("dataset=sst2,runlocal=True")
   config.random_init = True

@@ -240,7 +240,7 @@ class _Runs:
 
 
 def test_a_bin_that_is_not_only_tensors_is_refused_and_nothing_in_it_runs(tmp_path):
-  from bert_jax.convert import hf
+  from bert_jax.weights import hf
   folder, _ = _bin_folder(tmp_path)
   marker = tmp_path / "ran"
   torch.save({"w": _Runs(str(marker))}, os.path.join(folder, "pytorch_model.bin"))

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from bert_jax.convert import hf  # noqa: E402
+from bert_jax.weights import hf, load_params  # noqa: E402
 from bert_jax.models.config import BertConfig  # noqa: E402
 from bert_jax.models.headed import BertForPreTraining  # noqa: E402
 from tests.helpers.hf_reference import hf_state, padded_batch, random_hf_model  # noqa: E402
@@ -91,7 +91,7 @@ def test_ours_to_hf_parity_and_round_trip(config, tmp_path):
   _, info = transformers.BertModel.from_pretrained(str(tmp_path), output_loading_info=True)
   assert not info["missing_keys"], info
   # ours -> HF -> ours is bit-identical.
-  _, back, _ = hf.load(str(tmp_path))
+  _, back, _ = load_params(str(tmp_path))
   flat_a, flat_b = hf.mapping.flatten(params), hf.mapping.flatten(back)
   assert flat_a.keys() == flat_b.keys()
   for k in flat_a:

@@ -21,8 +21,8 @@ transformers = pytest.importorskip("transformers")
 from bert_jax.weights import checkpoint  # noqa: E402
 from bert_jax.core import optim  # noqa: E402
 from bert_jax.run import sharding  # noqa: E402
-from bert_jax import weights  # noqa: E402
-from bert_jax.convert import hf_families, hf, mapping  # noqa: E402
+from bert_jax.run import init_chain  # noqa: E402
+from bert_jax.weights import hf_families, hf, mapping  # noqa: E402
 from bert_jax.models import layout, modernbert  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
@@ -154,7 +154,7 @@ def test_scanned_layers_equal_hf_and_the_unrolled_model(remat_policy):
   assert num_layers == 3 and depths["bert/encoder/layer_0/mlp/wo/kernel"] == 1
   np.testing.assert_array_equal(depths["bert/encoder/layers/layer/mlp/wo/kernel"], [2, 3])
   fresh = jax.tree.map(np.zeros_like, stacked)
-  reinit, note = weights.reinit_top_layers(stacked, fresh, 1)
+  reinit, note = init_chain.reinit_top_layers(stacked, fresh, 1)
   assert note == "layer_2 of 3 from the fresh init"
   wo = reinit["bert"]["encoder"]["layers"]["layer"]["mlp"]["wo"]["kernel"]
   np.testing.assert_array_equal(wo[0], encoder["layers"]["layer"]["mlp"]["wo"]["kernel"][0])

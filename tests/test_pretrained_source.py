@@ -1,8 +1,9 @@
 """A pretrained source (config.init_from, a command's --model / --input) is resolved once:
-its format detected and its config read once per run, its weights files checked whole
+its format detected (a TF checkpoint located), its config read, its family looked up and
+its headed model worked out once per run or load, its weights read once (a cached frozen
+encoder and the trainer's start take the same read), its weights files checked whole
 before anything is trained; a damaged weights file is one line naming it, from the loader
 and from the commands that read weights (a damaged TF checkpoint: tests/test_convert.py)."""
-import json
 import os
 import re
 import subprocess
@@ -14,10 +15,11 @@ import pytest
 from flax import linen as nn
 
 from bert_jax import weights
-from bert_jax.weights import checkpoint, loader
-from bert_jax.convert import hf
+from bert_jax.models.bert import BertModel
 from bert_jax.models.config import config_for_size
 from bert_jax.models.headed import BertForPreTraining
+from bert_jax.weights import checkpoint, hf, hf_families, loader, mapping, tf_checkpoint
+from tests.helpers.tf_checkpoints import write_tf
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,6 +35,21 @@ def hf_folder(tmp_path_factory, vocab_path):
   return folder
 
 
+@pytest.fixture(scope="module")
+def tf_folder(tmp_path_factory):
+  """A tiny random BERT with its pretraining heads, as a Google TF checkpoint's folder."""
+  pytest.importorskip("tensorflow")
+  config = config_for_size("tiny", vocab_size=64, max_position_embeddings=32)
+  rng = np.random.default_rng(0)
+  shapes = hf.expected_shapes(config, with_heads=True)
+  state = {hf_name: layout.to_hf(rng.normal(size=shapes[ours]).astype(np.float32), config)
+           for ours, hf_name, layout in mapping.all_rows(config, "bert/", True)}
+  folder = str(tmp_path_factory.mktemp("source") / "tf")
+  os.makedirs(folder)
+  write_tf(folder, state, config)
+  return folder
+
+
 def _counting(monkeypatch, module, name):
   """Replaces module.name with a wrapper that counts its calls; returns the count list."""
   calls, original = [], getattr(module, name)
@@ -45,23 +62,81 @@ def _counting(monkeypatch, module, name):
   return calls
 
 
+CACHED = {"freeze_encoder": True, "feature_layers": "-1", "cache_features": True}
+
+
+@pytest.mark.parametrize("fields", [{}, CACHED], ids=["fine_tuned", "cached_frozen_encoder"])
 def test_a_run_from_init_from_detects_its_format_and_reads_its_config_once(
-    hf_folder, tmp_path, monkeypatch):
-  """GLUE SST-2 runlocal, 1 step from an HF folder: detect_format once, config.json read
-  once (the model config, the task class it names and its labels all come from that read),
-  and the weights read once."""
+    fields, hf_folder, tmp_path, monkeypatch, capsys):
+  """GLUE SST-2 runlocal, 1 step from an HF folder: the format detected once, config.json
+  read once (the model config, the task class it names and its labels all come from that
+  read), and the weights read once, also where a cached frozen encoder (config.
+  cache_features, before the trainer's start) reads them first."""
   from bert_jax.run import trainer
   from configs import glue
-  detected = _counting(monkeypatch, loader, "detect_format")  # where resolve calls it
+  detected = _counting(monkeypatch, loader, "_detect")  # where resolve detects the format
   config_reads = _counting(monkeypatch, hf, "read_json")
   weight_reads = _counting(monkeypatch, hf, "read_state")
   run = glue.get_config("dataset=sst2,runlocal=True")
   run.init_from = hf_folder
   run.num_train_steps = 1
   run.eval_every_steps = 0
+  run.data.pack_each_batch = False
+  run.update(fields)
   trainer.train_and_evaluate(run, str(tmp_path / "run"))
   assert len(detected) == 1 and len(config_reads) == 1 and len(weight_reads) == 1, (
       detected, config_reads, weight_reads)
+  assert ("Cached layers" in capsys.readouterr().out) == bool(fields)
+
+
+READS = {  # format -> what a load of it looks up or reads, each exactly once
+    "hf": ((loader, "_detect"), (hf, "read_json"), (hf_families, "hf_family"),
+           (hf, "headed_spec_of"), (hf, "read_state")),
+    "tf": ((loader, "_detect"), (tf_checkpoint, "locate"), (tf_checkpoint, "read_config"),
+           (hf_families, "hf_family"), (tf_checkpoint, "read_state")),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(READS))
+def test_a_load_and_a_conversion_detect_locate_and_read_each_file_once(fmt, request, tmp_path,
+                                                                       monkeypatch):
+  """load_pretrained and the convert command, of an HF folder and of a TF checkpoint: the
+  format detected once, a TF checkpoint located once, the config file read and the family
+  entry looked up once (model_type), an HF folder's task class worked out once, and the
+  weights read once; each counted where the loader calls it."""
+  from bert_jax.commands.convert import convert
+  path = request.getfixturevalue(f"{fmt}_folder")
+  for run in (lambda: weights.load_pretrained(path),
+              lambda: convert(path, str(tmp_path / "native"))):
+    with monkeypatch.context() as patch:
+      counts = {f"{module.__name__}.{name}": _counting(patch, module, name)
+                for module, name in READS[fmt]}
+      run()
+    assert {name: len(calls) for name, calls in counts.items()} == dict.fromkeys(counts, 1)
+  model, variables = weights.load_pretrained(str(tmp_path / "native"))
+  assert type(model).__name__ == "BertForPreTraining" and "nsp_head" in variables["params"]
+
+
+@pytest.mark.parametrize("pooler", [True, False], ids=["with_pooler", "without_pooler"])
+def test_a_saved_encoder_with_the_encoder_spec_loads_as_it_was_saved(pooler, tmp_path, capsys):
+  """save_model of bare BertModel params with spec={"headed_model": "encoder"}: loaded back
+  as that encoder, every tensor as saved, nothing newly initialised."""
+  config = config_for_size("tiny", vocab_size=64, max_position_embeddings=32)
+  ids = np.array([[5, 6, 7, 8]], np.int32)
+  encoder = BertModel(config, add_pooling_layer=pooler)
+  params = jax.device_get(nn.unbox(encoder.init(jax.random.key(0), ids)["params"]))
+  folder = str(tmp_path / "encoder")
+  checkpoint.save_model(folder, config, params, spec={"headed_model": "encoder"})
+  capsys.readouterr()
+  model, variables = weights.load_pretrained(folder)
+  assert "newly initialised" not in capsys.readouterr().out
+  assert type(model).__name__ == "BertModel"
+  saved, loaded = mapping.flatten(params), mapping.flatten(jax.device_get(variables["params"]))
+  assert loaded.keys() == saved.keys()
+  for name, value in saved.items():
+    np.testing.assert_array_equal(loaded[name], value, err_msg=name)
+  np.testing.assert_array_equal(model.apply(variables, ids).sequence_output,
+                                encoder.apply({"params": params}, ids).sequence_output)
 
 
 def test_resolve_reads_a_native_workdirs_record_once(tmp_path, monkeypatch):
@@ -85,7 +160,7 @@ def test_resolve_reads_a_native_workdirs_record_once(tmp_path, monkeypatch):
   source = weights.resolve(folder)
   model, variables = weights.load_pretrained(source)
   assert len(opened) == 1, opened
-  assert source.config == config and source.spec()["headed_model"] == "pretraining"
+  assert source.config == config and source.spec["headed_model"] == "pretraining"
   assert type(model).__name__ == "BertForPreTraining" and "nsp_head" in variables["params"]
 
 

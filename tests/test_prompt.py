@@ -152,7 +152,7 @@ def test_prompt_fine_tuning_starts_from_the_checkpoints_mlm_head(tmp_path, vocab
   included, and the workdir reloads as the prompt classifier with its spec."""
   from bert_jax.weights import checkpoint
   from bert_jax.run import trainer
-  from bert_jax.convert import hf
+  from bert_jax.weights import hf
   from bert_jax.models.config import config_for_size
   from bert_jax.text.wordpiece import WordPieceTokenizer
   from bert_jax.weights import load_pretrained
@@ -193,7 +193,7 @@ def test_prompt_model_exports_as_the_familys_masked_lm(name, tmp_path):
   with nothing missing and gives our class logits at the mask (1e-5)."""
   torch = pytest.importorskip("torch")
   transformers = pytest.importorskip("transformers")
-  from bert_jax.convert import hf_families, hf
+  from bert_jax.weights import hf_families, hf
   from tests.helpers.family_tables import TINY_MEMBERS
   config = TINY_MEMBERS[name]
   mask = 5

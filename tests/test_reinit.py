@@ -7,6 +7,7 @@ import pytest
 from flax import linen as nn
 
 from bert_jax import weights
+from bert_jax.run import init_chain
 from bert_jax.models import headed
 from bert_jax.models.config import config_for_size
 
@@ -29,7 +30,7 @@ def test_the_top_layers_come_from_the_fresh_init_and_the_rest_stays(family, scan
   config = config_for_size("tiny", vocab_size=40, family=family, num_hidden_layers=3,
                            scan_layers=scan)
   loaded, fresh = _classifier_params(config, 0), _classifier_params(config, 1)
-  params, note = weights.reinit_top_layers(loaded, fresh, 2)
+  params, note = init_chain.reinit_top_layers(loaded, fresh, 2)
   assert note == "layer_1, layer_2 of 3 from the fresh init"
   got, old, new = _leaves(params), _leaves(loaded), _leaves(fresh)
   assert got.keys() == old.keys()
@@ -52,11 +53,11 @@ def test_bad_counts_and_a_random_init_are_refused():
   params = _classifier_params(config, 0)
   for count in (3, -1):
     with pytest.raises(ValueError, match="expected 1 to the encoder's 2 layers"):
-      weights.reinit_top_layers(params, params, count)
+      init_chain.reinit_top_layers(params, params, count)
   run = ml_collections.ConfigDict({"init_from": "some/model", "random_init": True,
                                    "reinit_layers": 1, "init_word_vectors": ""})
   with pytest.raises(ValueError, match="set init_from and random_init=false"):
-    weights.fresh_start(run, lambda: params, config)
+    init_chain.fresh_start(run, lambda: params, config)
 
 
 def test_fresh_start_reinitialises_after_loading_init_from(minilm_dir):
@@ -65,7 +66,7 @@ def test_fresh_start_reinitialises_after_loading_init_from(minilm_dir):
   fresh = _classifier_params(config, 0)
   run = ml_collections.ConfigDict({"init_from": minilm_dir, "random_init": False,
                                    "reinit_layers": 2, "init_word_vectors": ""})
-  params, lines = weights.fresh_start(run, lambda: fresh, config)
+  params, lines = init_chain.fresh_start(run, lambda: fresh, config)
   assert lines[-1] == ("Re-initialised (config.reinit_layers): layer_4, layer_5 of 6 from "
                        "the fresh init")
   got, new = _leaves(params), _leaves(fresh)

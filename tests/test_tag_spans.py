@@ -10,7 +10,7 @@ import pytest
 from flax import linen as nn
 
 from bert_jax.commands import tag_spans
-from bert_jax.convert import hf
+from bert_jax.weights import hf
 from bert_jax.finetune import conll_reader
 from bert_jax.models import headed
 from bert_jax.models.config import config_for_size

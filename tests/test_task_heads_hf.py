@@ -1,6 +1,6 @@
 """Fine-tuned headed models in and out of HF: BertForSequenceClassification and its kin.
 
-For every family and task whose HF head is ours (convert/hf_families.py `task_classes`), a
+For every family and task whose HF head is ours (weights/hf_families.py `task_classes`), a
 random HF model of odd shapes loads as our headed model with the HF logits (1e-5, fp32, a
 padded batch), and our export of it is the HF state again, tensor for tensor, loaded by
 the HF class with nothing missing or unexpected. HF classes whose heads differ are
@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from bert_jax.convert import hf_families, hf  # noqa: E402
+from bert_jax.weights import hf_families, hf  # noqa: E402
 from bert_jax.commands.convert import convert  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402
 from tests.helpers.family_tables import TINY_MEMBERS  # noqa: E402

@@ -93,7 +93,7 @@ def test_a_modernbert_folder_as_released_fine_tunes(json_bpe_folder, tmp_path):
   import jax
   from flax import linen as nn
   from bert_jax.run import trainer
-  from bert_jax.convert import hf
+  from bert_jax.weights import hf
   from bert_jax.models.config import config_for_size
   from bert_jax.models.headed import BertForPreTraining
   from configs import glue

@@ -6,7 +6,7 @@ import shutil
 import ml_collections
 import pytest
 
-from bert_jax.convert import hf_families
+from bert_jax.weights import hf_families
 from bert_jax.models import families as model_families
 from bert_jax.text import tokenizers
 

@@ -9,6 +9,7 @@ import pytest
 import scipy.sparse
 
 from bert_jax import weights
+from bert_jax.run import init_chain
 from bert_jax.run import trainer
 from bert_jax.models.config import config_for_size
 from bert_jax.pretrain import word_vectors
@@ -90,7 +91,7 @@ def test_init_word_vectors_rescales_the_rows_that_occur_and_keeps_the_rest(tmp_p
                      "pooler": {"kernel": np.ones((2, 2), np.float32)}}}
   seen = np.arange(50) >= 5  # 0-4: specials that never occur
   path, vectors = _vectors_file(tmp_path, 50, config.hidden_size, seen)
-  out, notes = weights.init_word_vectors(params, path, config)
+  out, notes = init_chain.init_word_vectors(params, path, config)
   got = np.asarray(out["bert"]["embeddings"]["word_embeddings"]["embedding"])
   np.testing.assert_array_equal(got[:5], table[:5])
   scale = table.std() / vectors[5:].astype(np.float64).std()
@@ -99,20 +100,20 @@ def test_init_word_vectors_rescales_the_rows_that_occur_and_keeps_the_rest(tmp_p
   np.testing.assert_array_equal(out["bert"]["pooler"]["kernel"], 1.0)
   assert "45 of 50 rows" in notes[0]
 
-  out, _ = weights.init_word_vectors(params, path, config, std=0.06)  # a trained table's scale
+  out, _ = init_chain.init_word_vectors(params, path, config, std=0.06)  # a trained table's scale
   got = np.asarray(out["bert"]["embeddings"]["word_embeddings"]["embedding"])
   np.testing.assert_allclose(got[5:], vectors[5:] * (0.06 / vectors[5:].std()), rtol=1e-5)
   np.testing.assert_array_equal(got[:5], table[:5])
   with pytest.raises(ValueError, match="init_word_vectors_std=-1"):
-    weights.init_word_vectors(params, path, config, std=-1.0)
+    init_chain.init_word_vectors(params, path, config, std=-1.0)
 
   with pytest.raises(ValueError, match="vocab_size 60"):
-    weights.init_word_vectors(params, path, config_for_size("tiny", vocab_size=60))
+    init_chain.init_word_vectors(params, path, config_for_size("tiny", vocab_size=60))
   narrow, _ = _vectors_file(tmp_path, 50, 8, seen)
   with pytest.raises(ValueError, match="embedding width"):
-    weights.init_word_vectors(params, narrow, config)
+    init_chain.init_word_vectors(params, narrow, config)
   with pytest.raises(ValueError, match="not a word-vector .npz"):
-    weights.init_word_vectors(params, str(tmp_path / "missing.npz"), config)
+    init_chain.init_word_vectors(params, str(tmp_path / "missing.npz"), config)
 
 
 def test_fresh_start_chains_init_from_or_random_init_then_the_vectors(tmp_path):
@@ -131,7 +132,7 @@ def test_fresh_start_chains_init_from_or_random_init_then_the_vectors(tmp_path):
     reads.append(1)
     return fresh
 
-  run = lambda **kw: weights.fresh_start(  # noqa: E731
+  run = lambda **kw: init_chain.fresh_start(  # noqa: E731
       ml_collections.ConfigDict({"init_from": "", "random_init": False,
                                  "init_word_vectors": "", "init_word_vectors_std": 0.0, **kw}),
       get_params, config)

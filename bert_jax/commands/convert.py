@@ -8,7 +8,7 @@ Input may be an HF folder (config.json + model.safetensors), a Google TF checkpo
 (bert_config.json + bert_model.ckpt.*), a bert_jax saved model or a training workdir
 (latest checkpoint), or a Hub id (`org/name[@revision]`, bert_jax/files/hub.py). A fine-tuned
 model keeps its task: a workdir's classifier becomes HF's ...ForSequenceClassification,
-its class names config.json's id2label, where HF's head is ours (convert/hf_families.py,
+its class names config.json's id2label, where HF's head is ours (weights/hf_families.py,
 `task_classes`), and back. The tokenizer files beside the input (vocab.txt, vocab.json +
 merges.txt or spiece.model, and its tokenizer_config.json and tokenizer.json) are copied
 to the output. An HF output also gets a tokenizer.json where the input has none (WordPiece
@@ -29,7 +29,7 @@ from bert_jax.weights import checkpoint
 from bert_jax.startup import cli
 from bert_jax.files import hub
 from bert_jax.files import storage
-from bert_jax.convert import hf
+from bert_jax.weights import hf
 from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text import tokenizers
 from bert_jax.weights import label_names, load_params, model_spec, readable_path, resolve

@@ -122,6 +122,9 @@ class Task(Protocol):
   # The run's length is config.num_train_steps only (a stream without a fixed epoch:
   # pretraining); False: num_train_epochs of the task's data may set it (fine-tuning).
   counts_in_steps: bool
+  # config.init_from as the run resolved it (a bert_jax.weights.Pretrained, set by
+  # make_task), for a task that reads its weights itself; None: none given.
+  source: object | None
 
   def model_spec(self) -> dict:
     """{"headed_model": NAME, **kwargs}: the model in models/headed.HEADED_MODELS terms.

@@ -101,6 +101,7 @@ class FinetuningTask:
   select_metric = None  # the score that picks the epoch (config.data.select_fraction)
   label_names = None  # the logits' classes, in order (Task.label_names)
   counts_in_steps = False  # num_train_epochs of the task's data may set the run's length
+  source = None  # config.init_from resolved (Task.source; set by the registry's make_task)
   sequence_outputs: tuple[str, ...] = ()  # eval outputs with a per-token axis 1 ([B, T, ...])
   # The dataclass of a split's examples (its metadata's records): the task's shard form
   # (config.data.shards, finetune/shards.py); None: the task has none.
@@ -223,7 +224,7 @@ class FinetuningTask:
     evaluation = unshuffled(eval_features, data.eval_split)
     predict = None if predict_features is None else unshuffled(predict_features, predict_split)
     if caching:  # the frozen encoder run once per example, here, not in every step
-      encoder = feature_cache.FrozenEncoder(self)
+      encoder = feature_cache.FrozenEncoder(self, self.source)
       train = feature_cache.CachedLayers(train, encoder.encode(train_features, data.train_split))
       evaluation = feature_cache.CachedLayers(
           evaluation, encoder.encode(eval_features, data.eval_split))

@@ -3,7 +3,7 @@ hidden states computed once per example before training, train and eval alike, a
 head trained on them, instead of the encoder re-run on every batch of every epoch.
 
   check(config)                                   # one-line errors, before any data is read
-  encoder = FrozenEncoder(task)                   # init_from's encoder, as the run starts it
+  encoder = FrozenEncoder(task, task.source)      # init_from's encoder, as the run starts it
   train = CachedLayers(train, encoder.encode(train_features))
   next(train)["cached_layers"]                    # [B, W, K, H], W the batch's width
 
@@ -48,6 +48,10 @@ def check(config) -> None:
   if not config.init_from or config.get("random_init") or config.get("reinit_layers"):
     raise ValueError("config.cache_features computes init_from's encoder layers before "
                      "training: set config.init_from, with random_init and reinit_layers off")
+  if config.get("init_word_vectors"):
+    raise ValueError("config.init_word_vectors: init_from's weights bring their own word "
+                     "embeddings, which config.cache_features computes the layers of; leave "
+                     "init_word_vectors empty")
   for field in ("packing", "pack_each_batch"):
     if config.data.get(field):
       raise ValueError(f"config.data.{field}: cached features (config.cache_features) are "
@@ -75,15 +79,17 @@ class LayerStore:
 
 
 class FrozenEncoder:
-  """The run's encoder as the trainer starts it (weights.fresh_start from init_from; it
-  never changes, being frozen), giving the headed model's feature_layers."""
+  """The run's encoder as the trainer starts it (init_from's weights, `weights.init_params`;
+  `check` leaves no other step of the start: no random_init, no reinit_layers; it never
+  changes, being frozen), giving the headed model's feature_layers. source: init_from as the
+  run resolved it (`Task.source`; resolved here when None), whose weights it reads."""
 
-  def __init__(self, task):
+  def __init__(self, task, source: weights.Pretrained | None = None):
     config, example = task.config, task.example_inputs(1)
     model = task.build_model()
-    fresh = lambda: jax.device_get(nn.unbox(model.init(  # noqa: E731
-        jax.random.key(config.seed), **example)["params"]))
-    params, _ = weights.fresh_start(config, fresh, task.model_config)
+    fresh = jax.device_get(nn.unbox(model.init(jax.random.key(config.seed),
+                                                **example)["params"]))
+    params, _ = weights.init_params(fresh, source or config.init_from, task.model_config)
     self.params = params["bert"]
     self.layers = tuple(model.feature_layers)
     self.encoder = BertModel(task.model_config, add_pooling_layer=False)

@@ -3,7 +3,7 @@
 Field names follow google-research/bert's `bert_config.json` (which HF's BERT `config.json`
 shares), so both files load with `BertConfig.from_json_dict`. `family` names the member
 (bert, roberta, distilbert, albert, electra, modernbert, ernie: `bert_jax.models.families`); HF
-config.json of every family is read and written by `bert_jax.convert.hf_families`. Fields that
+config.json of every family is read and written by `bert_jax.weights.hf_families`. Fields that
 only matter to this
 implementation (compute dtype, scan/remat) are ours and are not exported to HF.
 """
@@ -275,7 +275,7 @@ class BertConfig:
     """Builds a config from a bert_config.json / HF config.json dict; ignores HF extras."""
     if raw.get("model_type", "bert") != "bert" and "family" not in raw:
       raise ValueError(f"{source}: model_type={raw['model_type']!r} is an HF config of another "
-                       "family; read it with bert_jax.convert.hf_families.config_from_hf")
+                       "family; read it with bert_jax.weights.hf_families.config_from_hf")
     names = {f.name for f in dataclasses.fields(cls)}
     kwargs = {k: v for k, v in raw.items() if k in names and v is not None}
     if "hidden_act" in kwargs:
@@ -311,11 +311,11 @@ class BertConfig:
   def to_hf_dict(self) -> dict[str, Any]:
     """An HF `BertConfig` dict (model_type bert), without our implementation fields.
 
-    BERT's config.json; `bert_jax.convert.hf_families.config_to_hf` writes every family's.
+    BERT's config.json; `bert_jax.weights.hf_families.config_to_hf` writes every family's.
     """
     if self.family != "bert":
       raise ValueError(f"BertConfig.to_hf_dict writes BERT's config.json; a {self.family} "
-                       "config is written by bert_jax.convert.hf_families.config_to_hf")
+                       "config is written by bert_jax.weights.hf_families.config_to_hf")
     if self.layer_sharing != "none" or self.projects_embeddings:
       raise ValueError(f"BertConfig: layer_sharing={self.layer_sharing!r}, embedding_size="
                        f"{self.embedding_size} (hidden_size {self.hidden_size}) have no HF "
@@ -332,7 +332,7 @@ class BertConfig:
 def hf_bert_fields(config: "BertConfig") -> dict[str, Any]:
   """The config's fields under HF BertConfig's names (which RoBERTa, ALBERT and ELECTRA
   share; DistilBERT renames them), our implementation fields dropped. Each family's HF
-  writer (bert_jax.convert.hf_families) starts from these; a model HF's post-LN, biased
+  writer (bert_jax.weights.hf_families) starts from these; a model HF's post-LN, biased
   encoders cannot express is refused here for every family."""
   if config.pre_layer_norm:
     raise ValueError("BertConfig: pre_layer_norm=True has no HF BERT equivalent (HF's "

@@ -3,7 +3,7 @@
 `BertConfig.family` names an entry of `FAMILIES`; the model code reads a member's
 differences only through its entry (no `if family == ...` in bert.py, heads.py or
 headed.py). A new member is one entry here, plus a small function where its inputs
-differ (e.g. how position ids are made), plus its HF names in `bert_jax.convert.hf_families`.
+differ (e.g. how position ids are made), plus its HF names in `bert_jax.weights.hf_families`.
 
 What is plain data stays in the config, not here: a family without segment embeddings
 has `type_vocab_size=0` (DistilBERT), one with a single segment row has 1 (RoBERTa);
@@ -187,7 +187,7 @@ FAMILIES = {
 
 def register(name: str, family: Family) -> None:
   """Adds the family member `name` to FAMILIES (a member from outside the package; its HF
-  side goes into `bert_jax.convert.hf_families` with `register` there). A name already here
+  side goes into `bert_jax.weights.hf_families` with `register` there). A name already here
   is refused."""
   if name in FAMILIES:
     raise ValueError(f"family {name!r} is already in bert_jax.models.families.FAMILIES")

@@ -170,7 +170,7 @@ class BertForSequenceClassification(nn.Module):
   `frozen_encoder` stops gradients into the encoder (the feature-based comparison of the
   BERT paper). `problem_type`: what the logits stand for, in HF's config.problem_type terms
   (single_label_classification, multi_label_classification, regression; "" unsaid): the
-  HF export writes it (convert/hf.py), the computation does not read it.
+  HF export writes it (weights/hf.py), the computation does not read it.
 
   Returns a `ClassifierOutput`, logits [B, C]:
 

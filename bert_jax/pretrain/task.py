@@ -61,6 +61,7 @@ class PretrainingTask:
   name = "pretraining"
   label_names = None
   counts_in_steps = True  # the stream has no fixed epoch
+  source = None  # config.init_from resolved (Task.source; set by make_task)
 
   def __init__(self, config, model_config: BertConfig):
     self.config, self.model_config = config, model_config

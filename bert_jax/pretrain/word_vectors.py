@@ -18,8 +18,9 @@ Shapes: V = vocab_size, d = dim.
 Writes an .npz: vectors float32 [V, d]; counts int64 [V] (each piece's occurrences in the
 counted documents; a piece that never occurs has a zero vector); window, and the corpus,
 vocabulary and token count it came from. `config.init_word_vectors` starts a fresh run's
-word-embedding table(s) from it (`weights.init_word_vectors`: the rows of pieces that occur,
-rescaled to the fresh table's standard deviation; the other rows keep their fresh values).
+word-embedding table(s) from it (`bert_jax.run.init_chain.init_word_vectors`: the rows of
+pieces that occur, rescaled to the fresh table's standard deviation; the other rows keep
+their fresh values).
 
 Measured on the prepared corpus (7.2 M byte-level BPE tokens, 8k pieces, window 5, d 128):
 the counting and the SVD take 17-37 s on 2 cores, and a logistic probe on the mean of a

@@ -15,6 +15,7 @@ from bert_jax.models.config import BertConfig
 from bert_jax.pretrain.electra import ElectraTask
 from bert_jax.pretrain.task import PretrainingTask
 from bert_jax.core.task import Task
+from bert_jax.weights import Pretrained
 
 # config.task -> the task class; each is built as Task(config, model_config).
 TASKS = {"pretraining": PretrainingTask, "electra": ElectraTask, "glue": GlueTask,
@@ -29,5 +30,11 @@ def task_class(name: str) -> type:
   return TASKS[name]
 
 
-def make_task(config: ml_collections.ConfigDict, model_config: BertConfig) -> Task:
-  return task_class(config.task)(config, model_config)
+def make_task(config: ml_collections.ConfigDict, model_config: BertConfig,
+              source: Pretrained | None = None) -> Task:
+  """The task config.task names, for the encoder `model_config`; source: config.init_from
+  as the run resolved it (`weights.resolve`), which the task reads instead of resolving
+  it again (a cached frozen encoder's weights)."""
+  task = task_class(config.task)(config, model_config)
+  task.source = source
+  return task

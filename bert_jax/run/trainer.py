@@ -23,6 +23,7 @@ import optax
 from bert_jax.weights import checkpoint
 from bert_jax.core import flops as flops_lib
 from bert_jax.core import optim
+from bert_jax.run import init_chain
 from bert_jax.run import run_report
 from bert_jax.run.run_checks import check_vocab_size, validate_config
 from bert_jax.run import sharding
@@ -183,8 +184,10 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals,
   # ------------------------------------------------------------------------------------
   # Task, tokenizer, data (a fine-tuning run's length is counted in epochs of its data).
   # ------------------------------------------------------------------------------------
-  source = weights.resolve(config.init_from) if config.init_from else None  # read once
-  task = make_task(config, resolve_model_config(config, source))
+  # init_from read once: its format, config and records here; its weights by the first
+  # reader (a cached frozen encoder's, else the start's), held for the next.
+  source = weights.resolve(config.init_from, hold=True) if config.init_from else None
+  task = make_task(config, resolve_model_config(config, source), source)
   tokenizer = make_tokenizer(config.data, model_dir=config.init_from,
                              kinds=tokenizer_kinds(task.model_config.family))
   check_vocab_size(config, tokenizer.vocab_size, task.model_config.vocab_size)
@@ -207,6 +210,8 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals,
   # ------------------------------------------------------------------------------------
   start = _restore_or_start(config, workdir, setup, state, checkpoints, inputs.train,
                             total_steps, source)
+  if source is not None:
+    source.release()  # the train state holds init_from's weights now
   if start.results is not None:  # finished before: reported again, nothing changed
     return start.results
   state, frozen = start.state, start.frozen
@@ -335,7 +340,7 @@ def _restore_or_start(config, workdir, setup: Setup, state, checkpoints, train_i
     state = restored[1]
     print(f"Resumed from {checkpoints.directory} at step {restored_step}", flush=True)
   else:
-    params, lines = weights.fresh_start(config, lambda: jax.device_get(state.params),
+    params, lines = init_chain.fresh_start(config, lambda: jax.device_get(state.params),
                                         setup.model_config, setup.frozen, frozen_host, source)
     if params is not None:
       state = state.replace(params=jax.device_put(params, setup.state_sharding.params))

@@ -75,11 +75,6 @@ def check_weights(path: str) -> None:
     raise FileNotFoundError(f"{path}: no params/ folder and no checkpoints/ folder")
 
 
-def read_labels(directory: str) -> list[str] | None:
-  """The class names a fine-tuned workdir / saved model recorded (None: none recorded)."""
-  return json.loads(storage.read_text(storage.join(directory, MODEL_CONFIG))).get("labels")
-
-
 def save_model(directory: str, config: BertConfig, params, vocab_path: str | None = None,
                spec: dict | None = None, labels: list[str] | None = None):
   """Writes a saved model (see module docstring); `params` as the model uses them; `spec`,

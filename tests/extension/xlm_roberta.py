@@ -4,7 +4,7 @@ RoBERTa's encoder and heads (its `Family` entry and HF tensor names are RoBERTa'
 `model_type` "xlm-roberta" and classes (XLMRobertaModel, XLMRobertaForMaskedLM, ...),
 and a tokenizer kind of its own, "xlm_roberta": a SentencePiece model read with fairseq's
 ids, not ALBERT's layout. `register()` declares the member in the models' family table,
-then in the convert side's two, and the kind; tests/test_extension.py checks parity with
+then in the weights side's two, and the kind; tests/test_extension.py checks parity with
 HF both ways and trains it a few steps.
 
 Fairseq's ids over a SentencePiece model (V pieces: <unk>=0, <s>=1, </s>=2, then the rest):
@@ -18,7 +18,7 @@ import os
 import numpy as np
 import sentencepiece as spm
 
-from bert_jax.convert import hf_families, mapping
+from bert_jax.weights import hf_families, mapping
 from bert_jax.models import families as model_families
 from bert_jax.models.config import BertConfig
 from bert_jax.text import tokenizers

@@ -1,7 +1,7 @@
 """Random params of each family member's HF classes, mapped both ways."""
 import numpy as np
 
-from bert_jax.convert import hf_families, hf, mapping
+from bert_jax.weights import hf_families, hf, mapping
 from bert_jax.models import families as model_families
 from bert_jax.models.config import SIZES, BertConfig, config_for_size
 

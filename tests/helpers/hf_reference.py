@@ -3,14 +3,14 @@ import jax
 import numpy as np
 from flax import linen as nn
 
-from bert_jax.convert import mapping
+from bert_jax.weights import mapping
 from bert_jax.models.config import BertConfig
 
 
 def hf_config(config: BertConfig):
   """The HF config of config.family (BertConfig, RobertaConfig, DistilBertConfig)."""
   import transformers
-  from bert_jax.convert import hf_families
+  from bert_jax.weights import hf_families
   raw = hf_families.config_to_hf(config)
   return transformers.AutoConfig.for_model(raw.pop("model_type"), **raw,
                                            attn_implementation="eager")

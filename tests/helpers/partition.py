@@ -11,7 +11,7 @@ def ruled_partition_specs(config) -> dict:
   """{param path: logical axes} of the config's pretraining model, after checking that every
   param carries axes, each a name the rules map (or None), and every kernel and embedding
   table an `embed` axis (split over fsdp)."""
-  from bert_jax.convert import mapping
+  from bert_jax.weights import mapping
   boxed = jax.eval_shape(lambda: BertForPreTraining(config).init(
       jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
   specs = mapping.flatten(nn.get_partition_spec(boxed))

@@ -1,4 +1,5 @@
-"""Google TF1 BERT checkpoints (bert_config.json + bert_model.ckpt.*) -> HF names -> ours.
+"""Google TF1 BERT checkpoints (bert_config.json + bert_model.ckpt.*) -> HF names (which
+hf.state_to_params maps to ours, as the loader does).
 
 The checkpoint is read with TensorFlow's checkpoint reader (no pickle). Optimizer slots
 (`adam_m`, `adam_v`) and bookkeeping variables (`global_step`, ...) are skipped; every
@@ -9,7 +10,6 @@ import os
 
 import numpy as np
 
-from bert_jax.convert import hf
 from bert_jax.models.config import BertConfig
 
 _SKIPPED_SUFFIXES = ("/adam_m", "/adam_v")
@@ -21,27 +21,28 @@ _SPECIAL = {
 }
 
 
-def find_checkpoint(path: str) -> tuple[str, str]:
-  """A folder or a checkpoint prefix -> (checkpoint prefix, bert_config.json path)."""
+def locate(path: str) -> tuple[str, str] | None:
+  """(checkpoint prefix, bert_config.json path) of the TF checkpoint at `path` (its folder,
+  whose first *.ckpt*.index it takes, or its prefix); None where `path` holds none. A
+  checkpoint without bert_config.json beside it is a FileNotFoundError naming the folder."""
   if os.path.isdir(path):
     indexes = sorted(glob.glob(os.path.join(path, "*.ckpt*.index")))
     if not indexes:
-      raise FileNotFoundError(f"{path}: no TF checkpoint (*.ckpt*.index) in this folder")
+      return None
     prefix, folder = indexes[0][:-len(".index")], path
-  else:
+  elif os.path.exists(path + ".index"):
     prefix, folder = path, os.path.dirname(path)
-    if not os.path.exists(prefix + ".index"):
-      raise FileNotFoundError(f"{prefix}.index: TF checkpoint not found")
+  else:
+    return None
   config_path = os.path.join(folder, "bert_config.json")
   if not os.path.exists(config_path):
     raise FileNotFoundError(f"{folder}: no bert_config.json beside the TF checkpoint")
   return prefix, config_path
 
 
-def is_tf_checkpoint(path: str) -> bool:
-  if os.path.isdir(path):
-    return bool(glob.glob(os.path.join(path, "*.ckpt*.index")))
-  return os.path.exists(path + ".index")
+def read_config(config_path: str) -> BertConfig:
+  """The checkpoint's bert_config.json (`locate`'s second path)."""
+  return BertConfig.from_json_file(config_path)
 
 
 def tf_name_to_hf(name: str) -> tuple[str, bool]:
@@ -72,26 +73,13 @@ def read_state(prefix: str) -> tuple[dict[str, np.ndarray], int]:
   return state, skipped
 
 
-def load(path: str, heads: str = "auto"):
-  """TF checkpoint folder/prefix -> (BertConfig, params, has_pretraining_heads)."""
-  config = read_config(path)
-  return (config, *load_params(path, config, heads))
-
-
-def read_config(path: str) -> BertConfig:
-  """The bert_config.json beside the checkpoint at `path` (a folder or a prefix)."""
-  return BertConfig.from_json_file(find_checkpoint(path)[1])
-
-
-def load_params(path: str, config: BertConfig, heads: str = "auto") -> tuple[dict, bool]:
-  """(params, has_pretraining_heads) of the checkpoint, for its config already read. A
-  damaged checkpoint is a ValueError naming it."""
-  prefix, _ = find_checkpoint(path)
+def read_tensors(prefix: str) -> dict[str, np.ndarray]:
+  """The checkpoint's tensors by their HF names (`read_state`); a damaged checkpoint is a
+  ValueError naming it."""
   import tensorflow as tf  # heavy; only this format needs it
   try:
-    state, _ = read_state(prefix)
+    return read_state(prefix)[0]
   except (tf.errors.OpError, OSError, ValueError, IndexError) as error:
     first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
     raise ValueError(f"{prefix}: not a readable TF checkpoint ({first}); it is damaged or "
                      "incomplete") from None
-  return hf.state_to_params(state, config, prefix, heads)

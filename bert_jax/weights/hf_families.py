@@ -17,7 +17,7 @@ tests/extension/xlm_roberta.py) goes into the models' table with
 import dataclasses
 from typing import Any, Callable
 
-from bert_jax.convert import mapping
+from bert_jax.weights import mapping
 from bert_jax.models import families as model_families
 from bert_jax.models.config import HF_ACT_NAMES, BertConfig, hf_bert_fields
 from bert_jax.text import tokenizers
@@ -406,15 +406,15 @@ def config_to_hf(config: BertConfig) -> dict[str, Any]:
   return raw
 
 
-def _convert_tables() -> dict[str, dict]:
-  """The convert side's tables keyed by family member, by their dotted names."""
-  return {"bert_jax.convert.hf_families.FAMILIES": FAMILIES,
-          "bert_jax.convert.mapping.NAMES": mapping.NAMES}
+def _weights_tables() -> dict[str, dict]:
+  """The weights side's tables keyed by family member, by their dotted names."""
+  return {"bert_jax.weights.hf_families.FAMILIES": FAMILIES,
+          "bert_jax.weights.mapping.NAMES": mapping.NAMES}
 
 
 def _tables() -> dict[str, dict]:
-  """The three tables a family member is keyed in: the models' and the convert side's."""
-  return {"bert_jax.models.families.FAMILIES": model_families.FAMILIES, **_convert_tables()}
+  """The three tables a family member is keyed in: the models' and the weights side's."""
+  return {"bert_jax.models.families.FAMILIES": model_families.FAMILIES, **_weights_tables()}
 
 
 def check_tables() -> None:
@@ -429,7 +429,7 @@ def check_tables() -> None:
     if set(entries) != members:
       raise ValueError(f"{table} lacks the family member(s) {sorted(members - set(entries))} "
                        "that the other family tables have; declare a member in all three "
-                       "(bert_jax.convert.hf_families.register)")
+                       "(bert_jax.weights.hf_families.register)")
 
 
 def register(name: str, hf: HFFamily, names: "mapping.Names") -> None:
@@ -442,7 +442,7 @@ def register(name: str, hf: HFFamily, names: "mapping.Names") -> None:
   if name not in model_families.FAMILIES:
     raise ValueError(f"family {name!r} is not in bert_jax.models.families.FAMILIES (declare "
                      "it there first: bert_jax.models.families.register)")
-  taken = [table for table, entries in _convert_tables().items() if name in entries]
+  taken = [table for table, entries in _weights_tables().items() if name in entries]
   if taken:
     raise ValueError(f"family {name!r} is already in {', '.join(taken)}")
   FAMILIES[name] = hf
@@ -453,7 +453,7 @@ def register(name: str, hf: HFFamily, names: "mapping.Names") -> None:
 def unregister(name: str) -> None:
   """Removes a member `register` added from the two tables here (a test's teardown; the
   models' table is `bert_jax.models.families.unregister`'s)."""
-  for entries in _convert_tables().values():
+  for entries in _weights_tables().values():
     entries.pop(name, None)
 
 

@@ -1,7 +1,7 @@
 """HuggingFace folders (config.json + model.safetensors) of every family, in and out.
 
 config.json's `model_type` picks the family (bert, roberta, distilbert, albert, electra,
-modernbert, ernie: the table in convert/hf_families.py); its tensor names are
+modernbert, ernie: the table in weights/hf_families.py); its tensor names are
 `mapping.NAMES[family]`. Accepted: each family's bare encoder (BertModel, RobertaModel,
 DistilBertModel, AlbertModel, ElectraModel, ModernBertModel, ErnieModel) and its HF classes
 with heads (BertForPreTraining, RobertaForMaskedLM, DistilBertForMaskedLM,
@@ -23,7 +23,7 @@ import numpy as np
 from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
-from bert_jax.convert import hf_families, mapping
+from bert_jax.weights import hf_families, mapping
 from bert_jax.models.config import BertConfig
 from bert_jax.text.wordpiece import WordPieceTokenizer
 
@@ -42,16 +42,6 @@ def read_json(folder: str) -> tuple[dict, str]:
     raise ValueError(f"{path}: not valid JSON ({e})") from None
 
 
-def read_config(folder: str) -> BertConfig:
-  """The folder's config.json, any family (its model_type picks the reader)."""
-  return config_from_json(*read_json(folder))
-
-
-def config_from_json(raw: dict, path: str) -> BertConfig:
-  """Our config of an HF config.json read from `path`."""
-  return hf_families.config_from_hf(raw, path)
-
-
 _LABELLED = ("sequence_classification", "token_classification")  # specs with num_labels
 _FINE_TUNING = _LABELLED + ("question_answering", "multiple_choice")
 # A prompt-based classifier is the encoder + MLM head: HF's masked LM class of the family.
@@ -67,16 +57,11 @@ def init_shape(headed_model: str) -> tuple[int, ...]:
   return _INIT_SHAPES.get(headed_model, (1, 2))
 
 
-def headed_spec(folder: str) -> dict | None:
-  """The fine-tuning headed model (a headed-model spec) of a folder whose config.json names
-  one of its family's HF task classes in `architectures` (e.g. BertForSequenceClassification
-  with 3 labels -> {"headed_model": "sequence_classification", "num_labels": 3}); else None."""
-  return headed_spec_of(*read_json(folder))
-
-
-def headed_spec_of(raw: dict, path: str) -> dict | None:
-  """`headed_spec` of a config.json already read from `path`."""
-  family = hf_families.hf_family(raw.get("model_type", "bert"), path)
+def headed_spec_of(raw: dict, path: str, family: hf_families.HFFamily) -> dict | None:
+  """The fine-tuning headed model (a headed-model spec) of a config.json read from `path`
+  (its model_type's `family` entry) that names one of the family's HF task classes in
+  `architectures` (e.g. BertForSequenceClassification with 3 labels ->
+  {"headed_model": "sequence_classification", "num_labels": 3}); else None."""
   classes = raw.get("architectures") or ()
   tasks = [family.task_of_class(name) for name in classes]
   task = next((t for t in tasks if t), None)
@@ -250,15 +235,16 @@ def normalize_names(state: dict[str, np.ndarray], source: str,
 
 
 def state_to_params(state: dict[str, np.ndarray], config: BertConfig, source: str,
-                    heads: str = "auto", spec: dict | None = None) -> tuple[dict, bool]:
+                    heads: str = "auto", spec: dict | None = None,
+                    family: hf_families.HFFamily | None = None) -> tuple[dict, bool]:
   """Canonical HF state -> our nested params. Returns (params, has_heads).
 
   heads: "auto" (take the heads when present), "pretraining" (require them) or "none"
   (keep the encoder's tensors only, any head dropped). spec: the
-  fine-tuning headed model the state is for (`headed_spec`: its HF class's names), else the
+  fine-tuning headed model the state is for (`headed_spec_of`: its HF class's names), else the
   family's pretraining classes are matched by the heads present. The model the params
   are for (`expected_shapes`) decides which tensors must be there; any tensor left
-  unconsumed is an error.
+  unconsumed is an error. family: config.family's table entry where already looked up.
   """
   if heads not in ("auto", "pretraining", "none"):
     raise ValueError(f"heads={heads!r}: expected 'auto', 'pretraining' or 'none'")
@@ -276,8 +262,8 @@ def state_to_params(state: dict[str, np.ndarray], config: BertConfig, source: st
     headed_model = _build_spec(spec)
   elif with_heads:  # which of the family's HF head classes: by the heads the state has
     present = {ours.split("/")[0] for ours, hf_name, _ in rows if hf_name in state}
-    headed_model = head_model(config, present - {"bert"}, source)
-  expected = expected_shapes(config, with_heads, with_pooler, headed_model)
+    headed_model = head_model(config, present - {"bert"}, source, family)
+  expected = expected_shapes(config, with_heads, with_pooler, headed_model, family=family)
   rows = [row for row in rows if row[0] in expected]
   unmapped = sorted(set(expected) - {ours for ours, _, _ in rows})
   if unmapped:
@@ -339,17 +325,20 @@ def _check_hf_shape(value, hf_name, ours, expected, layout, config, source):
   return value
 
 
-def head_model(config: BertConfig, heads: set[str], source: str = "params") -> str:
+def head_model(config: BertConfig, heads: set[str], source: str = "params",
+               family: hf_families.HFFamily | None = None) -> str:
   """The pretraining model (a `headed.HEADED_MODELS` name) of the family's HF head class
   that has the given head modules (e.g. {"mlm_head", "sop_head"}; ELECTRA's {"rtd_head"}
   is the discriminator): the first such class. Fine-tuned heads are named by a spec
-  (`headed_spec`, a workdir's model_config.json), not guessed: a classifier alone fits a
-  classifier, a regressor and a multiple-choice model alike."""
-  family = hf_families.hf_family(config.family)
+  (`headed_spec_of`, a workdir's model_config.json), not guessed: a classifier alone fits a
+  classifier, a regressor and a multiple-choice model alike. family: config.family's
+  table entry where already looked up."""
+  family = family or hf_families.hf_family(config.family)
   for headed_model in family.head_classes:
     if headed_model in dict(family.task_classes):
       continue
-    if heads <= set(expected_shapes(config, True, headed_model=headed_model, top_level=True)):
+    if heads <= set(expected_shapes(config, True, headed_model=headed_model, top_level=True,
+                                    family=family)):
       return headed_model
   raise ValueError(f"{source}: no HF {config.family} pretraining class has the heads "
                    f"{sorted(heads)} (a fine-tuned model needs its task: an HF config.json "
@@ -357,11 +346,13 @@ def head_model(config: BertConfig, heads: set[str], source: str = "params") -> s
 
 
 def expected_shapes(config: BertConfig, with_heads: bool, with_pooler: bool = True,
-                    headed_model: str | dict | None = None, top_level: bool = False):
+                    headed_model: str | dict | None = None, top_level: bool = False,
+                    family: hf_families.HFFamily | None = None):
   """Flat {our path: shape} of the model that `state_to_params` produces: with_heads, the
   family's pretraining model (`headed_model`, by default its first HF head class) or a
   fine-tuning spec (a dict), else BertModel. top_level: only the set of first path
-  components (the head modules)."""
+  components (the head modules). family: config.family's table entry where already
+  looked up."""
   import jax  # local: the converter's numpy paths do not need jax otherwise
   import jax.numpy as jnp
   from flax import linen as nn
@@ -371,7 +362,8 @@ def expected_shapes(config: BertConfig, with_heads: bool, with_pooler: bool = Tr
 
   config = config.replace(scan_layers=False)
   if with_heads:
-    headed_model = headed_model or next(iter(hf_families.hf_family(config.family).head_classes))
+    family = family or hf_families.hf_family(config.family)
+    headed_model = headed_model or next(iter(family.head_classes))
     model = headed.build(config, headed_model if isinstance(headed_model, dict)
                               else {"headed_model": headed_model})
   else:
@@ -418,23 +410,6 @@ def params_to_state(params: dict, config: BertConfig,
   return state
 
 
-def load(folder: str, heads: str = "auto"):
-  """HF folder of any family -> (BertConfig, params, has_heads); a fine-tuned folder's
-  task (`headed_spec`) comes from its config.json."""
-  raw, path = read_json(folder)
-  config = config_from_json(raw, path)
-  spec = headed_spec_of(raw, path) if heads != "none" else None
-  return (config, *load_params(folder, config, heads, spec))
-
-
-def load_params(folder: str, config: BertConfig, heads: str = "auto",
-                spec: dict | None = None) -> tuple[dict, bool]:
-  """(params, has_heads) of the folder's weights, for its config already read; spec: its
-  fine-tuning class's headed model (`headed_spec`), None for the encoder or pretraining heads."""
-  state = normalize_names(read_state(folder), folder, config.family)
-  return state_to_params(state, config, folder, heads, spec)
-
-
 def check_weights(folder: str) -> None:
   """The folder's safetensors file(s) are there and whole: each file's header is read and
   its size checked against the tensors the header lists, so a file cut short is refused
@@ -475,14 +450,9 @@ def _check_safetensors_size(path: str) -> None:
     raise ValueError(damaged.format(f"{size} bytes, its header lists {needed}"))
 
 
-def read_labels(folder: str) -> list[str] | None:
-  """The class names of an HF fine-tuned folder's config.json (id2label), if it names any
-  other than transformers' default LABEL_i."""
-  return labels_of(read_json(folder)[0])
-
-
 def labels_of(raw: dict) -> list[str] | None:
-  """`read_labels` of a config.json already read."""
+  """The class names of an HF fine-tuned folder's config.json already read (id2label), if
+  it names any other than transformers' default LABEL_i."""
   names = [raw.get("id2label", {}).get(str(i)) for i in range(len(raw.get("id2label", {})))]
   if not names or None in names or names == [f"LABEL_{i}" for i in range(len(names))]:
     return None
