@@ -4,13 +4,10 @@ finite checks before every save (Saver: the checkpoint policy), the throughput /
 counters (Throughput), and what a step, an evaluation and the run's end write and print.
 """
 import collections
-import contextlib
 import dataclasses
 import json
 import time
-from typing import Any
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,7 +17,8 @@ from bert_jax.run import sharding
 from bert_jax.files import storage
 from bert_jax.run import run_report
 from bert_jax.run.metric_writers import MetricWriter, format_progress
-from bert_jax.run.steps import keep_best, make_eval_step, make_train_step, tree_norm
+from bert_jax.run.run_setup import Setup
+from bert_jax.run.steps import keep_best, make_eval_step, tree_norm
 from bert_jax.core.task import Task
 
 # How long a process waits at the barrier for its peers to compile a step (a large model's
@@ -48,7 +46,7 @@ def bound_steps_in_flight(in_flight: collections.deque, outputs) -> None:
 @dataclasses.dataclass
 class RunSteps:
   """The jitted train / eval steps on the mesh, with the frozen params they read."""
-  setup: Any  # run.trainer.Setup: the mesh, rules, shardings, model and optimizer
+  setup: Setup  # the mesh, rules, shardings, model and optimizer
   frozen: dict | None
   p_train_step: object
   p_eval_step: object
@@ -59,17 +57,13 @@ class RunSteps:
   in_flight: collections.deque = dataclasses.field(default_factory=collections.deque)
 
   @classmethod
-  def make(cls, config, setup, frozen) -> "RunSteps":
+  def make(cls, setup: Setup, frozen: dict | None) -> "RunSteps":
+    """frozen: the task's frozen params on the mesh (Setup.place_frozen; None without)."""
     state_sharding, batch_sharding = setup.state_sharding, setup.batch_sharding
-    replicated = jax.sharding.NamedSharding(setup.mesh, jax.sharding.PartitionSpec())
-    train_step = make_train_step(setup.task, setup.model, setup.tx, setup.schedule,
-                                 int(config.grad_accum_steps), setup.dropout_rng)
+    replicated = setup.replicated
     eval_step = make_eval_step(setup.task, setup.model)
     return cls(
-        setup=setup, frozen=frozen,
-        p_train_step=jax.jit(train_step, in_shardings=(state_sharding, batch_sharding,
-                                                       setup.frozen_sharding),
-                             out_shardings=(state_sharding, replicated), donate_argnums=0),
+        setup=setup, frozen=frozen, p_train_step=setup.jit_train_step(),
         p_eval_step=jax.jit(eval_step, in_shardings=(state_sharding.params, batch_sharding,
                                                      setup.frozen_sharding),
                             out_shardings=replicated),
@@ -78,14 +72,8 @@ class RunSteps:
         p_keep_best=jax.jit(keep_best, in_shardings=(state_sharding, replicated),
                             out_shardings=state_sharding, donate_argnums=0))
 
-  @contextlib.contextmanager
-  def on_mesh(self):
-    """The mesh and the logical-axis rules, as a context for a step call."""
-    with jax.set_mesh(self.setup.mesh), nn.logical_axis_rules(self.setup.rules):
-      yield
-
   def train(self, state, local_batch):
-    with self.on_mesh():
+    with self.setup.on_mesh():
       self.global_batch = sharding.global_batch(local_batch, self.setup.mesh, self.setup.rules)
       if jax.process_count() > 1:
         self._start_together(state)
@@ -109,7 +97,7 @@ class RunSteps:
     self.started_shapes.add(shapes)
 
   def eval(self, params, local_batch):
-    with self.on_mesh():
+    with self.setup.on_mesh():
       return self.p_eval_step(params, sharding.global_batch(local_batch, self.setup.mesh,
                                                             self.setup.rules), self.frozen)
 
@@ -123,7 +111,7 @@ class RunSteps:
     if len(width_examples) <= 1:
       return
     start = time.time()
-    with self.on_mesh():
+    with self.setup.on_mesh():
       for example in width_examples:
         abstract = {k: jax.ShapeDtypeStruct((v.shape[0] * jax.process_count(), *v.shape[1:]),
                                             v.dtype, sharding=self.setup.batch_sharding)
@@ -136,7 +124,7 @@ class RunSteps:
   def compiled_flops(self, state):
     if self.global_batch is None:
       return None
-    with self.on_mesh():
+    with self.setup.on_mesh():
       return run_report.compiled_flops(self.p_train_step, state, self.global_batch,
                                        self.frozen)
 
