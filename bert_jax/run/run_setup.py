@@ -24,7 +24,6 @@ import optax
 from bert_jax import weights
 from bert_jax.core import optim
 from bert_jax.core.task import FrozenParams, Task
-from bert_jax.finetune.base import trainable_layers
 from bert_jax.models.config import BertConfig
 from bert_jax.run import sharding
 from bert_jax.run.steps import SelectingTrainState, TrainState, make_train_step
@@ -43,7 +42,7 @@ class Setup:
   task: Task
   model_config: BertConfig
   model: nn.Module
-  tx: optax.GradientTransformation
+  tx: optax.GradientTransformation  # the configured optimizer as the task trains (task.freeze)
   schedule: optax.Schedule
   grad_accum_steps: int  # micro-batches per optimizer update
   mesh: jax.sharding.Mesh
@@ -136,8 +135,7 @@ def build(config: ml_collections.ConfigDict, task: Task | None = None,
                      f"grad_accum_steps x processes = {accum * jax.process_count()}")
   model = task.build_model()
   tx, schedule = optim.make_optimizer(config.optim, total_steps or int(config.num_train_steps))
-  if config.get("freeze_encoder"):
-    tx = optim.freeze(tx, trainable_layers(config))
+  tx = task.freeze(tx)
 
   def init_params(module, rng):
     example = task.example_batch(batch_size=1)
