@@ -16,10 +16,11 @@ from jax._src import distributed  # its client: no public handle (multihost_util
 from bert_jax.run import sharding
 from bert_jax.files import storage
 from bert_jax.run import run_report
+from bert_jax.run.checkpoints import TrainCheckpoints
 from bert_jax.run.metric_writers import MetricWriter, format_progress
 from bert_jax.run.run_setup import Setup
 from bert_jax.run.steps import keep_best, make_eval_step, tree_norm
-from bert_jax.core.task import Task
+from bert_jax.core.task import Input, Task, TaskInputs
 
 # How long a process waits at the barrier for its peers to compile a step (a large model's
 # compile on a slow host can take many minutes).
@@ -105,6 +106,12 @@ class RunSteps:
     with jax.set_mesh(self.setup.mesh):
       return float(jax.device_get(self.p_param_norm(params)))
 
+  def keep_best(self, state, score: float):
+    """The state with its params kept as the best if `score` beats the best so far
+    (steps.keep_best; the state is donated)."""
+    with jax.set_mesh(self.setup.mesh):
+      return self.p_keep_best(state, jnp.float32(score))
+
   def compile_widths(self, state, width_examples) -> None:
     """Every padded width of the training batches, compiled now rather than mid-loop (a
     longer batch first coming at step 500 would stall the run there, and its timing)."""
@@ -138,11 +145,15 @@ class Evaluator:
   """The task's evaluation of the eval split, and the epoch picked on held-back training
   examples (config.data.select_fraction: every epoch, the state keeps its best params)."""
 
-  def __init__(self, task: Task, steps: RunSteps, inputs):
+  def __init__(self, task: Task, steps: RunSteps, inputs: TaskInputs):
     self.task, self.steps, self.inputs = task, steps, inputs
     self.select_every = inputs.steps_per_epoch if inputs.select is not None else 0
     self.held_back = dataclasses.replace(inputs, eval=inputs.select,
                                          eval_metadata=inputs.select_metadata, predict=None)
+
+  def selects_at(self, step: int, total_steps: int) -> bool:
+    """Whether the held-back examples are scored after `step` (every epoch, and the last)."""
+    return bool(self.select_every) and (step % self.select_every == 0 or step == total_steps)
 
   def evaluate(self, params, split=None):
     """The task's Evaluation on split.eval (None without one)."""
@@ -155,8 +166,7 @@ class Evaluator:
     """Scores the held-back examples, keeps the best params; the run ends on them."""
     metric = self.inputs.select_metric
     scores = self.evaluate(state.params, self.held_back).metrics
-    with jax.set_mesh(self.steps.setup.mesh):
-      state = self.steps.p_keep_best(state, jnp.float32(scores[metric]))
+    state = self.steps.keep_best(state, scores[metric])
     best = jax.device_get((state.best_score, state.best_step))
     writer.write(step, {f"select_{k}": v for k, v in scores.items()})
     if jax.process_index() == 0:
@@ -182,10 +192,15 @@ class Saver:
   anyway): finite gradients keep finite params finite, so checking the params when the
   run logs or saves is enough, and the step itself skips a pass over them."""
 
-  def __init__(self, checkpoints, steps: RunSteps, train_input, last_saved):
+  def __init__(self, checkpoints: TrainCheckpoints, steps: RunSteps, train_input: Input,
+               last_saved: int | None):
     self.checkpoints, self.steps, self.train_input = checkpoints, steps, train_input
-    self.last_saved = last_saved
+    self.last_saved = last_saved  # the step of the last good checkpoint (None: none yet)
     self.unchecked = []  # (step, metrics on device) not yet checked for NaN/inf
+
+  def record(self, step: int, metrics) -> None:
+    """A step's metrics (on device), checked at the next log or save."""
+    self.unchecked.append((step, metrics))
 
   def check_finite(self, state, step: int) -> float:
     """Raises FloatingPointError on the first non-finite step; returns the param norm."""
@@ -213,8 +228,12 @@ class Saver:
     self.checkpoints.save(step, state, self.train_input.state())
     self.last_saved = step
 
-  def close(self) -> None:
+  def wait(self) -> None:
+    """Until the last save is written whole."""
     self.checkpoints.wait()
+
+  def close(self) -> None:
+    self.wait()
     self.checkpoints.close()
 
 

@@ -92,8 +92,8 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals,
                                task.label_names)
 
   # ------------------------------------------------------------------------------------
-  # Setup: mesh, model, optimizer, shardings; params and optimizer state initialised
-  # directly into their shardings.
+  # Setup (run_setup.py, as --compile_only's): mesh, model, optimizer, shardings; params
+  # and optimizer state initialised directly into their shardings.
   # ------------------------------------------------------------------------------------
   setup = build(config, task, total_steps)
   state = setup.fresh_state()
@@ -131,7 +131,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals,
     local = next(inputs.train)
     state, metrics = steps.train(state, local)
     step += 1
-    saver.unchecked.append((step, metrics))
+    saver.record(step, metrics)
     meter.count(task, local, metrics, step)
 
     if step % config.log_every_steps == 0 or step == total_steps:
@@ -139,7 +139,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals,
                                       saver.check_finite(state, step), meter)
     if config.eval_every_steps and step % config.eval_every_steps == 0 and step < total_steps:
       loop.write_eval(writer, step, prefixed(evaluator.evaluate(state.params)))
-    if evaluator.select_every and (step % evaluator.select_every == 0 or step == total_steps):
+    if evaluator.selects_at(step, total_steps):
       state = evaluator.keep_best(state, step, writer, last=step == total_steps)
 
     stopping = stop.agreed(step)  # SIGTERM/SIGINT here or (multi-process) on any process
@@ -157,7 +157,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals,
   # ------------------------------------------------------------------------------------
   # Final eval.
   # ------------------------------------------------------------------------------------
-  saver.checkpoints.wait()
+  saver.wait()
   jax.block_until_ready(state)
   loop_end = time.time()
   final = {**last_metrics, **meter.examples_per_sec(step, config.data.batch_size)}
