@@ -11,7 +11,7 @@ up to `--pad_to_multiple_of` (the config's; 32), HF to its longest row (what
 DataCollatorWithPadding does, HF's best case). Ours runs what `bert_jax.train` runs per
 step: `next(train_input)` (ArrayInput), `sharding.global_batch`, the jitted
 `steps.make_train_step` (the loss, clipping, AdamW, the logged norms) built by
-`trainer.build`; HF runs `model(**batch).loss.backward()`, clipping and AdamW on the
+`run_setup.build`; HF runs `model(**batch).loss.backward()`, clipping and AdamW on the
 same rows in the same order. Sides alternate in rounds inside this one process (one
 untimed step of a side, then `--steps_per_round` timed ones), each after its own
 warm-up (ours: every padded width compiled first), so machine load hits both alike.
@@ -58,34 +58,26 @@ def make_config(task: str, args):
 
 def ours(config):
   """The trainer's step and input: (run(n) -> (real tokens, examples), widths compiled)."""
-  import flax.linen as nn
-
-  from bert_jax.run import sharding, tasks
+  from bert_jax.run import run_setup, sharding, tasks
   from bert_jax import weights
-  from bert_jax.run import steps, trainer
   from bert_jax.text.tokenizers import make_tokenizer
-  task = tasks.make_task(config, trainer.resolve_model_config(config))
+  task = tasks.make_task(config, run_setup.resolve_model_config(config))
   tokenizer = make_tokenizer(config.data, model_dir=config.init_from)
   inputs = task.make_inputs(tokenizer, 0, 1)
-  setup = trainer.build(config, task, total_steps=10_000)
+  setup = run_setup.build(config, task, total_steps=10_000)
   mesh, rules = setup.mesh, setup.rules
-  with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
-    state = jax.jit(lambda r: nn.unbox(setup.init_state(r)),
-                    out_shardings=setup.state_sharding)(setup.init_rng)
+  state = setup.fresh_state()
   params, _ = weights.init_params(jax.device_get(state.params), config.init_from,
                                   setup.model_config)
   state = state.replace(params=jax.device_put(params, setup.state_sharding.params))
-  replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-  step = jax.jit(steps.make_train_step(task, setup.model, setup.tx, setup.schedule, 1,
-                                         setup.dropout_rng),
-                 in_shardings=(setup.state_sharding, setup.batch_sharding),
-                 out_shardings=(setup.state_sharding, replicated), donate_argnums=0)
+  step = setup.jit_train_step()
   holder = {"state": state}
   train = inputs.train
 
   def one_step(local):
-    with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
-      holder["state"], metrics = step(holder["state"], sharding.global_batch(local, mesh, rules))
+    with setup.on_mesh():
+      holder["state"], metrics = step(holder["state"], sharding.global_batch(local, mesh, rules),
+                                      None)
     return metrics
 
   def run(n):

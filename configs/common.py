@@ -17,7 +17,7 @@ from bert_jax.text import tokenizers
 def pretraining_config(size: str, **model_overrides) -> ml_collections.ConfigDict:
   """A complete pretraining config for a model size; files then change what they need."""
   config = ml_collections.ConfigDict()
-  config.task = "pretraining"
+  config.task = "pretraining"  # what is trained: an entry of bert_jax/run/tasks.py TASKS
   model = config_for_size(size, **model_overrides).to_json_dict()
   if model["embedding_size"] is None:  # unset (E = H), yet settable from the command line
     model["embedding_size"] = ml_collections.FieldReference(None, field_type=int)

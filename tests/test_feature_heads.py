@@ -41,15 +41,13 @@ def _batch(seed=0, rows=4, length=12):
 
 def _train(config, num_steps=3, learning_rate=1e-2):
   """(task, params before, params after, losses) of num_steps AdamW steps on one batch,
-  frozen as the trainer freezes (optim.freeze over config.trainable_layers)."""
-  from bert_jax.finetune.base import trainable_layers
+  frozen as the trainer freezes (the task's freeze: optim.freeze over
+  config.trainable_layers)."""
   task = ConllTask(config, TINY)
   model = task.build_model()
   batch = _batch()
   params = nn.unbox(model.init(jax.random.key(0), batch["input_ids"])["params"])
-  tx = optax.adamw(learning_rate, weight_decay=0.1)
-  if config.freeze_encoder:
-    tx = optim.freeze(tx, trainable_layers(config))
+  tx = task.freeze(optax.adamw(learning_rate, weight_decay=0.1))
   step = jax.jit(steps.make_train_step(task, model, tx, lambda _: learning_rate, 1,
                                        jax.random.key(1)))
   state = steps.TrainState(step=jnp.zeros((), jnp.int32), params=params,

@@ -1,7 +1,8 @@
 """The package's layering (pyproject.toml [tool.importlinter]): every import points down.
 
-`lint-imports` checks the contract on the real package; the second test shows it is not
-vacuous: the same contract on a copy with one upward import (text/ -> trainer) is broken.
+`lint-imports` checks the contracts on the real package (the layers, and the training path
+importing no task module); the second test shows they are not vacuous: on a copy with one
+upward import (text/ -> trainer) and one task import (trainer -> finetune/) both are broken.
 The import graph (grimp, which import-linter builds on) is checked whole too: no circle
 between folders, and no module at the package root but the entry point and __init__.py.
 """
@@ -23,18 +24,22 @@ def _lint(cwd):
 def test_every_import_points_down():
   result = _lint(REPO)
   assert result.returncode == 0, result.stdout + result.stderr
-  assert "1 kept, 0 broken" in result.stdout
+  assert "2 kept, 0 broken" in result.stdout
 
 
-def test_an_upward_import_breaks_the_contract(tmp_path):
+def test_an_upward_import_and_a_task_import_in_the_trainer_break_the_contracts(tmp_path):
   shutil.copytree(os.path.join(REPO, "bert_jax"), tmp_path / "bert_jax",
                   ignore=shutil.ignore_patterns("__pycache__"))
   shutil.copy(os.path.join(REPO, "pyproject.toml"), tmp_path)
   paths = tmp_path / "bert_jax" / "text" / "paths.py"
   paths.write_text(paths.read_text() + "\nfrom bert_jax.run import trainer  # upward\n")
+  trainer = tmp_path / "bert_jax" / "run" / "trainer.py"
+  trainer.write_text(trainer.read_text() + "\nfrom bert_jax.finetune import base  # a task's\n")
   result = _lint(str(tmp_path))
   assert result.returncode != 0
   assert "bert_jax.text.paths -> bert_jax.run.trainer" in result.stdout, result.stdout
+  assert "bert_jax.run.trainer -> bert_jax.finetune.base" in result.stdout, result.stdout
+  assert "0 kept, 2 broken" in result.stdout, result.stdout
 
 
 ROOT_MODULES = {"bert_jax", "bert_jax.train"}  # __init__.py and the entry point

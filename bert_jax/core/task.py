@@ -5,9 +5,10 @@ A task is pretraining (bert_jax/pretrain/task.py) or a fine-tuning task
 and the resolved model config, and then only calls the members below; a task keeps no
 state between calls (everything it needs later is in what it returned earlier).
 
-Call order in a run (bert_jax/run/trainer.py):
+Call order in a run (bert_jax/run/trainer.py; the setup in bert_jax/run/run_setup.py):
   task = TASKS[config.task](config, model_config)   # the registry: bert_jax/run/tasks.py
   model = task.build_model()                         # also what `model_spec()` describes
+  tx = task.freeze(tx)                               # the run's optimizer, what it holds fixed
   frozen = task.frozen_params()                      # None, or what the step reads untrained
   inputs = task.make_inputs(tokenizer, process_index, process_count)
   per step (jitted):  outputs = task.forward(model, params, batch, ..., frozen=...)
@@ -27,6 +28,7 @@ from typing import Any, Protocol
 import flax.linen as nn
 import jax
 import numpy as np
+import optax
 
 Batch = dict[str, np.ndarray]  # one process's rows of a global batch (numpy, host side)
 
@@ -141,6 +143,12 @@ class Task(Protocol):
 
   def make_inputs(self, tokenizer, process_index: int, process_count: int) -> TaskInputs:
     """Reads and featurizes the data with the run's one tokenizer; this process's share."""
+
+  def freeze(self, tx: optax.GradientTransformation) -> optax.GradientTransformation:
+    """The run's optimizer as this task trains with it: `tx` itself, or `tx` giving the
+    params the task holds fixed no update (fine-tuning's config.freeze_encoder:
+    core.optim.freeze). Those params stay in the train state and its checkpoints, unlike
+    `frozen_params()`'s."""
 
   def frozen_params(self) -> FrozenParams | None:
     """What the step reads but does not train (a distillation teacher); None for most."""

@@ -312,6 +312,13 @@ class FinetuningTask:
     return {k: jnp.zeros((batch_size,), jnp.int32) for k in self.label_keys}
 
   # --- model -----------------------------------------------------------------------
+  def freeze(self, tx):
+    """tx; with config.freeze_encoder, tx holding the encoder's params but those of
+    config.trainable_layers (no update, no weight decay, no optimizer state)."""
+    if not self.config.get("freeze_encoder"):
+      return tx
+    return optim.freeze(tx, trainable_layers(self.config))
+
   def frozen_params(self):
     return None  # fine-tuning trains every param it reads
 

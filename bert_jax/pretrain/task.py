@@ -132,6 +132,9 @@ class PretrainingTask:
         batch[field] = jnp.zeros((batch_size, p), jnp.int32)
     return batch
 
+  def freeze(self, tx):
+    return tx  # pretraining trains every param of its state
+
   def frozen_params(self):
     return None if self.teacher is None else self.teacher.frozen_params()
 

@@ -23,12 +23,11 @@ import json
 import re
 import time
 
-import flax.linen as nn
 import jax
 import numpy as np
 
 from bert_jax.run import targets
-from bert_jax.run import steps, trainer
+from bert_jax.run import run_setup
 
 
 def _per_device_bytes(tree, shardings) -> int:
@@ -74,24 +73,13 @@ def out_of_memory(error: Exception) -> dict | None:
 
 
 def lower_train_step(config, target: str = "host"):
-  """(setup, the train step of `config` lowered for `target`'s devices, seconds it took)."""
-  setup = trainer.build(config, devices=targets.devices(target))
-  abstract, shardings = setup.abstract_state, setup.state_sharding
-  batch = setup.task.example_batch(config.data.batch_size)
-  batch = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype,
-                                                      sharding=setup.batch_sharding), batch)
-  state = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
-                       abstract, shardings)
-  frozen = None if setup.frozen_abstract is None else jax.tree.map(  # a distillation teacher
-      lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
-      setup.frozen_abstract, setup.frozen_sharding)
-  step = steps.make_train_step(setup.task, setup.model, setup.tx, setup.schedule,
-                                 int(config.grad_accum_steps), setup.dropout_rng)
+  """(setup, the train step of `config` lowered for `target`'s devices, seconds it took):
+  the trainer's own step (run_setup.Setup.jit_train_step), on abstract arguments."""
+  setup = run_setup.build(config, devices=targets.devices(target))
+  arguments = setup.step_structs(config.data.batch_size)
   start = time.perf_counter()
-  with jax.set_mesh(setup.mesh), nn.logical_axis_rules(setup.rules):
-    lowered = jax.jit(step, in_shardings=(shardings, setup.batch_sharding,
-                                          setup.frozen_sharding),
-                      donate_argnums=0).lower(state, batch, frozen)
+  with setup.on_mesh():
+    lowered = setup.jit_train_step().lower(*arguments)
   return setup, lowered, time.perf_counter() - start
 
 

@@ -4,13 +4,10 @@ finite checks before every save (Saver: the checkpoint policy), the throughput /
 counters (Throughput), and what a step, an evaluation and the run's end write and print.
 """
 import collections
-import contextlib
 import dataclasses
 import json
 import time
-from typing import Any
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,9 +16,11 @@ from jax._src import distributed  # its client: no public handle (multihost_util
 from bert_jax.run import sharding
 from bert_jax.files import storage
 from bert_jax.run import run_report
+from bert_jax.run.checkpoints import TrainCheckpoints
 from bert_jax.run.metric_writers import MetricWriter, format_progress
-from bert_jax.run.steps import keep_best, make_eval_step, make_train_step, tree_norm
-from bert_jax.core.task import Task
+from bert_jax.run.run_setup import Setup
+from bert_jax.run.steps import keep_best, make_eval_step, tree_norm
+from bert_jax.core.task import Input, Task, TaskInputs
 
 # How long a process waits at the barrier for its peers to compile a step (a large model's
 # compile on a slow host can take many minutes).
@@ -48,7 +47,7 @@ def bound_steps_in_flight(in_flight: collections.deque, outputs) -> None:
 @dataclasses.dataclass
 class RunSteps:
   """The jitted train / eval steps on the mesh, with the frozen params they read."""
-  setup: Any  # run.trainer.Setup: the mesh, rules, shardings, model and optimizer
+  setup: Setup  # the mesh, rules, shardings, model and optimizer
   frozen: dict | None
   p_train_step: object
   p_eval_step: object
@@ -59,17 +58,13 @@ class RunSteps:
   in_flight: collections.deque = dataclasses.field(default_factory=collections.deque)
 
   @classmethod
-  def make(cls, config, setup, frozen) -> "RunSteps":
+  def make(cls, setup: Setup, frozen: dict | None) -> "RunSteps":
+    """frozen: the task's frozen params on the mesh (Setup.place_frozen; None without)."""
     state_sharding, batch_sharding = setup.state_sharding, setup.batch_sharding
-    replicated = jax.sharding.NamedSharding(setup.mesh, jax.sharding.PartitionSpec())
-    train_step = make_train_step(setup.task, setup.model, setup.tx, setup.schedule,
-                                 int(config.grad_accum_steps), setup.dropout_rng)
+    replicated = setup.replicated
     eval_step = make_eval_step(setup.task, setup.model)
     return cls(
-        setup=setup, frozen=frozen,
-        p_train_step=jax.jit(train_step, in_shardings=(state_sharding, batch_sharding,
-                                                       setup.frozen_sharding),
-                             out_shardings=(state_sharding, replicated), donate_argnums=0),
+        setup=setup, frozen=frozen, p_train_step=setup.jit_train_step(),
         p_eval_step=jax.jit(eval_step, in_shardings=(state_sharding.params, batch_sharding,
                                                      setup.frozen_sharding),
                             out_shardings=replicated),
@@ -78,14 +73,8 @@ class RunSteps:
         p_keep_best=jax.jit(keep_best, in_shardings=(state_sharding, replicated),
                             out_shardings=state_sharding, donate_argnums=0))
 
-  @contextlib.contextmanager
-  def on_mesh(self):
-    """The mesh and the logical-axis rules, as a context for a step call."""
-    with jax.set_mesh(self.setup.mesh), nn.logical_axis_rules(self.setup.rules):
-      yield
-
   def train(self, state, local_batch):
-    with self.on_mesh():
+    with self.setup.on_mesh():
       self.global_batch = sharding.global_batch(local_batch, self.setup.mesh, self.setup.rules)
       if jax.process_count() > 1:
         self._start_together(state)
@@ -109,7 +98,7 @@ class RunSteps:
     self.started_shapes.add(shapes)
 
   def eval(self, params, local_batch):
-    with self.on_mesh():
+    with self.setup.on_mesh():
       return self.p_eval_step(params, sharding.global_batch(local_batch, self.setup.mesh,
                                                             self.setup.rules), self.frozen)
 
@@ -117,13 +106,19 @@ class RunSteps:
     with jax.set_mesh(self.setup.mesh):
       return float(jax.device_get(self.p_param_norm(params)))
 
+  def keep_best(self, state, score: float):
+    """The state with its params kept as the best if `score` beats the best so far
+    (steps.keep_best; the state is donated)."""
+    with jax.set_mesh(self.setup.mesh):
+      return self.p_keep_best(state, jnp.float32(score))
+
   def compile_widths(self, state, width_examples) -> None:
     """Every padded width of the training batches, compiled now rather than mid-loop (a
     longer batch first coming at step 500 would stall the run there, and its timing)."""
     if len(width_examples) <= 1:
       return
     start = time.time()
-    with self.on_mesh():
+    with self.setup.on_mesh():
       for example in width_examples:
         abstract = {k: jax.ShapeDtypeStruct((v.shape[0] * jax.process_count(), *v.shape[1:]),
                                             v.dtype, sharding=self.setup.batch_sharding)
@@ -136,7 +131,7 @@ class RunSteps:
   def compiled_flops(self, state):
     if self.global_batch is None:
       return None
-    with self.on_mesh():
+    with self.setup.on_mesh():
       return run_report.compiled_flops(self.p_train_step, state, self.global_batch,
                                        self.frozen)
 
@@ -150,11 +145,15 @@ class Evaluator:
   """The task's evaluation of the eval split, and the epoch picked on held-back training
   examples (config.data.select_fraction: every epoch, the state keeps its best params)."""
 
-  def __init__(self, task: Task, steps: RunSteps, inputs):
+  def __init__(self, task: Task, steps: RunSteps, inputs: TaskInputs):
     self.task, self.steps, self.inputs = task, steps, inputs
     self.select_every = inputs.steps_per_epoch if inputs.select is not None else 0
     self.held_back = dataclasses.replace(inputs, eval=inputs.select,
                                          eval_metadata=inputs.select_metadata, predict=None)
+
+  def selects_at(self, step: int, total_steps: int) -> bool:
+    """Whether the held-back examples are scored after `step` (every epoch, and the last)."""
+    return bool(self.select_every) and (step % self.select_every == 0 or step == total_steps)
 
   def evaluate(self, params, split=None):
     """The task's Evaluation on split.eval (None without one)."""
@@ -167,8 +166,7 @@ class Evaluator:
     """Scores the held-back examples, keeps the best params; the run ends on them."""
     metric = self.inputs.select_metric
     scores = self.evaluate(state.params, self.held_back).metrics
-    with jax.set_mesh(self.steps.setup.mesh):
-      state = self.steps.p_keep_best(state, jnp.float32(scores[metric]))
+    state = self.steps.keep_best(state, scores[metric])
     best = jax.device_get((state.best_score, state.best_step))
     writer.write(step, {f"select_{k}": v for k, v in scores.items()})
     if jax.process_index() == 0:
@@ -194,10 +192,15 @@ class Saver:
   anyway): finite gradients keep finite params finite, so checking the params when the
   run logs or saves is enough, and the step itself skips a pass over them."""
 
-  def __init__(self, checkpoints, steps: RunSteps, train_input, last_saved):
+  def __init__(self, checkpoints: TrainCheckpoints, steps: RunSteps, train_input: Input,
+               last_saved: int | None):
     self.checkpoints, self.steps, self.train_input = checkpoints, steps, train_input
-    self.last_saved = last_saved
+    self.last_saved = last_saved  # the step of the last good checkpoint (None: none yet)
     self.unchecked = []  # (step, metrics on device) not yet checked for NaN/inf
+
+  def record(self, step: int, metrics) -> None:
+    """A step's metrics (on device), checked at the next log or save."""
+    self.unchecked.append((step, metrics))
 
   def check_finite(self, state, step: int) -> float:
     """Raises FloatingPointError on the first non-finite step; returns the param norm."""
@@ -225,8 +228,12 @@ class Saver:
     self.checkpoints.save(step, state, self.train_input.state())
     self.last_saved = step
 
-  def close(self) -> None:
+  def wait(self) -> None:
+    """Until the last save is written whole."""
     self.checkpoints.wait()
+
+  def close(self) -> None:
+    self.wait()
     self.checkpoints.close()
 
 

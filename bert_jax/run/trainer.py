@@ -4,8 +4,9 @@
   -> jitted train/eval steps -> loop (log, eval, checkpoint) -> final eval
 
 The trainer knows tasks only through bert_jax/core/task.py's contract; bert_jax/run/tasks.py's
-registry names them. The loop's pieces (steps on the mesh, evaluation, checkpoint policy,
-throughput) are named in bert_jax/run/loop.py.
+registry names them. The setup (mesh, model, optimizer, shardings, the jitted train step) is
+bert_jax/run/run_setup.py's, shared with --compile_only; the loop's pieces (steps on the
+mesh, evaluation, checkpoint policy, throughput) are named in bert_jax/run/loop.py.
 Everything is sharded through the logical-axis rules (bert_jax.run.sharding): the same code
 runs on 1 CPU, a simulated 8-device mesh and a pod slice.
 """
@@ -13,129 +14,27 @@ import dataclasses
 import json
 import time
 
-import flax.linen as nn
 import jax
-import jax.numpy as jnp
 import ml_collections
-import numpy as np
-import optax
 
 from bert_jax.weights import checkpoint
 from bert_jax.core import flops as flops_lib
-from bert_jax.core import optim
 from bert_jax.run import init_chain
 from bert_jax.run import run_report
 from bert_jax.run.run_checks import check_vocab_size, validate_config
-from bert_jax.run import sharding
 from bert_jax.run.checkpoints import TrainCheckpoints
 from bert_jax.files import storage
 from bert_jax.run.tasks import make_task, task_class
-from bert_jax.run.steps import SelectingTrainState, TrainState
+from bert_jax.run.run_setup import Setup, build, resolve_model_config
 from bert_jax.run import loop
 from bert_jax.run.loop import Evaluator, RunSteps, Saver, Throughput, prefixed
 from bert_jax.run.stop_signals import StopSignals
 from bert_jax import weights
 from bert_jax.run import workdir as workdir_lib
-from bert_jax.finetune.base import trainable_layers
 from bert_jax.run.metric_writers import MetricWriter, check_wandb
-from bert_jax.models.config import BertConfig
-from bert_jax.core.task import FrozenParams, Task
+from bert_jax.core.task import Task
 from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text.tokenizers import make_tokenizer
-
-@dataclasses.dataclass(frozen=True)
-class Setup:
-  """Everything about the model that does not depend on data or the workdir."""
-  task: Task
-  model_config: BertConfig
-  model: nn.Module
-  tx: optax.GradientTransformation
-  schedule: optax.Schedule
-  mesh: jax.sharding.Mesh
-  rules: tuple
-  init_state: object  # rng -> boxed TrainState
-  abstract_state: TrainState  # unboxed ShapeDtypeStructs
-  state_sharding: TrainState
-  frozen: FrozenParams | None  # what the step reads untrained (task.frozen_params())
-  frozen_abstract: dict | None  # their unboxed ShapeDtypeStructs (None without, or not in_step)
-  frozen_sharding: dict | None  # their NamedShardings (None without, or not in_step)
-  batch_sharding: jax.sharding.NamedSharding
-  init_rng: jax.Array
-  dropout_rng: jax.Array
-
-
-def resolve_model_config(config: ml_collections.ConfigDict,
-                         source: weights.Pretrained | None = None) -> BertConfig:
-  """config.model in full (it has vocab_size), or init_from's config + config.model fields
-  (source: init_from already resolved)."""
-  fields = dict(config.model)
-  if "vocab_size" in fields:
-    return BertConfig(**fields)
-  if not config.init_from:
-    raise ValueError("config.model does not give the architecture (no vocab_size) and "
-                     "config.init_from is empty: set one of them")
-  return weights.load_config(source or config.init_from).replace(**fields)
-
-
-def build(config: ml_collections.ConfigDict, task: Task | None = None,
-          total_steps: int | None = None, devices=None) -> Setup:
-  """Task, mesh, model, optimizer and the shardings of the train state, from the config.
-
-  devices: those of the mesh (default: jax.devices()); a TPU or GPU target's
-  (bert_jax.run.targets) to compile for it without the hardware.
-  """
-  if task is None:
-    task = make_task(config, resolve_model_config(config))
-  model_config = task.model_config
-  mesh = sharding.make_mesh(config.mesh, devices)
-  rules = sharding.rules_from_config(config.logical_axis_rules)
-  accum = int(config.grad_accum_steps)
-  if config.data.batch_size % (accum * jax.process_count()):
-    raise ValueError(f"config.data.batch_size={config.data.batch_size} must divide by "
-                     f"grad_accum_steps x processes = {accum * jax.process_count()}")
-  model = task.build_model()
-  tx, schedule = optim.make_optimizer(config.optim, total_steps or int(config.num_train_steps))
-  if config.get("freeze_encoder"):
-    tx = optim.freeze(tx, trainable_layers(config))
-
-  def init_params(module, rng):
-    example = task.example_batch(batch_size=1)
-    return module.init({"params": rng}, example["input_ids"], example["token_type_ids"],
-                       example["attention_mask"])["params"]
-
-  def init_state(rng):
-    params = init_params(model, rng)
-    fields = dict(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params))
-    if not config.data.get("select_fraction"):
-      return TrainState(**fields)
-    return SelectingTrainState(**fields, best_params=params, best_score=jnp.float32(-jnp.inf),
-                               best_step=jnp.zeros((), jnp.int32))
-
-  init_rng, dropout_rng = jax.random.split(jax.random.key(config.seed))
-  with jax.set_mesh(mesh):  # traced for the mesh's platform (a target's, not the host's)
-    abstract_boxed = jax.eval_shape(init_state, init_rng)
-  state_sharding = sharding.state_shardings(abstract_boxed, mesh, rules)
-  frozen, frozen_abstract, frozen_sharding = task.frozen_params(), None, None
-  if frozen is not None and frozen.in_step:
-    with jax.set_mesh(mesh):
-      frozen_boxed = jax.eval_shape(lambda r: init_params(frozen.model, r), init_rng)
-    frozen_abstract = nn.unbox(frozen_boxed)
-    frozen_sharding = sharding.state_shardings(frozen_boxed, mesh, rules)
-  return Setup(task=task, model_config=model_config, model=model, tx=tx, schedule=schedule,
-               mesh=mesh, rules=rules, init_state=init_state,
-               abstract_state=nn.unbox(abstract_boxed), state_sharding=state_sharding,
-               frozen=frozen, frozen_abstract=frozen_abstract, frozen_sharding=frozen_sharding,
-               batch_sharding=sharding.batch_sharding(mesh, rules), init_rng=init_rng,
-               dropout_rng=dropout_rng)
-
-
-def place_frozen(host_params: dict, shardings: dict) -> dict:
-  """The task's frozen host params on the mesh; their tree must be the frozen model's."""
-  if jax.tree.structure(shardings) != jax.tree.structure(host_params):
-    raise ValueError(f"the frozen params (e.g. a distillation teacher) are not their model's: "
-                     f"{sorted(host_params)} vs {sorted(shardings)} at the top")
-  return jax.tree.map(lambda x, s: jax.device_put(np.asarray(x, np.float32), s),
-                      host_params, shardings)
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
@@ -197,13 +96,11 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals,
                                task.label_names)
 
   # ------------------------------------------------------------------------------------
-  # Setup: mesh, model, optimizer, shardings; params and optimizer state initialised
-  # directly into their shardings.
+  # Setup (run_setup.py, as --compile_only's): mesh, model, optimizer, shardings; params
+  # and optimizer state initialised directly into their shardings.
   # ------------------------------------------------------------------------------------
   setup = build(config, task, total_steps)
-  with jax.set_mesh(setup.mesh), nn.logical_axis_rules(setup.rules):
-    state = jax.jit(lambda r: nn.unbox(setup.init_state(r)),
-                    out_shardings=setup.state_sharding)(setup.init_rng)
+  state = setup.fresh_state()
 
   # ------------------------------------------------------------------------------------
   # Restore (automatic, from the workdir) or init_from pretrained weights.
@@ -222,7 +119,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals,
   # ------------------------------------------------------------------------------------
   # Steps, evaluation, the finite-check and checkpoint policy, throughput counters.
   # ------------------------------------------------------------------------------------
-  steps = RunSteps.make(config, setup, frozen)
+  steps = RunSteps.make(setup, frozen)
   evaluator = Evaluator(task, steps, inputs)
   saver = Saver(checkpoints, steps, inputs.train, start.restored_step)
   step = int(jax.device_get(state.step))
@@ -240,7 +137,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals,
     local = next(inputs.train)
     state, metrics = steps.train(state, local)
     step += 1
-    saver.unchecked.append((step, metrics))
+    saver.record(step, metrics)
     meter.count(task, local, metrics, step)
 
     if step % config.log_every_steps == 0 or step == total_steps:
@@ -248,7 +145,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals,
                                       saver.check_finite(state, step), meter)
     if config.eval_every_steps and step % config.eval_every_steps == 0 and step < total_steps:
       loop.write_eval(writer, step, prefixed(evaluator.evaluate(state.params)))
-    if evaluator.select_every and (step % evaluator.select_every == 0 or step == total_steps):
+    if evaluator.selects_at(step, total_steps):
       state = evaluator.keep_best(state, step, writer, last=step == total_steps)
 
     stopping = stop.agreed(step)  # SIGTERM/SIGINT here or (multi-process) on any process
@@ -267,7 +164,7 @@ def _train(config: ml_collections.ConfigDict, workdir: str, stop: StopSignals,
   # ------------------------------------------------------------------------------------
   # Final eval.
   # ------------------------------------------------------------------------------------
-  saver.checkpoints.wait()
+  saver.wait()
   jax.block_until_ready(state)
   loop_end = time.time()
   final = {**last_metrics, **meter.examples_per_sec(step, config.data.batch_size)}
@@ -335,7 +232,7 @@ def _restore_or_start(config, workdir, setup: Setup, state, checkpoints, train_i
   if setup.frozen is not None and (setup.frozen.in_step or restored is None):
     frozen_host = setup.frozen.load()  # for the steps, or (init only) a fresh run's start
     if setup.frozen.in_step:
-      frozen = place_frozen(frozen_host, setup.frozen_sharding)
+      frozen = setup.place_frozen(frozen_host)
   if restored is not None:
     state = restored[1]
     print(f"Resumed from {checkpoints.directory} at step {restored_step}", flush=True)
