@@ -9,25 +9,8 @@ import numpy as np
 import pytest
 
 from bert_jax.weights import hf, mapping
-from bert_jax.models.config import BertConfig
 from bert_jax.weights import load_params, load_pretrained
-from tests.helpers.tf_checkpoints import write_tf
-
-CONFIG = BertConfig(vocab_size=50, hidden_size=24, num_hidden_layers=2, num_attention_heads=2,
-                    intermediate_size=40, max_position_embeddings=16)
-
-
-def _random_state(config=CONFIG, seed=0, heads=True):
-  """An HF-named state dict with random values of the right shapes."""
-  rng = np.random.default_rng(seed)
-  shapes = hf.expected_shapes(config, with_heads=heads)
-  prefix = "bert/" if heads else ""
-  state = {}
-  for ours, hf_name, layout in mapping.all_rows(config, prefix, heads):
-    ours_value = rng.normal(size=shapes[ours]).astype(np.float32)
-    state[hf_name] = layout.to_hf(ours_value, config)
-  return state
-
+from tests.helpers.checkpoints import CONFIG, random_state, write_tf
 
 def _write_hf(folder, state, config=CONFIG, vocab_entries=None):
   os.makedirs(folder, exist_ok=True)
@@ -41,14 +24,10 @@ def _write_hf(folder, state, config=CONFIG, vocab_entries=None):
   return str(folder)
 
 
-def _write_tf(folder, state):
-  return write_tf(folder, state, CONFIG)
-
-
 def test_tf_checkpoint_matches_hf_import(tmp_path):
   pytest.importorskip("tensorflow")
-  state = _random_state()
-  _write_tf(str(tmp_path), state)
+  state = random_state()
+  write_tf(str(tmp_path), state)
   config, params, with_heads = load_params(str(tmp_path))
   assert with_heads and config == CONFIG
   expected, _ = hf.state_to_params(state, CONFIG, "ref")
@@ -59,7 +38,7 @@ def test_tf_checkpoint_matches_hf_import(tmp_path):
 
 
 def test_hf_folder_without_prefix_and_old_layernorm_names(tmp_path):
-  state = _random_state(heads=False)
+  state = random_state(heads=False)
   renamed = {}
   for k, v in state.items():
     k = k[len("bert."):].replace("LayerNorm.weight", "LayerNorm.gamma")
@@ -75,7 +54,7 @@ def test_hf_folder_without_prefix_and_old_layernorm_names(tmp_path):
 def test_native_save_restore_and_scan_layout(tmp_path):
   import jax
   from bert_jax.weights import checkpoint
-  folder = _write_hf(tmp_path / "hf", _random_state())
+  folder = _write_hf(tmp_path / "hf", random_state())
   config, params, _ = load_params(folder)
   checkpoint.save_model(str(tmp_path / "native"), config, params)
   model, variables = load_pretrained(str(tmp_path / "native"))
@@ -111,7 +90,7 @@ def test_damaged_safetensors_is_one_line_naming_the_file(tmp_path):
   from the convert command (one line, no traceback)."""
   import subprocess
   import sys
-  folder = _write_hf(tmp_path / "hf", _random_state())
+  folder = _write_hf(tmp_path / "hf", random_state())
   weights_file = os.path.join(folder, "model.safetensors")
   with open(weights_file, "rb") as f:
     data = f.read()
@@ -131,7 +110,7 @@ def test_damaged_safetensors_is_one_line_naming_the_file(tmp_path):
 def test_damaged_tf_checkpoint_is_one_line_naming_it(tmp_path):
   """The checkpoint's data file cut to a third: a ValueError naming the checkpoint."""
   pytest.importorskip("tensorflow")
-  prefix = _write_tf(str(tmp_path), _random_state())
+  prefix = write_tf(str(tmp_path), random_state())
   data_file = max(glob.glob(prefix + ".data-*"), key=os.path.getsize)
   with open(data_file, "rb") as f:
     data = f.read()
@@ -142,47 +121,47 @@ def test_damaged_tf_checkpoint_is_one_line_naming_it(tmp_path):
 
 
 def test_wrong_shape_names_tensor_and_both_shapes(tmp_path):
-  folder = _write_hf(tmp_path / "m", _random_state(), config=CONFIG.replace(vocab_size=51))
+  folder = _write_hf(tmp_path / "m", random_state(), config=CONFIG.replace(vocab_size=51))
   with pytest.raises(ValueError, match=r"word_embeddings.weight has shape \(50, 24\) but the "
                                        r"config expects \(51, 24\).*vocab size"):
     load_pretrained(folder)
 
 
 def test_unknown_tensor(tmp_path):
-  state = _random_state()
+  state = random_state()
   state["bert.encoder.layer.0.extra.weight"] = np.zeros(3, np.float32)
   with pytest.raises(ValueError, match="unknown tensor.*layer.0.extra.weight"):
     load_pretrained(_write_hf(tmp_path / "m", state))
 
 
 def test_missing_tensor(tmp_path):
-  state = _random_state()
+  state = random_state()
   del state["bert.encoder.layer.1.output.dense.bias"]
   with pytest.raises(ValueError, match="missing tensor bert.encoder.layer.1.output.dense.bias"):
     load_pretrained(_write_hf(tmp_path / "m", state))
 
 
 def test_vocab_file_must_match_embedding(tmp_path):
-  folder = _write_hf(tmp_path / "m", _random_state(), vocab_entries=49)
+  folder = _write_hf(tmp_path / "m", random_state(), vocab_entries=49)
   with pytest.raises(ValueError, match="vocab.txt: 49 entries but the model's vocab_size is 50"):
     load_pretrained(folder)
 
 
 def test_untied_decoder_refused(tmp_path):
-  state = _random_state()
+  state = random_state()
   state["cls.predictions.decoder.weight"] = np.ones((50, 24), np.float32)
   with pytest.raises(ValueError, match="not tied"):
     load_pretrained(_write_hf(tmp_path / "m", state))
 
 
 def test_heads_none_drops_pretraining_heads(tmp_path):
-  model, variables = load_pretrained(_write_hf(tmp_path / "m", _random_state()), heads="none")
+  model, variables = load_pretrained(_write_hf(tmp_path / "m", random_state()), heads="none")
   assert type(model).__name__ == "BertModel" and "pooler" in variables["params"]
 
 
 def test_convert_cli_round_trip(tmp_path, capsys):
   from bert_jax.commands.convert import convert
-  folder = _write_hf(tmp_path / "hf", _random_state(), vocab_entries=50)
+  folder = _write_hf(tmp_path / "hf", random_state(), vocab_entries=50)
   convert(folder, str(tmp_path / "native"), to="native")
   assert os.path.exists(tmp_path / "native" / "vocab.txt")
   convert(str(tmp_path / "native"), str(tmp_path / "back"), to="hf")

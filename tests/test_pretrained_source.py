@@ -19,7 +19,7 @@ from bert_jax.models.bert import BertModel
 from bert_jax.models.config import config_for_size
 from bert_jax.models.headed import BertForPreTraining
 from bert_jax.weights import checkpoint, hf, hf_families, loader, mapping, tf_checkpoint
-from tests.helpers.tf_checkpoints import write_tf
+from tests.helpers.checkpoints import write_tf
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

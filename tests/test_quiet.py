@@ -111,6 +111,29 @@ def test_the_filter_passes_other_lines_through():
 
 
 
+def test_a_library_error_that_is_raised_on_is_not_logged_as_well():
+  """gcsfs's "out of retries" record (ERROR, with its traceback, from gcsfs/retry.py) is
+  dropped, as is orbax's failed background save; the same logger's other records pass."""
+  import logging
+  quiet.drop_repeated_errors()
+
+  def shown(logger, path, level=logging.ERROR, exc_info=True):
+    try:
+      raise ConnectionError("refused")
+    except ConnectionError:
+      record = logging.getLogger(logger).makeRecord(
+          logger, level, path, 185, "_request out of retries on exception: refused", (),
+          sys.exc_info() if exc_info else None)
+    return logging.getLogger(logger).filter(record)
+
+  site = os.path.join("site-packages", "gcsfs", "retry.py")
+  orbax = os.path.join("orbax", "checkpoint", "_src", "checkpointers", "async_checkpointer.py")
+  signals = os.path.join("orbax", "checkpoint", "_src", "futures", "future.py")
+  assert not shown("gcsfs", site) and not shown("absl", orbax) and not shown("absl", signals)
+  assert shown("gcsfs", site, exc_info=False) and shown("gcsfs", site, logging.WARNING)
+  assert shown("gcsfs", os.path.join("gcsfs", "core.py")) and shown("absl", "train.py")
+
+
 def test_ci_checks_the_main_job_with_this_pattern():
   """.ci/run's fresh-machine step greps the same pattern (its copy must not drift)."""
   with open(os.path.join(REPO, ".ci", "run")) as f:

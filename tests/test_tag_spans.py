@@ -4,19 +4,13 @@ import os
 import subprocess
 import sys
 
-import jax
-import numpy as np
 import pytest
-from flax import linen as nn
 
 from bert_jax.commands import tag_spans
-from bert_jax.weights import hf
-from bert_jax.finetune import conll_reader
-from bert_jax.models import headed
-from bert_jax.models.config import config_for_size
 from bert_jax.text import spans
 from bert_jax.text.tokenizers import model_tokenizer
 from bert_jax.weights import load_pretrained
+from tests.helpers.checkpoints import random_tagger
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -28,27 +22,14 @@ def test_iob_spans_follow_conlleval_chunks():
   assert tag_spans.iob_spans(["O", "O"]) == [] and tag_spans.iob_spans([]) == []
 
 
-def _random_tagger(tmp_path_factory, vocab_path, column: str, seed: int) -> str:
-  """A tiny random BERT tagger of `column`'s CoNLL tags as an HF folder with BERT's vocab."""
-  config = config_for_size("tiny", num_hidden_layers=1, max_position_embeddings=64)
-  spec = {"headed_model": "token_classification",
-          "num_labels": len(conll_reader.COLUMNS[column].labels)}
-  model = headed.build(config, spec)
-  params = nn.unbox(model.init(jax.random.key(seed), np.zeros((1, 4), np.int32))["params"])
-  params = jax.tree.map(lambda x: np.asarray(x) * 20.0, params)  # tags vary by word
-  folder = str(tmp_path_factory.mktemp(column))
-  hf.save(folder, config, params, vocab_path=vocab_path, spec=spec)
-  return folder
-
-
 @pytest.fixture(scope="module")
 def ner_folder(tmp_path_factory, vocab_path):
-  return _random_tagger(tmp_path_factory, vocab_path, "ner", 0)
+  return random_tagger(str(tmp_path_factory.mktemp("ner")), vocab_path, "ner", 0)
 
 
 @pytest.fixture(scope="module")
 def chunk_folder(tmp_path_factory, vocab_path):
-  return _random_tagger(tmp_path_factory, vocab_path, "chunk", 1)
+  return random_tagger(str(tmp_path_factory.mktemp("chunk")), vocab_path, "chunk", 1)
 
 
 def test_batched_tagging_equals_line_by_line(ner_folder):

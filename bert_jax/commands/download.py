@@ -16,18 +16,23 @@ The data root is the one rule of bert_jax.text.paths (`--data_dir`, else BERT_JA
 else ../shared/data when it exists, else ~/.cache/bert_jax/data), so every reader finds what
 this fetched. `--mirror` (or BERT_JAX_DATA_MIRROR) replaces the
 https://raw.githubusercontent.com prefix of every URL. Only the standard library's urllib
-is used. Imports nothing of bert_jax but the data-root helper and `cli` (its error lines).
+is used. A data root in a bucket (gs://bucket/data) is filled too: each file is fetched and
+checked in a local temporary folder, then written as one object (bert_jax.files.storage),
+so an object is there whole or not at all. Imports nothing of bert_jax but the data-root
+helper, `storage` and `cli` (its error lines).
 """
 import functools
 import hashlib
 import http.client
 import json
 import os
+import tempfile
 import urllib.error
 import urllib.request
 
 from absl import flags
 
+from bert_jax.files import storage
 from bert_jax.startup import cli
 from bert_jax.text import paths
 
@@ -88,16 +93,18 @@ def files_of(sets: list[str], manifest: dict) -> list[dict]:
 
 def sha256_of(path: str) -> str:
   digest = hashlib.sha256()
-  with open(path, "rb") as f:
+  with storage.open_file(path, "rb") as f:
     for block in iter(lambda: f.read(_BLOCK), b""):
       digest.update(block)
   return digest.hexdigest()
 
 
 def is_present(entry: dict, root: str) -> bool:
-  """True when the data root holds the entry's file with its size and sha256."""
-  target = os.path.join(root, entry["path"])
-  return (os.path.isfile(target) and os.path.getsize(target) == entry["size"]
+  """True when the data root (a folder or a bucket's) holds the entry's file with its size
+  and sha256."""
+  target = storage.join(root, entry["path"])
+  return (storage.exists(target) and not storage.isdir(target)
+          and storage.version(target)[0] == entry["size"]
           and sha256_of(target) == entry["sha256"])
 
 
@@ -144,10 +151,24 @@ def _stream(url: str, partial: str, limit: int, target: str) -> tuple[int, str]:
 
 
 def fetch(entry: dict, root: str, mirror: str | None) -> str:
-  """Fetches one file into the data root (atomically, checked); returns its URL."""
-  url, target = source_url(entry, mirror), os.path.join(root, entry["path"])
-  os.makedirs(os.path.dirname(target), exist_ok=True)
-  partial = target + ".partial"
+  """Fetches one file into the data root (atomically, checked); returns its URL. A root
+  in a bucket: fetched into a local temporary folder, then copied as one object."""
+  url, target = source_url(entry, mirror), storage.join(root, entry["path"])
+  if not storage.is_url(target):
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    _fetch_checked(url, entry, target, target)
+    return url
+  with tempfile.TemporaryDirectory(prefix="bert_jax-download-") as folder:
+    local = os.path.join(folder, os.path.basename(entry["path"]))
+    _fetch_checked(url, entry, local, target)
+    storage.copy(local, target)
+  return url
+
+
+def _fetch_checked(url: str, entry: dict, local: str, target: str) -> None:
+  """`url` into the local file `local` through `<local>.partial`, renamed only when its
+  size and sha256 are the manifest's (errors name `target`, where it is going)."""
+  partial = local + ".partial"
   try:
     size, digest = _stream(url, partial, entry["size"] + 1, target)
     if (size, digest) != (entry["size"], entry["sha256"]):
@@ -155,11 +176,10 @@ def fetch(entry: dict, root: str, mirror: str | None) -> str:
              else f"sha256 {digest} ({size:,} B)")
       raise DownloadError(f"{url}: expected sha256 {entry['sha256']} ({entry['size']:,} B), "
                           f"got {got}; refused, nothing written to {target}")
-    os.replace(partial, target)
+    os.replace(partial, local)
   finally:
     if os.path.exists(partial):
       os.remove(partial)
-  return url
 
 
 def download(names: list[str], data_dir: str | None = None, mirror: str | None = None,
@@ -209,4 +229,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  cli.run(main, urls=("mirror",))
+  cli.run(main, urls=("mirror", "data_dir"))

@@ -23,11 +23,12 @@ the workdir lock needs. Importing this module therefore sets EPATH_USE_TF=false 
 is already set (before epath first chooses a backend); local paths use epath's os backend
 either way. On a TPU VM gcsfs and tensorstore use the VM's default credentials.
 
-To use a local GCS server (tests, docs/guides/runs.md):
+To use a local GCS server (tests, docs/guides/cloud-paths.md):
   STORAGE_EMULATOR_HOST=http://127.0.0.1:PORT       gcsfs (this module, orbax's folders)
   TENSORSTORE_GCS_HTTP_URL=http://127.0.0.1:PORT    tensorstore (orbax's arrays)
 """
 import atexit
+import functools
 import glob as glob_lib
 import io
 import os
@@ -47,6 +48,60 @@ def is_url(path) -> bool:
   return bool(_SCHEME.match(os.fspath(path)))
 
 
+def bucket_of(url: str) -> str:
+  """gs://bucket/a/b -> gs://bucket."""
+  scheme, _, rest = os.fspath(url).partition("://")
+  return f"{scheme}://{rest.split('/', 1)[0]}"
+
+
+def _store_error(urls: list[str], error: Exception) -> OSError:
+  """The object store client's error as one line naming the URL: gcsfs names the HTTP
+  request (`b/missing/o`) and puts the server's message on a second line. A missing object
+  whose bucket is missing says so."""
+  first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+  if isinstance(error, FileNotFoundError):
+    for url in urls:
+      bucket = bucket_of(url)
+      try:
+        missing = not epath.Path(bucket).exists()
+      except Exception:  # pylint: disable=broad-except  # the store itself out of reach
+        missing = False
+      if missing:
+        return FileNotFoundError(f"{url}: the bucket {bucket} does not exist (or these "
+                                 "credentials cannot see it)")
+    return FileNotFoundError(f"{urls[0]}: no such object ({first})")
+  return OSError(f"{urls[0]}: {first}")
+
+
+def _names_the_url(function):
+  """Runs `function(path, ...)`; an error of the store's client about a URL argument
+  (not found, forbidden, another HTTP error) becomes `_store_error`'s one line. Errors
+  that already name the URL, and errors about local paths, pass as they are."""
+  @functools.wraps(function)
+  def wrapped(*args, **kwargs):
+    try:
+      return function(*args, **kwargs)
+    except Exception as error:  # pylint: disable=broad-except  # re-raised unless the store's
+      urls = [os.fspath(a) for a in args if isinstance(a, (str, os.PathLike)) and is_url(a)]
+      if not urls or str(error).startswith(tuple(urls)) or not _from_the_store(error):
+        raise
+      raise _store_error(urls, error) from None
+  return wrapped
+
+
+def _from_the_store(error: Exception) -> bool:
+  """An error of the store's client: gcsfs's own (HttpError), its HTTP library's (aiohttp:
+  a host out of reach) or an OSError raised in gcsfs (FileNotFoundError for a 404)."""
+  module = getattr(type(error), "__module__", "")
+  if module.startswith(("gcsfs", "fsspec", "aiohttp")):
+    return True
+  traceback = error.__traceback__
+  while traceback is not None and traceback.tb_next is not None:
+    traceback = traceback.tb_next
+  where = traceback.tb_frame.f_code.co_filename if traceback is not None else ""
+  return isinstance(error, OSError) and f"{os.sep}gcsfs{os.sep}" in where
+
+
 def local_only(path, step: str) -> None:
   """A ValueError naming the URL and the step, for a step that reads or writes local files
   only (nothing is resolved against the data root or made into a local folder)."""
@@ -64,6 +119,7 @@ def join(path: str, *names: str) -> str:
   return os.path.join(os.fspath(path), *names)
 
 
+@_names_the_url
 def glob(pattern: str) -> list[str]:
   """The sorted paths a glob matches (`*`, `?`, `[...]`); a URL's through its fsspec file
   system (gcsfs lists the bucket), each match a URL of the same scheme."""
@@ -81,10 +137,12 @@ def parent(path: str) -> str:
   return os.path.dirname(os.fspath(path).rstrip("/"))
 
 
+@_names_the_url
 def exists(path: str) -> bool:
   return epath.Path(path).exists()
 
 
+@_names_the_url
 def version(path: str) -> list:
   """[size, when it was last written] of a file: what a cache keyed on it compares (on
   object storage the size and the object's generation)."""
@@ -96,10 +154,12 @@ def version(path: str) -> list:
   return [info["size"], info.get("generation") or info.get("updated") or info.get("mtime")]
 
 
+@_names_the_url
 def isdir(path: str) -> bool:
   return epath.Path(path).is_dir()
 
 
+@_names_the_url
 def listdir(path: str) -> list[str]:
   return sorted(child.name for child in epath.Path(path).iterdir())
 
@@ -110,10 +170,12 @@ def makedirs(path: str) -> None:
     os.makedirs(path, exist_ok=True)
 
 
+@_names_the_url
 def remove(path: str) -> None:
   epath.Path(path).unlink()
 
 
+@_names_the_url
 def remove_tree(path: str) -> None:
   """A folder and everything in it (on object storage: every object under it)."""
   if is_url(path):
@@ -122,6 +184,7 @@ def remove_tree(path: str) -> None:
     shutil.rmtree(path)
 
 
+@_names_the_url
 def copy(source: str, target: str) -> None:
   """One file, local or URL, to a new name (replacing what is there)."""
   if not is_url(source) and not is_url(target):
@@ -136,6 +199,7 @@ def remove_empty_folder(path: str) -> None:
     os.rmdir(path)
 
 
+@_names_the_url
 def move(source: str, target: str) -> None:
   """A file or folder to a new name (on object storage: copied, then deleted)."""
   if not is_url(source) and not is_url(target):
@@ -151,6 +215,7 @@ def move(source: str, target: str) -> None:
     source_path.unlink()
 
 
+@_names_the_url
 def open_file(path: str, mode: str = "r"):
   """A file object, like open(); on object storage "w" writes the object on close."""
   if not is_url(path):
@@ -175,6 +240,7 @@ def write_text(path: str, text: str) -> None:
   write_bytes(path, text.encode("utf-8"))
 
 
+@_names_the_url
 def write_bytes(path: str, data: bytes) -> None:
   """The whole file, as write_text."""
   if is_url(path):  # an object appears whole, or not at all
@@ -185,6 +251,7 @@ def write_bytes(path: str, data: bytes) -> None:
   os.replace(path + ".tmp", path)
 
 
+@_names_the_url
 def append_bytes(path: str, data: bytes) -> None:
   """Adds data at the end of the file. Objects cannot be appended to: the object is read
   and written again whole (what tf.io.gfile does for GCS too), so readers see either the
@@ -198,6 +265,7 @@ def append_bytes(path: str, data: bytes) -> None:
   target.write_bytes(before + data)
 
 
+@_names_the_url
 def create_exclusive(path: str, text: str) -> bool:
   """Writes a new file only if none is there (False: one is); atomic on disk (O_EXCL)
   and on GCS (the upload is refused unless the object has no generation yet,

@@ -1,16 +1,14 @@
 """What a run's config must satisfy, checked before anything is read or written (the
 trainer calls these first): positive sizes and counts, a length to train or something to
-evaluate, a vocabulary of the model's size, and no URL where only a local path is read."""
+evaluate, and a vocabulary of the model's size. Every path of a config may be a URL
+(bert_jax.files.storage), the data root included."""
 import ml_collections
-
-from bert_jax.files import storage
 
 
 def validate_config(config: ml_collections.ConfigDict, counts_in_steps: bool) -> None:
   """Sizes and counts that must be positive, checked before anything is read or written.
   counts_in_steps: the task's `counts_in_steps` (pretraining's stream has no fixed epoch:
   its length is num_train_steps; fine-tuning may count num_train_epochs)."""
-  refuse_urls(config)
   positive = {"data.batch_size": config.data.batch_size,
               "grad_accum_steps": config.grad_accum_steps,
               "log_every_steps": config.log_every_steps,
@@ -39,30 +37,6 @@ def validate_config(config: ml_collections.ConfigDict, counts_in_steps: bool) ->
       raise ValueError(f"config.num_train_steps=0 and config.num_train_epochs="
                        f"{config.get('num_train_epochs')}: set one of them > 0, or set "
                        "config.init_from to a fine-tuned model of this task to only evaluate it")
-
-
-# The config's paths that are read or written on local disk only, and why: a URL there is
-# refused in one line. Every other path (corpus globs, vocab, init_from, word vectors, a
-# teacher, task files, the pipeline cache) may be a URL (bert_jax.files.storage; tfds_data_dir
-# goes to tfds, which reads gs:// through TensorFlow's GCS client).
-LOCAL_ONLY = {
-    "data.data_dir": "the data root holds the relative paths, a local folder",
-}
-
-
-def refuse_urls(config: ml_collections.ConfigDict, prefix: str = "config") -> None:
-  """A URL in a field of LOCAL_ONLY is refused in one line naming the field and why,
-  never resolved under the data root."""
-  for key, value in config.items():
-    name = f"{prefix}.{key}"
-    if isinstance(value, ml_collections.ConfigDict):
-      refuse_urls(value, name)
-      continue
-    reason = LOCAL_ONLY.get(name.removeprefix("config."))
-    for item in value if isinstance(value, (list, tuple)) else [value]:
-      if reason and isinstance(item, str) and storage.is_url(item):
-        raise ValueError(f"{name}={item}: the trainer reads it on local disk, a URL is not "
-                         f"supported there ({reason})")
 
 
 def check_vocab_size(config: ml_collections.ConfigDict, vocab_entries: int,

@@ -15,8 +15,8 @@ always shows its traceback.
 A flag given a URL (gs://..., s3://...) is refused before main, in one line naming the
 flag, the URL and the program, unless the program lists the flag in `run(main, urls=...)`
 (the flags it reads or writes through `bert_jax.files.storage`: train's --workdir, prepare's
---source and --output, ...): a flag such as --data_dir, read on local disk only, never
-makes a folder named after a URL, nor resolves one under the data root.
+--source, --output and --data_dir, ...): a flag read on local disk only never makes a
+folder named after a URL, nor resolves one under the data root.
 
 This module imports nothing else from bert_jax but `storage` (the layer below): it is the
 bottom layer of the programs, so every program, `text/` ones included, can use it.
@@ -106,10 +106,13 @@ def _parse_flags(argv: list[str]) -> list[str]:
 def refuse_url_flags(urls: tuple[str, ...] = ()) -> None:
   """A ValueError for the first flag given on the command line whose value is a URL,
   unless its name is in `urls` (the flags this program reads or writes through
-  `bert_jax.files.storage`)."""
-  for name in sorted(flags.FLAGS):
+  `bert_jax.files.storage`) or it overrides a config field (`--config.init_from=gs://...`:
+  a config's paths may be URLs, each read where it is used)."""
+  names = sorted(flags.FLAGS)
+  overrides = {name for name in names if "." in name and name.split(".")[0] in names}
+  for name in names:
     flag = flags.FLAGS[name]
-    if not flag.present or name in urls:
+    if not flag.present or name in urls or name in overrides:
       continue
     values = flag.value if isinstance(flag.value, (list, tuple)) else [flag.value]
     for value in values:

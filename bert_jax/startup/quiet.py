@@ -15,7 +15,12 @@ takes for a failure. `install()` (run by `import bert_jax`) therefore:
     filter that drops exactly those start-up lines (`is_startup_noise`) and passes every
     other byte through as it comes, so a real error, or a crash, still shows;
   - ignores the DeprecationWarning / FutureWarning family of warnings raised by other
-    packages (bert_jax's own warnings still show).
+    packages (bert_jax's own warnings still show);
+  - drops the libraries' log records of an error that they then raise to bert_jax, which
+    ends the program with it in one line (`REPEATED_ERRORS`: gcsfs's "out of retries",
+    with a traceback per request, and orbax's failed background save, when a bucket goes
+    out of reach), and the "coroutine ... was never awaited" warnings of that save's cut
+    coroutines at exit.
 
 JAX is untouched: it still finds a GPU or TPU where there is one. Everything comes back
 with `--verbose` on the command line or BERT_JAX_VERBOSE=1 in the environment.
@@ -23,6 +28,7 @@ with `--verbose` on the command line or BERT_JAX_VERBOSE=1 in the environment.
 import contextlib
 import importlib.abc
 import importlib.machinery
+import logging
 import os
 import re
 import sys
@@ -35,6 +41,40 @@ _STARTUP_NOISE = re.compile(
     r"^(?:[IW]\d{4} \S+ +\d+ \S+\] |"  # absl-format INFO / WARNING lines
     r"WARNING: All log messages before absl::InitializeLog\(\) is called|"
     r"E\d{4} \S+ +\d+ cuda_\w+\.cc:\d+\] failed call to cuInit)")  # no GPU driver
+
+
+# Logger -> the source files (their path's end) whose ERROR records with a traceback repeat
+# an exception that is then raised to the caller: gcsfs logs each request out of retries
+# (retry.py) before raising it; orbax's background save (absl logging) logs the failure of
+# its thread, of each of its signalling threads and of its metadata write, and raises it
+# when the trainer waits for the save.
+_ORBAX = "orbax/checkpoint/_src/"
+REPEATED_ERRORS = {"gcsfs": ("gcsfs/retry.py",),
+                   "absl": (_ORBAX + "checkpointers/async_checkpointer.py",
+                            _ORBAX + "futures/future.py", _ORBAX + "metadata/checkpoint.py")}
+
+
+class _DropRepeatedErrors(logging.Filter):
+  """Drops a logger's records of REPEATED_ERRORS (ERROR, with exc_info, from its file)."""
+
+  def __init__(self, sources: tuple[str, ...]):
+    super().__init__()
+    self.sources = sources
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    repeated = (record.levelno >= logging.ERROR and record.exc_info is not None
+                and record.pathname.replace(os.sep, "/").endswith(self.sources))
+    return not repeated
+
+
+def drop_repeated_errors() -> None:
+  """REPEATED_ERRORS' filters on their loggers (once)."""
+  from absl import logging as absl_logging  # its logger is made first, as absl's own class
+  del absl_logging
+  for name, sources in REPEATED_ERRORS.items():
+    logger = logging.getLogger(name)
+    if not any(isinstance(f, _DropRepeatedErrors) for f in logger.filters):
+      logger.addFilter(_DropRepeatedErrors(sources))
 
 
 def is_startup_noise(line: str) -> bool:
@@ -110,6 +150,10 @@ def install() -> None:
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   for category in (DeprecationWarning, PendingDeprecationWarning, FutureWarning):
     warnings.filterwarnings("ignore", category=category, module=r"(?!bert_jax)")
+  # The coroutines of a save that a failed bucket cut short, reported at exit after the
+  # program's one-line error (bert_jax has no coroutines of its own).
+  warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
+  drop_repeated_errors()
   if "tensorflow" not in sys.modules and not any(
       isinstance(finder, _QuietTensorFlowImport) for finder in sys.meta_path):
     sys.meta_path.insert(0, _QuietTensorFlowImport())

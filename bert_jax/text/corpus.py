@@ -212,9 +212,6 @@ def file_lines(files: Sequence[str], with_spans: bool = False) -> LineSource:
   else:
     lines = tf.data.Dataset.from_tensor_slices(files).enumerate().flat_map(
         tf.autograph.experimental.do_not_convert(_numbered_lines))
-  if with_spans:
-    for f in files:
-      storage.local_only(f, "reading span annotations (config.data.spans)")
   spans = tuple(spans_lib.read_span_file(f) for f in files) if with_spans else None
   return LineSource(lines, tuple(files), lambda source, line: f"{files[source]}:{line + 1}",
                     spans)

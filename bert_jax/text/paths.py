@@ -9,6 +9,8 @@ and otherwise `default_data_dir()`:
   3. otherwise `~/.cache/bert_jax/data` (CACHE_DIR), where `python -m bert_jax.commands.download`
      puts the files when none of the above is there.
 Readers and the downloader use this same rule, so what the downloader fetched is found.
+The root may be a bucket (gs://bucket/data): a relative path then joins it as a URL, which
+every reader here opens through bert_jax.files.storage.
 """
 import os
 import pathlib
@@ -35,13 +37,17 @@ def default_data_dir() -> str:
 def resolve(data_dir: str | None, relative_path: str, urls: bool = False) -> str:
   """Joins a config-relative path onto the data root; absolute paths pass through.
 
-  data_dir: the root; "" or None means `default_data_dir()`. A URL (gs://bucket/...) is
-  not a path under the root: it passes through where the caller reads it through
-  `bert_jax.files.storage` (urls=True), and is refused otherwise (ValueError naming it).
+  data_dir: the root; "" or None means `default_data_dir()`; a local folder or a URL.
+  A URL path (gs://bucket/...) is not a path under the root: it passes through where the
+  caller reads it through `bert_jax.files.storage` (urls=True), and is refused otherwise
+  (ValueError naming it); so is a relative path under a URL root.
   """
   if urls and storage.is_url(relative_path):
     return relative_path
   storage.local_only(relative_path, "reading data files")
   if os.path.isabs(relative_path):
     return relative_path
-  return os.path.join(data_dir or default_data_dir(), relative_path)
+  root = data_dir or default_data_dir()
+  if not urls:
+    storage.local_only(root, f"the reader of {relative_path}")
+  return storage.join(root, relative_path)

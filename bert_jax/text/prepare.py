@@ -283,10 +283,8 @@ def read_annotated_source(path: str, fmt: str,
   if fmt != "plain":
     raise PrepareError(f"{path}: --with_spans reads plain-format sources (one sentence per "
                        f"line) with a span file beside them, not format '{fmt}'")
-  storage.local_only(path, "--with_spans (its span files)")
   annotations = spans_lib.read_span_file(path)
-  with open(path, "rb") as f:
-    text = _decode(f.read(), path, "error", counts)
+  text = _decode(storage.read_bytes(path), path, "error", counts)
   document = []
   for line, line_spans in zip(text.split("\n"), annotations):
     if line.split():
@@ -484,4 +482,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  cli.run(main, urls=("source", "output"))
+  cli.run(main, urls=("source", "output", "data_dir"))

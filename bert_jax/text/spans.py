@@ -24,12 +24,15 @@ example builders lay out beside the token ids and the masking schemes "entity" a
 Token tags, int8, one per token: the phrase code plus 3 x the entity code, where a code is
 0 outside a span of that kind, 1 at a span's first token, 2 at its other tokens (a span
 starting mid-word is impossible: spans are whole words). Bad lines are one-line
-`SpanFileError`s naming the file and line.
+`SpanFileError`s naming the file and line. A text file and its span file may be objects
+in a bucket (gs://...), read through bert_jax.files.storage.
 """
 import json
 import os
 
 import numpy as np
+
+from bert_jax.files import storage
 
 SPAN_KINDS = {"phrase": 1, "entity": 3}  # kind -> its code's multiplier in a token tag
 OUTSIDE, BEGIN, INSIDE = 0, 1, 2
@@ -102,15 +105,16 @@ def read_span_file(text_path: str) -> list[list[tuple[int, int, str]]]:
   """The spans of every line of a plain-format text file, from the span file beside it,
   checked line by line against the text (one line each, spans within its words)."""
   path = span_path(text_path)
-  if not os.path.isfile(path):
+  if not storage.exists(path) or storage.isdir(path):
     raise SpanFileError(f"{text_path}: no span file beside it ({path}); see "
                         "bert_jax/text/spans.py for the format")
-  with open(text_path, encoding="utf-8", errors="replace") as f:
-    texts = f.read().split("\n")
+  texts = storage.read_bytes(text_path).decode("utf-8", errors="replace").split("\n")
   if texts and texts[-1] == "":
     texts.pop()  # the final newline ends the last line
-  with open(path, encoding="utf-8") as f:
-    lines = f.read().split("\n")
+  try:
+    lines = storage.read_bytes(path).decode("utf-8").split("\n")
+  except UnicodeDecodeError as error:
+    raise SpanFileError(f"{path}: not valid UTF-8 ({error})") from None
   if lines and lines[-1] == "":
     lines.pop()
   if len(lines) != len(texts):
