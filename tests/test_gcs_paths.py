@@ -324,8 +324,10 @@ def test_the_other_programs_read_and_write_the_bucket(gcs, pretrained, data_root
   corpus there with a tagger there, writing the span file beside it; prepare --with_spans
   (--data_dir=gs://..., a relative source) carries it through; inspect reads that corpus
   and span file with configs/ernie.py (and the vocabulary from the data root); word_vectors
-  (its cache a --config override naming the bucket) and shards write their files there; probe.syntax_heads reads the treebank from
-  the data root and a workdir there. No local path is named after a URL."""
+  (its cache a --config override naming the bucket) and shards write their files there;
+  probe.syntax_heads reads the treebank from the data root and a workdir there;
+  finetune_shards writes WNLI's dev shard (read from the data root, the tokenizer from a
+  workdir there) into the bucket. No local path is named after a URL."""
   from tests.helpers.checkpoints import random_tagger
   cwd = tmp_path / "cwd"
   cwd.mkdir()
@@ -362,6 +364,11 @@ def test_the_other_programs_read_and_write_the_bucket(gcs, pretrained, data_root
             "--max_length=64", f"--output={BUCKET_URL}/probe/heads.json"], cwd, env=env)
   probed = json.loads(gcs.read("probe/heads.json"))
   assert probed["sentences"] > 0 and probed["sentences"] + probed["left_out"] == 4, probed
+  _program(["bert_jax.commands.finetune_shards", f"--config={REPO}/configs/glue.py:"
+            "dataset=wnli,runlocal=True", f"--config.init_from={BUCKET_URL}/pre",
+            "--config.data.train_split=", f"--output={BUCKET_URL}/ft_shards/wnli"], cwd,
+           env=env)  # the data root holds WNLI's dev split only
+  assert gcs.names("ft_shards/") == ["ft_shards/wnli-dev.npz"]
   assert os.listdir(cwd) == []
   assert url_named_paths(cwd, tmp_path, REPO) == [] and _url_named_temporary_entries() == []
 
