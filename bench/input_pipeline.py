@@ -1,4 +1,4 @@
-"""Pretraining input throughput on the real corpus, as a ratio to what a train step eats.
+r"""Pretraining input throughput on the real corpus, as a ratio to what a train step eats.
 
   python bench/input_pipeline.py                        # prepares the corpus in a temp dir
   python bench/input_pipeline.py --corpus=workdirs/corpus/pretrain.txt --batches=600
