@@ -16,10 +16,14 @@ dependencies are the pinned stack's Keras 3 and JAX):
   PYTHONPATH=~/keras-hub python bench/keras_hub_peer.py --size=mini --batch=32
   PYTHONPATH=~/keras-hub python bench/keras_hub_peer.py --size=base --batch=8
 
-`--target=tpu:v5e-1` (or `gpu:h100x1`) compiles both steps at the same batch for one chip of
-that target instead, without it, and prints the per-chip peak memory from its compiler
+`--target=tpu:v5e-1` (or `gpu:h100x1`) compiles both steps at the same batch for that one
+chip instead, without it, and prints the per-chip peak memory from its compiler
 (bert_jax/run/targets.py; PYTHONPATH also holds requirements-targets.txt's folder, and
-JAX_PLATFORMS=cpu keeps JAX from initialising the GPU plugin on a machine without a GPU):
+JAX_PLATFORMS=cpu keeps JAX from initialising the GPU plugin on a machine without a GPU).
+keras-hub lowers for a target without its hardware: keras's JAX trainer's `train_step` is
+a pure function of its state, so it is jitted on abstract arrays placed on the target's
+chip. A target of several chips is refused (ours would need a mesh over them, keras's
+step is one device's):
 
   PYTHONPATH=~/keras-hub:~/targets JAX_PLATFORMS=cpu python bench/keras_hub_peer.py \
       --size=mini --batch=32 --target=tpu:v5e-1
@@ -95,7 +99,9 @@ def keras_target_peak(model, batch_np, target: str) -> dict:
       model.trainable_variables, model.non_trainable_variables,
       model.optimizer.variables, model.metrics_variables))
   on_chip = lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding)  # noqa: E731
-  compiled = jax.jit(model.train_step).lower(
+  # State donated, as keras's JAX trainer jits it (donate_argnums=0): the new state may
+  # reuse the old one's buffers, as ours does.
+  compiled = jax.jit(model.train_step, donate_argnums=0).lower(
       jax.tree.map(on_chip, state), jax.tree.map(on_chip, (x, y, weights))).compile()
   return _memory(compiled)
 
@@ -133,6 +139,12 @@ def main():
   import keras
   import keras_hub
   from bert_jax.models.config import config_for_size
+  if args.target:
+    from bert_jax.run import targets
+    chips = len(targets.devices(args.target))
+    if chips != 1:
+      parser.error(f"--target={args.target} has {chips} chips; both steps compile for one "
+                   "chip: name a one-chip target (tpu:v5e-1, gpu:h100x1)")
   model_config = config_for_size(args.size, vocab_size=args.vocab)
   batch = train_step.make_batch(np.random.default_rng(0), args.batch, args.seq, args.vocab,
                                 args.predictions)

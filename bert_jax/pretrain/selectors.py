@@ -174,10 +174,12 @@ def _span_selection(input_ids, eligible, draws, budget, options):
   segment = tf.cumsum(tf.cast(~eligible, tf.int32), axis=1)  # runs between special tokens
   cdf = tf.constant(np.cumsum(SPAN_LENGTH_PROBS)[:-1], tf.float32)
 
-  def step(carry, attempt):
-    chosen, starts = carry
-    anchor_draw, length_draw, number = attempt                                       # [B]
-    remaining = budget - tf.reduce_sum(tf.cast(chosen, tf.int32), axis=1)
+  def remaining_of(chosen):                                                          # [B]
+    return budget - tf.reduce_sum(tf.cast(chosen, tf.int32), axis=1)
+
+  def step(number, chosen, starts):
+    anchor_draw, length_draw = anchor_draws[:, number], length_draws[:, number]       # [B]
+    remaining = remaining_of(chosen)
     free = eligible & ~chosen
     num_free = tf.reduce_sum(tf.cast(free, tf.int32), axis=1)
     rank = tf.minimum(tf.cast(anchor_draw * tf.cast(num_free, tf.float32), tf.int32),
@@ -194,11 +196,16 @@ def _span_selection(input_ids, eligible, draws, budget, options):
     active = (remaining > 0)[:, None]
     covered = in_span & (new_before < remaining[:, None]) & active
     first = in_span & words.start & (words.index == anchor_word[:, None]) & active
-    return chosen | covered, tf.where(first, number + 1, starts)
+    return number + 1, chosen | covered, tf.where(first, number + 1, starts)
 
-  chosen, starts = tf.foldl(
-      step, (tf.transpose(anchor_draws), tf.transpose(length_draws), tf.range(predictions)),
-      initializer=(tf.zeros_like(eligible), tf.zeros_like(input_ids)))
+  # An attempt after every row's budget is met changes nothing, so the loop stops there:
+  # each attempt adds at least one piece and spans average 3.78 words, so the budget is
+  # usually met long before the P attempts are used up.
+  def unmet(number, chosen, starts):
+    return (number < predictions) & tf.reduce_any(remaining_of(chosen) > 0)
+
+  _, chosen, starts = tf.while_loop(
+      unmet, step, (tf.constant(0), tf.zeros_like(eligible), tf.zeros_like(input_ids)))
   return Selection(chosen, starts)
 
 
