@@ -3,6 +3,7 @@ and a tiny pretraining config's train step compiled by the TPU compiler (libtpu)
 v5e slice with every TPU attention path, and by XLA's GPU compiler (jax-cuda12-plugin) for
 2 H100s. The compile tests skip, saying so, where the target's compiler is not installed."""
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 
 from bert_jax.run import targets
 from bert_jax.models.config import config_for_size
+from bert_jax.weights import hf_families
 from configs import base
 from tests.helpers.runs import set_fields
 
@@ -195,7 +197,6 @@ def test_two_programs_compiling_for_a_tpu_at_once_both_get_its_devices():
 
 
 # The family configs' paper-scale variants (tests/test_paper_recipes.py holds their values).
-# DistilBERT's (size=base) reads a trained BERT-base teacher, so it is not compiled here.
 # Reformer's enwik8 variant (12 reversible layers, unrolled: they refuse scan) took 18.5 min
 # to compile on 2 busy CPU cores, half of CI's whole budget: BERT_JAX_ALL_COMPILES=1 runs it
 # (bench/target_plan.py --recipes --rows=reformer compiles it too).
@@ -203,7 +204,7 @@ _ALL_COMPILES = os.environ.get("BERT_JAX_ALL_COMPILES") == "1"
 PAPER_VARIANTS = (("roberta", "base"), ("electra", "small"), ("electra", "base"),
                   ("electra", "large"), ("albert", "base"), ("albert", "large"),
                   ("albert", "xxlarge"), ("spanbert", "large"), ("modernbert", "base"),
-                  ("ernie", "base"),
+                  ("ernie", "base"), ("distilbert", "base"),
                   pytest.param("reformer", "enwik8", marks=pytest.mark.skipif(
                       not _ALL_COMPILES, reason="an 18-minute compile on 2 CPU cores: set "
                       "BERT_JAX_ALL_COMPILES=1")))
@@ -212,13 +213,21 @@ PAPER_VARIANTS = (("roberta", "base"), ("electra", "small"), ("electra", "base")
 @pytest.mark.slow
 @needs_libtpu
 @pytest.mark.parametrize("name,size", PAPER_VARIANTS)
-def test_paper_variants_train_step_compiles_for_a_tpu_slice(name, size):
+def test_paper_variants_train_step_compiles_for_a_tpu_slice(name, size, tmp_path):
   """configs/NAME.py:size=SIZE,runlocal=True (the paper's architecture, bf16 compute, its
-  optimizer; T64, batch 8), layers scanned (but Reformer's, reversible and unrolled),
+  optimizer; T64, batch 8), layers scanned (but Reformer's, reversible and unrolled, and
+  DistilBERT's, copied one by one from its config-only teacher),
   sharded fsdp=4 over a v5e-4 slice and compiled by the TPU compiler."""
   from bert_jax.run import compile_report
-  config = importlib.import_module(f"configs.{name}").get_config(f"size={size},runlocal=True")
-  set_fields(config, {"mesh.fsdp": 4, "mesh.data": 1, "model.scan_layers": name != "reformer"})
+  arg = f"size={size},runlocal=True"
+  if name == "distilbert":  # its BERT-base teacher's architecture only: no weights are read
+    teacher = tmp_path / "bert-base-uncased"
+    teacher.mkdir()
+    (teacher / "config.json").write_text(
+        json.dumps(hf_families.config_to_hf(config_for_size("base"))))
+    arg += f",teacher={teacher}"
+  config = importlib.import_module(f"configs.{name}").get_config(arg)
+  set_fields(config, {"mesh.fsdp": 4, "mesh.data": 1, "model.scan_layers": name not in ("reformer", "distilbert")})
   report = compile_report.compile_report(config, "tpu:v5e-4")
   assert report["platform"] == "tpu" and report["devices"] == 4
   assert report["peak_bytes_per_device"] > 0 and report["xla_flops_per_device"] > 0

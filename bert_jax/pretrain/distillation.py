@@ -136,7 +136,9 @@ class Teacher:
     self.path, self.temperature = fields.teacher, float(fields.temperature)
     if self.temperature <= 0:
       raise ValueError(f"config.distillation.temperature={self.temperature}: must be > 0")
-    self.source = weights.resolve(self.path)  # read once
+    # Its config only: a compile (--compile_only, bench/target_plan.py) never reads the
+    # weights, so a folder holding only config.json compiles; `load` checks them.
+    self.source = weights.resolve(self.path, check_weights=False)
     self.config = self.source.config.replace(
         scan_layers=False, remat_policy="none", dtype=student_config.dtype)
     if self.config.vocab_size != student_config.vocab_size:
@@ -154,6 +156,11 @@ class Teacher:
 
   def load(self) -> dict:
     """The teacher's float32 host params, as `self.model` holds them."""
+    try:
+      weights.resolve(self.path)  # the weights files there and whole
+    except (FileNotFoundError, ValueError) as e:
+      raise ValueError(f"config.distillation.teacher={self.path}: no weights to train "
+                       f"with ({e})") from None
     _, params, with_heads = weights.load_params(self.source)
     if not with_heads:
       raise ValueError(f"config.distillation.teacher={self.path}: has no MLM head (a "
