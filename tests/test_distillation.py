@@ -103,6 +103,21 @@ def test_bad_student_layers_are_refused(corpus):
     tasks.make_task(config, trainer.resolve_model_config(config))
 
 
+
+def test_a_teacher_without_weights_plans_but_does_not_train(corpus, tmp_path):
+  """A teacher folder holding only config.json: the run's task builds (what a compile
+  reads: the teacher's architecture), and reading its weights stops in one line naming it."""
+  from bert_jax.weights import hf_families
+  config = student_config(corpus, "unused")
+  teacher = tmp_path / "config_only"
+  teacher.mkdir()
+  (teacher / "config.json").write_text(json.dumps(hf_families.config_to_hf(
+      trainer.resolve_model_config(config).replace(num_hidden_layers=3))))
+  config.distillation.teacher = str(teacher)
+  task = tasks.make_task(config, trainer.resolve_model_config(config))
+  with pytest.raises(ValueError, match=rf"config.distillation.teacher={teacher}: no weights"):
+    task.frozen_params().load()
+
 @pytest.mark.slow
 def test_a_student_from_the_teacher_layers_without_a_teacher_loss(corpus, teacher, tmp_path):
   """student_layers with MLM alone (DistilBERT's init without its soft targets): the

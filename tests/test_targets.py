@@ -227,7 +227,8 @@ def test_paper_variants_train_step_compiles_for_a_tpu_slice(name, size, tmp_path
         json.dumps(hf_families.config_to_hf(config_for_size("base"))))
     arg += f",teacher={teacher}"
   config = importlib.import_module(f"configs.{name}").get_config(arg)
-  set_fields(config, {"mesh.fsdp": 4, "mesh.data": 1, "model.scan_layers": name not in ("reformer", "distilbert")})
+  set_fields(config, {"mesh.fsdp": 4, "mesh.data": 1,
+                      "model.scan_layers": name not in ("reformer", "distilbert")})
   report = compile_report.compile_report(config, "tpu:v5e-4")
   assert report["platform"] == "tpu" and report["devices"] == 4
   assert report["peak_bytes_per_device"] > 0 and report["xla_flops_per_device"] > 0
