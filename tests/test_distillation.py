@@ -103,7 +103,6 @@ def test_bad_student_layers_are_refused(corpus):
     tasks.make_task(config, trainer.resolve_model_config(config))
 
 
-
 def test_a_teacher_without_weights_plans_but_does_not_train(corpus, tmp_path):
   """A teacher folder holding only config.json: the run's task builds (what a compile
   reads: the teacher's architecture), and reading its weights stops in one line naming it."""
@@ -117,6 +116,7 @@ def test_a_teacher_without_weights_plans_but_does_not_train(corpus, tmp_path):
   task = tasks.make_task(config, trainer.resolve_model_config(config))
   with pytest.raises(ValueError, match=rf"config.distillation.teacher={teacher}: no weights"):
     task.frozen_params().load()
+
 
 @pytest.mark.slow
 def test_a_student_from_the_teacher_layers_without_a_teacher_loss(corpus, teacher, tmp_path):
