@@ -451,8 +451,9 @@ def table(results: list[dict], with_max_batch: bool) -> str:
   return "\n".join(lines)
 
 
-def _hours(hours: float) -> str:
-  return f"{hours:,.0f}" if hours >= 10 else f"{hours:.1f}"
+def _figure(value: float) -> str:
+  """Whole numbers from 10 up, two significant digits below (0.14, not 0.0)."""
+  return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
 
 
 def recipe_table(results: list[dict], with_max_batch: bool) -> str:
@@ -486,12 +487,12 @@ def recipe_table(results: list[dict], with_max_batch: bool) -> str:
              f"{r['hbm_bytes'] / GIB:.0f}" if "hbm_bytes" in r else "n/a",
              {True: "yes", False: "no"}.get(r.get("fits"), "n/a"),
              *([largest] if with_max_batch else []),
-             f"{lower}{r['bound_seconds'] * 1e3:,.0f}" if "bound_seconds" in r else "n/a",
+             f"{lower}{_figure(r['bound_seconds'] * 1e3)}" if "bound_seconds" in r else "n/a",
              f"{'≤ ' if lower else ''}{r['tokens_per_s_per_chip']:,.0f}"
              if "tokens_per_s_per_chip" in r else "n/a",
              f"{r['budget_tokens']:.3g}",
-             f"{lower}{_hours(r['budget_hours'])}" if "budget_hours" in r else "n/a",
-             f"{lower}{_hours(r['budget_chip_hours'])}" if "budget_chip_hours" in r else "n/a"]
+             f"{lower}{_figure(r['budget_hours'])}" if "budget_hours" in r else "n/a",
+             f"{lower}{_figure(r['budget_chip_hours'])}" if "budget_chip_hours" in r else "n/a"]
     lines.append(start + " | ".join(cells) + " |")
   return "\n".join(lines)
 
