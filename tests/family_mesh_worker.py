@@ -22,8 +22,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bert_jax.run import sharding  # noqa: E402
 from bert_jax.models.config import BertConfig  # noqa: E402
-from bert_jax.models.headed import (BertForPreTraining,  # noqa: E402
-                                         BertForReplacedTokenDetection)
+from bert_jax.models.electra import BertForReplacedTokenDetection  # noqa: E402
+from bert_jax.models.headed import BertForPreTraining  # noqa: E402
 
 MESHES = ("1,1,1", "2,2,2")
 STEPS = 3

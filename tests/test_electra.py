@@ -1,4 +1,4 @@
-"""ELECTRA pretraining (pretrain/electra.py, models/headed.py ElectraForPreTraining): the generator
+"""ELECTRA pretraining (pretrain/electra.py, models/electra.py ElectraForPreTraining): the generator
 reads the discriminator's embedding tables and has none of its own; the discriminator's
 loss sends no gradient to the generator (only the MLM term does); a tiny run's losses
 fall; resume after SIGKILL reproduces the uninterrupted losses.
@@ -21,8 +21,8 @@ import pytest
 from bert_jax.weights import checkpoint
 from bert_jax import weights
 from bert_jax.run import trainer
-from bert_jax.models import headed
-from bert_jax.models.headed import SHARED_EMBEDDINGS
+from bert_jax.models import electra, specs
+from bert_jax.models.electra import SHARED_EMBEDDINGS
 from tests.helpers.runs import set_fields, TINY_PRETRAINING
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -138,7 +138,7 @@ def test_a_run_learns_and_resumes_after_sigkill_to_the_same_losses(corpus, tmp_p
     assert 0.0 <= final[key] <= 1.0
   # Fine-tuning (config.init_from) starts from the discriminator; the generator is dropped.
   config = weights.load_config(reference)
-  classifier = headed.build(config, {"headed_model": "sequence_classification",
+  classifier = specs.build(config, {"headed_model": "sequence_classification",
                                           "num_labels": 2})
   fresh = nn.unbox(classifier.init(jax.random.key(0), jnp.zeros((1, 8), jnp.int32))["params"])
   params, notes = weights.init_params(fresh, reference, config)
@@ -158,7 +158,7 @@ def test_the_generator_initialises_the_same_under_splash_attention():
   for impl in ("einsum", "splash"):
     config = config_for_size("electra-tiny", attention_impl=impl,
                              attention_probs_dropout_prob=0.0)
-    model = headed.ElectraForPreTraining(config)
+    model = electra.ElectraForPreTraining(config)
     trees.append(jax.eval_shape(lambda: model.init(jax.random.key(0), ids))["params"]
                  ["generator"])
   assert jax.tree.structure(trees[0]) == jax.tree.structure(trees[1])

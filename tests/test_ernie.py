@@ -20,7 +20,7 @@ transformers = pytest.importorskip("transformers")
 
 from bert_jax.weights import hf_families, hf  # noqa: E402
 from bert_jax.commands.convert import convert  # noqa: E402
-from bert_jax.models import headed  # noqa: E402
+from bert_jax.models import headed, specs  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
 from bert_jax.models.headed import BertForPreTraining  # noqa: E402
@@ -266,7 +266,7 @@ def test_parameter_counts_equal_hf_at_the_released_sizes():
     assert hf_families.config_from_hf(theirs.to_dict()) == ours, size
     for model, cls in ((BertModel(ours), transformers.ErnieModel),
                        (BertForPreTraining(ours), transformers.ErnieForPreTraining),
-                       (headed.build(ours, {"headed_model": "sequence_classification",
+                       (specs.build(ours, {"headed_model": "sequence_classification",
                                                  "num_labels": 2}),
                         transformers.ErnieForSequenceClassification)):
       counts[size, cls.__name__] = (_our_count(model), _hf_count(cls, theirs))

@@ -26,8 +26,8 @@ from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
 from bert_jax.models.families import family_of  # noqa: E402
 from bert_jax.models.layers import attention_probs  # noqa: E402
-from bert_jax.models.headed import (BertForPreTraining,  # noqa: E402
-                                         BertForReplacedTokenDetection)
+from bert_jax.models.electra import BertForReplacedTokenDetection  # noqa: E402
+from bert_jax.models.headed import BertForPreTraining  # noqa: E402
 from bert_jax.weights import load_params, load_pretrained  # noqa: E402
 from tests.helpers.hf_reference import (assert_bit_identical, assert_parity,  # noqa: E402
                                         hf_forward, hf_from_pretrained, hf_state, max_diff,

@@ -12,8 +12,8 @@ transformers = pytest.importorskip("transformers")
 from bert_jax.weights import hf_families  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import config_for_size, generator_config  # noqa: E402
-from bert_jax.models.headed import (BertForPreTraining,  # noqa: E402
-                                         BertForReplacedTokenDetection)
+from bert_jax.models.electra import BertForReplacedTokenDetection  # noqa: E402
+from bert_jax.models.headed import BertForPreTraining  # noqa: E402
 from tests.helpers.hf_reference import hf_param_count, our_param_count  # noqa: E402
 
 

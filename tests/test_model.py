@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bert_jax.models import headed
+from bert_jax.models import headed, specs
 from bert_jax.models.config import BertConfig, config_for_size
 from bert_jax.models.bert import BertModel
 from bert_jax.models.dropout import dropout, dropout_keep_mask, random_words
@@ -278,13 +278,13 @@ def test_a_recorded_spec_with_the_old_key_is_read_and_a_given_one_refused():
   """model_config.json's "model" spec written before "headed_model" (old key "task_model") reads
   as today's; a spec given to `build` with the old key is a one-line pointer to the new."""
   old = {"task_model": "sequence_classification", "num_labels": 3}
-  assert headed.recorded_spec(old) == {"headed_model": "sequence_classification",
+  assert specs.recorded_spec(old) == {"headed_model": "sequence_classification",
                                        "num_labels": 3}
-  assert headed.recorded_spec({"headed_model": "encoder"}) == {"headed_model": "encoder"}
-  assert headed.recorded_spec(None) is None
-  model = headed.build(SMALL, headed.recorded_spec(old))
+  assert specs.recorded_spec({"headed_model": "encoder"}) == {"headed_model": "encoder"}
+  assert specs.recorded_spec(None) is None
+  model = specs.build(SMALL, specs.recorded_spec(old))
   assert isinstance(model, headed.BertForSequenceClassification) and model.num_labels == 3
   with pytest.raises(ValueError, match=(r"^model spec \{'task_model': "  # the old key
                                         r"'sequence_classification'\}: the key is now "
                                         r"'headed_model'$")):
-    headed.build(SMALL, old)
+    specs.build(SMALL, old)

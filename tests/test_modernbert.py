@@ -27,7 +27,8 @@ from bert_jax.models import layout, modernbert  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
 from bert_jax.models.layers import attention_probs  # noqa: E402
-from bert_jax.models.headed import HEADED_MODELS, BertForPreTraining  # noqa: E402
+from bert_jax.models.headed import BertForPreTraining  # noqa: E402
+from bert_jax.models.specs import HEADED_MODELS  # noqa: E402
 from bert_jax.weights import load_pretrained  # noqa: E402
 from tests.helpers.hf_reference import (assert_parity, hf_forward,  # noqa: E402
                                         hf_param_count, hf_state, max_diff, our_param_count,

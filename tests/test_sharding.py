@@ -59,9 +59,9 @@ def test_every_albert_and_electra_param_has_logical_axes(size, sharing, model):
   """Each param (the E-wide tables, the E -> H projection, the H -> E MLM transform, the
   shared layer, the RTD head) names one logical axis per dimension; on fsdp=8 every
   dimension the rules ask to split divides."""
-  from bert_jax.models import headed
+  from bert_jax.models import specs
   config = config_for_size(size, layer_sharing=sharing)
-  module = headed.build(config, {"headed_model": model})
+  module = specs.build(config, {"headed_model": model})
   boxed = jax.eval_shape(lambda r: module.init(r, jnp.zeros((1, 8), jnp.int32))["params"],
                          jax.random.key(0))
   leaves = jax.tree.leaves(boxed, is_leaf=lambda x: isinstance(x, nn.Partitioned))

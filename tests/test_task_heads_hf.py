@@ -175,13 +175,13 @@ def test_modernbert_prediction_head_starts_from_the_mlm_transform_as_hf(tmp_path
   import jax
   from flax import linen as nn
   from bert_jax import weights
-  from bert_jax.models import headed
+  from bert_jax.models import specs
   config = CONFIGS["modernbert_biases"]
   _random_hf(config, "ModernBertForMaskedLM", 0).save_pretrained(str(tmp_path / "mlm"))
   theirs = transformers.ModernBertForSequenceClassification.from_pretrained(
       str(tmp_path / "mlm"), num_labels=NUM_LABELS, attn_implementation="eager")
   spec = {"headed_model": "sequence_classification", "num_labels": NUM_LABELS}
-  fresh = nn.unbox(headed.build(config, spec).init(
+  fresh = nn.unbox(specs.build(config, spec).init(
       jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
   params, notes = weights.init_params(fresh, str(tmp_path / "mlm"), config)
   assert any("prediction head from the checkpoint's mlm_head transform" in n for n in notes), notes
@@ -200,11 +200,11 @@ def test_init_from_a_fine_tuned_model_of_another_label_count(num_labels, tmp_pat
   import jax
   from flax import linen as nn
   from bert_jax import weights
-  from bert_jax.models import headed
+  from bert_jax.models import specs
   config = CONFIGS["bert"]
   folder = _saved(tmp_path, config)  # BertForSequenceClassification, 3 labels
   _, loaded = load_pretrained(str(folder))
-  fresh = nn.unbox(headed.build(config, {"headed_model": "sequence_classification",
+  fresh = nn.unbox(specs.build(config, {"headed_model": "sequence_classification",
                                               "num_labels": num_labels}).init(
       jax.random.key(1), np.zeros((1, 4), np.int32))["params"])
   params, notes = weights.init_params(fresh, str(folder), config)

@@ -150,11 +150,11 @@ def test_a_converted_modernbert_classifier_loads_in_transformers_auto_classes(
   from flax import linen as nn
   from bert_jax.weights import checkpoint
   from bert_jax.commands.convert import convert
-  from bert_jax.models import headed
+  from bert_jax.models import specs
   from bert_jax.models.config import config_for_size
   config = config_for_size("modernbert-tiny", vocab_size=30522, pad_token_id=0)
   spec = {"headed_model": "sequence_classification", "num_labels": 2}
-  model = headed.build(config, spec)
+  model = specs.build(config, spec)
   params = nn.unbox(model.init(jax.random.key(0), np.zeros((1, 4), np.int32))["params"])
   params = jax.tree.map(lambda x: x + 0.05 * jax.random.normal(jax.random.key(1), x.shape),
                         params)  # a non-zero classifier

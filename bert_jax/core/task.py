@@ -129,14 +129,14 @@ class Task(Protocol):
   source: object | None
 
   def model_spec(self) -> dict:
-    """{"headed_model": NAME, **kwargs}: the model in models/headed.HEADED_MODELS terms.
+    """{"headed_model": NAME, **kwargs}: the model in models/specs.HEADED_MODELS terms.
 
     Written to the workdir's model_config.json, so `weights.load_pretrained(workdir)`
     rebuilds exactly this model with its head.
     """
 
   def build_model(self) -> nn.Module:
-    """The module to train: `headed.build(model_config, self.model_spec())`."""
+    """The module to train: `specs.build(model_config, self.model_spec())`."""
 
   def example_batch(self, batch_size: int) -> dict[str, jax.Array]:
     """Zeros of the batch contract's shapes (init and compile-only runs)."""

@@ -36,7 +36,7 @@ import numpy as np
 
 from bert_jax.core import flops, optim
 from bert_jax.finetune import array_input, example_packing, feature_cache, shards, sources
-from bert_jax.models import features, headed
+from bert_jax.models import features, specs
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
 from bert_jax.core.task import Evaluation, TaskInputs
@@ -148,7 +148,7 @@ class FinetuningTask:
                        "--config.data.pack_each_batch=false)")
 
   def build_model(self):
-    return headed.build(self.model_config, self.model_spec())
+    return specs.build(self.model_config, self.model_spec())
 
   # --- data ------------------------------------------------------------------------
   def load_split(self, split, tokenizer):

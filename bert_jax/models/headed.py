@@ -9,9 +9,9 @@ RoBERTa/DistilBERT classifiers start their dense layer afresh. A family with a p
 fine-tuning model reads its features through that head (the [CLS] row or the mean for
 sentence tasks, every token for tagging and QA) before the linear classifier.
 
-`HEADED_MODELS` names them; `build(config, spec)` makes one from a spec such as
-{"headed_model": "sequence_classification", "num_labels": 2} (what a task's `model_spec()`
-gives and a workdir's model_config.json records under "model").
+ELECTRA's discriminator and its generator + discriminator pretraining model are in
+models/electra.py. `models/specs.py` names every headed model (`HEADED_MODELS`) and builds one
+from a spec such as {"headed_model": "sequence_classification", "num_labels": 2}.
 
 Every model takes `(input_ids, token_type_ids=None, attention_mask=None, ...)` int [B, T]
 (multiple choice: [B, C, T]) plus `deterministic` (False turns dropout on; pass an rng
@@ -28,15 +28,14 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from bert_jax.models.config import BertConfig, generator_config
+from bert_jax.models.config import BertConfig
 from bert_jax.models.bert import BertModel
 from bert_jax.models.families import family_of
 from bert_jax.models.features import (POOLINGS, SENTENCE_FEATURE_HEADS,
                                       TOKEN_FEATURE_HEADS, check_cached, check_choice,
                                       classifier_pooler, example_members, layer_features,
                                       prediction_head)
-from bert_jax.models.heads import (MLM_HEADS, LinearHead, NextSentenceHead, ReplacedTokenHead,
-                                   SpanBoundaryHead)
+from bert_jax.models.heads import MLM_HEADS, LinearHead, NextSentenceHead, SpanBoundaryHead
 
 
 @flax.struct.dataclass
@@ -424,156 +423,3 @@ class BertForMultipleChoice(nn.Module):
         features, deterministic)  # [B*C, 1]
     return ClassifierOutput(logits=scores.reshape(batch, choices),
                             hidden_states=enc.hidden_states)
-
-
-class BertForReplacedTokenDetection(nn.Module):
-  """ELECTRA's discriminator (HF ElectraForPreTraining): every token -> the logit that it
-  was replaced, `rtd_head` on the encoder (no pooler: ELECTRA's has none).
-
-  Its generator is `BertForPreTraining` of a smaller config of the same family
-  (`config.generator_config`); the two share their embeddings in ELECTRA's pretraining
-  model, `ElectraForPreTraining` below.
-  """
-  config: BertConfig
-
-  @nn.compact
-  def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
-               deterministic: bool = True, output_hidden_states: bool = False):
-    enc = BertModel(self.config, add_pooling_layer=False, name="bert")(
-        input_ids, token_type_ids, attention_mask, deterministic=deterministic,
-        output_hidden_states=output_hidden_states)
-    logits = ReplacedTokenHead(self.config, name="rtd_head")(enc.sequence_output)  # [B, T]
-    return ClassifierOutput(logits=logits, hidden_states=enc.hidden_states)
-
-
-# ---------------------------------------------------- ELECTRA's generator + discriminator
-SHARED_EMBEDDINGS = ("word_embeddings", "position_embeddings", "token_type_embeddings",
-                     "layer_norm")
-
-
-def _without_shared(params: dict) -> dict:
-  """The generator's params less the shared embeddings (its projection stays, if any)."""
-  own = {k: v for k, v in params["bert"]["embeddings"].items() if k not in SHARED_EMBEDDINGS}
-  encoder = {k: v for k, v in params["bert"].items() if k != "embeddings"}
-  return {**params, "bert": {**encoder, **({"embeddings": own} if own else {})}}
-
-
-def _with_shared(params: dict, shared: dict) -> dict:
-  embeddings = {**params["bert"].get("embeddings", {}),
-                **{k: v for k, v in shared.items() if k in SHARED_EMBEDDINGS}}
-  return {**params, "bert": {**params["bert"], "embeddings": embeddings}}
-
-
-class ElectraForPreTraining(nn.Module):
-  """ELECTRA's pretraining model: a small MLM generator beside the discriminator, sharing
-  the embeddings as google-research/electra does (one "electra/embeddings" scope): the
-  word, position and segment tables and the embeddings' LayerNorm. Each keeps its own
-  E -> H projection (the generator is narrower), encoder and head.
-
-  Params: `discriminator` (BertForReplacedTokenDetection, the shared tables under
-  bert/embeddings) and `generator` (BertForPreTraining of `generator_config(config,
-  generator_fraction)` less the shared tables, read from the discriminator's; its MLM
-  decoder is tied to the shared word table).
-
-    model.apply(v, ids, types, mask, positions, method="generate")  -> PreTrainingOutput
-    model.apply(v, ids, types, mask, method="discriminate")         -> ClassifierOutput
-    model.apply(v, ids, types, mask)                                -> the discriminator's
-
-  Sampling the generator's replacements is the pretraining task's (pretrain/electra.py).
-
-  config: the discriminator's. generator_fraction: the generator's H, I and heads as a
-  share of the discriminator's (ELECTRA: 1/4 Small and Large, 1/3 Base).
-  """
-  config: BertConfig
-  generator_fraction: float = 0.25
-  transfer_part = "discriminator"  # what fine-tuning starts from (weights.init_params)
-
-  def setup(self):
-    self.discriminator = BertForReplacedTokenDetection(self.config)
-    self.generator = self.param("generator", self._init_generator)
-
-  def _generator_model(self) -> BertForPreTraining:
-    """The generator as an unbound module, applied to the params it is given."""
-    return BertForPreTraining(generator_config(self.config, self.generator_fraction),
-                              sentence_heads=(), parent=None)
-
-  def _init_generator(self, rng) -> dict:
-    """The generator's own params: its module's initialisation less the shared ones,
-    traced on one [1, 1] row through einsum attention (the params do not depend on the
-    attention path, and splash refuses rows that are not multiples of 128 tokens)."""
-    config = generator_config(self.config, self.generator_fraction)
-    model = BertForPreTraining(config.replace(attention_impl="einsum"), sentence_heads=(),
-                               parent=None)
-    params = model.init(rng, jnp.zeros((1, 1), jnp.int32))["params"]
-    return _without_shared(params)
-
-  def discriminate(self, input_ids, token_type_ids=None, attention_mask=None, *,
-                   deterministic: bool = True, output_hidden_states: bool = False):
-    return self.discriminator(input_ids, token_type_ids, attention_mask,
-                              deterministic=deterministic,
-                              output_hidden_states=output_hidden_states)
-
-  def generate(self, input_ids, token_type_ids=None, attention_mask=None,
-               masked_lm_positions=None, *, deterministic: bool = True):
-    """The generator's outputs (mlm_logits [B, P, V] at masked_lm_positions) with the
-    discriminator's shared embeddings."""
-    if self.is_initializing() and not self.discriminator.has_variable("params", "bert"):
-      self.discriminate(input_ids, token_type_ids, attention_mask)  # create the tables
-    shared = self.discriminator.variables["params"]["bert"]["embeddings"]
-    rngs = None if deterministic else {"dropout": self.make_rng("dropout")}
-    return self._generator_model().apply(
-        {"params": _with_shared(self.generator, shared)}, input_ids, token_type_ids,
-        attention_mask, masked_lm_positions, deterministic=deterministic, rngs=rngs)
-
-  def __call__(self, input_ids, token_type_ids=None, attention_mask=None, *,
-               deterministic: bool = True, output_hidden_states: bool = False):
-    """The discriminator's outputs (at init, the generator's params are made too)."""
-    outputs = self.discriminate(input_ids, token_type_ids, attention_mask,
-                                deterministic=deterministic,
-                                output_hidden_states=output_hidden_states)
-    if self.is_initializing():
-      self.generate(input_ids, token_type_ids, attention_mask)
-    return outputs
-
-
-HEADED_MODELS = {
-    "encoder": BertModel,
-    "pretraining": BertForPreTraining,
-    "sequence_classification": BertForSequenceClassification,
-    "prompt_classification": BertForPromptClassification,
-    "token_classification": BertForTokenClassification,
-    "question_answering": BertForQuestionAnswering,
-    "multiple_choice": BertForMultipleChoice,
-    "replaced_token_detection": BertForReplacedTokenDetection,
-    "electra_pretraining": ElectraForPreTraining,
-}
-
-
-# The spec's key before "headed_model": read in a model_config.json (`recorded_spec`),
-# refused in a spec given to `build`.
-OLD_KEY = "task_model"
-
-
-def recorded_spec(spec: dict | None) -> dict | None:
-  """A model_config.json's "model" spec in today's terms: the old key "task_model", which
-  workdirs and saved models written before "headed_model" hold, read as "headed_model"."""
-  if not spec or OLD_KEY not in spec:
-    return spec
-  return {"headed_model": spec[OLD_KEY], **{k: v for k, v in spec.items() if k != OLD_KEY}}
-
-
-def build(config: BertConfig, spec: dict) -> nn.Module:
-  """The headed model a spec names: {"headed_model": NAME, **its fields} (see HEADED_MODELS)."""
-  if OLD_KEY in spec:
-    raise ValueError(f"model spec {{{OLD_KEY!r}: {spec[OLD_KEY]!r}}}: the key is now "
-                     f"'headed_model'")
-  spec = dict(spec)
-  name = spec.pop("headed_model", None)
-  if name not in HEADED_MODELS:
-    raise ValueError(f"model spec {{'headed_model': {name!r}}}: expected one of "
-                     f"{sorted(HEADED_MODELS)}")
-  # JSON lists -> hashable tuples
-  for key in ("sentence_heads", "feature_layers", "label_token_ids"):
-    if key in spec:
-      spec[key] = tuple(spec[key])
-  return HEADED_MODELS[name](config, **spec)

@@ -36,7 +36,7 @@ import ml_collections
 import numpy as np
 
 from bert_jax import weights
-from bert_jax.models import headed
+from bert_jax.models import specs
 from bert_jax.models.config import BertConfig
 from bert_jax.models.headed import PreTrainingOutput
 from bert_jax.core.task import FrozenParams
@@ -144,7 +144,7 @@ class Teacher:
     if self.config.vocab_size != student_config.vocab_size:
       raise ValueError(f"config.distillation.teacher={self.path}: vocab_size "
                        f"{self.config.vocab_size} != the student's {student_config.vocab_size}")
-    self.model = headed.build(self.config, {"headed_model": "pretraining",
+    self.model = specs.build(self.config, {"headed_model": "pretraining",
                                                  "sentence_heads": []})
     self.layers = None
     if fields.student_layers:

@@ -4,7 +4,7 @@ The pretraining task (pretrain/task.py) with ELECTRA's model and forward: a smal
 generator reads the masked batch, its samples replace the masked tokens (pretrain/rtd.py,
 no gradient through the sampling), and the discriminator tells every real token of that
 input whether it was replaced. The two share their embedding tables
-(models/headed.py ElectraForPreTraining). Objectives as for pretraining, from config.objectives:
+(models/electra.py ElectraForPreTraining). Objectives as for pretraining, from config.objectives:
 "mlm" is the generator's MLM loss, "rtd" the discriminator's (ELECTRA: "mlm:1,rtd:50").
 
 config.electra (`default_config()`):

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 from bert_jax.core import flops
 from bert_jax.core import packed_rows
-from bert_jax.models import headed
+from bert_jax.models import specs
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
 from bert_jax.models.layers import attention_probs
@@ -102,7 +102,7 @@ class PretrainingTask:
     return spec
 
   def build_model(self):
-    return headed.build(self.model_config, self.model_spec())
+    return specs.build(self.model_config, self.model_spec())
 
   def make_inputs(self, tokenizer, process_index: int, process_count: int) -> TaskInputs:
     # config.data.shards: pre-tokenized shard files, masked in numpy (no TensorFlow).

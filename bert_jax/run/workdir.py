@@ -21,7 +21,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from bert_jax.files import storage
-from bert_jax.models import headed
+from bert_jax.models import specs
 
 LOCK = ".lock"
 MODEL_CONFIG = "model_config.json"
@@ -138,7 +138,7 @@ def check_same_model(workdir: str, model_fields: dict, model_spec: dict,
           "attention_probs_dropout_prob", "projection_init"}
   changed = [f"{key} {saved[key]!r} -> {value!r}" for key, value in model_fields.items()
              if key in saved and key not in free and saved[key] != value]
-  saved_spec = headed.recorded_spec(saved.get("model"))
+  saved_spec = specs.recorded_spec(saved.get("model"))
   if saved_spec not in (None, model_spec):
     changed.append(f"model {saved_spec} -> {model_spec}")
   if "labels" in saved and saved["labels"] != (list(labels) if labels else None):

@@ -18,7 +18,7 @@ import json
 import orbax.checkpoint as ocp
 
 from bert_jax.files import storage
-from bert_jax.models import headed
+from bert_jax.models import specs
 from bert_jax.models.config import BertConfig
 from bert_jax.models.layout import stacked_layout, unstack_layers
 
@@ -64,7 +64,7 @@ def read_model_record(directory: str) -> dict:
   except json.JSONDecodeError as e:
     raise ValueError(f"{path}: not valid JSON ({e})") from None
   if "model" in record:
-    record["model"] = headed.recorded_spec(record["model"])
+    record["model"] = specs.recorded_spec(record["model"])
   return record
 
 
@@ -78,7 +78,7 @@ def check_weights(path: str) -> None:
 def save_model(directory: str, config: BertConfig, params, vocab_path: str | None = None,
                spec: dict | None = None, labels: list[str] | None = None):
   """Writes a saved model (see module docstring); `params` as the model uses them; `spec`,
-  the headed model (headed.build's), and `labels`, its classes, are recorded in
+  the headed model (specs.build's), and `labels`, its classes, are recorded in
   model_config.json as a workdir's."""
   directory = storage.absolute(directory)
   write_model_config(directory, config, **({"model": spec} if spec else {}),

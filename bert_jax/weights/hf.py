@@ -327,7 +327,7 @@ def _check_hf_shape(value, hf_name, ours, expected, layout, config, source):
 
 def head_model(config: BertConfig, heads: set[str], source: str = "params",
                family: hf_families.HFFamily | None = None) -> str:
-  """The pretraining model (a `headed.HEADED_MODELS` name) of the family's HF head class
+  """The pretraining model (a `specs.HEADED_MODELS` name) of the family's HF head class
   that has the given head modules (e.g. {"mlm_head", "sop_head"}; ELECTRA's {"rtd_head"}
   is the discriminator): the first such class. Fine-tuned heads are named by a spec
   (`headed_spec_of`, a workdir's model_config.json), not guessed: a classifier alone fits a
@@ -358,13 +358,13 @@ def expected_shapes(config: BertConfig, with_heads: bool, with_pooler: bool = Tr
   from flax import linen as nn
 
   from bert_jax.models.bert import BertModel
-  from bert_jax.models import headed
+  from bert_jax.models import specs
 
   config = config.replace(scan_layers=False)
   if with_heads:
     family = family or hf_families.hf_family(config.family)
     headed_model = headed_model or next(iter(family.head_classes))
-    model = headed.build(config, headed_model if isinstance(headed_model, dict)
+    model = specs.build(config, headed_model if isinstance(headed_model, dict)
                               else {"headed_model": headed_model})
   else:
     model = BertModel(config, add_pooling_layer=with_pooler)

@@ -60,7 +60,7 @@ class HFFamily:
 
   @property
   def head_classes(self) -> dict[str, str]:
-    """Our headed model (`headed.HEADED_MODELS` name) -> the HF class with its heads."""
+    """Our headed model (`specs.HEADED_MODELS` name) -> the HF class with its heads."""
     return {"pretraining": self.pretraining_class, **dict(self.other_head_classes),
             **dict(self.task_classes)}
 

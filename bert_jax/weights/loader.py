@@ -35,7 +35,7 @@ import numpy as np
 
 from bert_jax.files import hub, storage
 from bert_jax.files.hub import HubModel
-from bert_jax.models import headed
+from bert_jax.models import specs
 from bert_jax.models.config import BertConfig
 from bert_jax.models.layout import stack_layers, stacked_layout
 from bert_jax.weights import checkpoint, hf, hf_families, mapping, tf_checkpoint
@@ -335,7 +335,7 @@ def load_pretrained(path: "str | Pretrained", heads: str = "auto", **config_over
   if config.scan_layers:
     params = stack_layers(params, *stacked_layout(config))
   params = jax.tree.map(lambda x: jnp.asarray(np.asarray(x, np.float32)), params)
-  model = headed.build(config, spec)
+  model = specs.build(config, spec)
   params, fresh = _init_absent(model, spec, params)
   if fresh:
     print(f"{source.path}: newly initialised {fresh} (not in the checkpoint; the model's own "

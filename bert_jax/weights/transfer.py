@@ -10,7 +10,7 @@ and says what it changed.
 import jax.numpy as jnp
 import numpy as np
 
-from bert_jax.models import headed
+from bert_jax.models import specs
 from bert_jax.models.config import BertConfig
 from bert_jax.models.families import family_of
 from bert_jax.models.layout import stack_layers, stacked_layout
@@ -25,7 +25,7 @@ def init_params(params: dict, path: "str | Pretrained", model_config: BertConfig
   pretrained_config, pretrained, _ = load_params(source)
   # A pretraining model of two networks passes on the one it names (ELECTRA: the
   # discriminator); the other (its generator) is dropped.
-  part = getattr(headed.HEADED_MODELS.get(model_spec(source, pretrained)["headed_model"]),
+  part = getattr(specs.HEADED_MODELS.get(model_spec(source, pretrained)["headed_model"]),
                  "transfer_part", None)
   if part:
     pretrained = pretrained[part]

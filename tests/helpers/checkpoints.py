@@ -69,12 +69,12 @@ def random_tagger(folder: str, vocab_path: str, column: str, seed: int) -> str:
   import jax
   from flax import linen as nn
   from bert_jax.finetune import conll_reader
-  from bert_jax.models import headed
+  from bert_jax.models import specs
   from bert_jax.models.config import config_for_size
   config = config_for_size("tiny", num_hidden_layers=1, max_position_embeddings=64)
   spec = {"headed_model": "token_classification",
           "num_labels": len(conll_reader.COLUMNS[column].labels)}
-  model = headed.build(config, spec)
+  model = specs.build(config, spec)
   params = nn.unbox(model.init(jax.random.key(seed), np.zeros((1, 4), np.int32))["params"])
   params = jax.tree.map(lambda x: np.asarray(x) * 20.0, params)  # tags vary by word
   hf.save(folder, config, params, vocab_path=vocab_path, spec=spec)
