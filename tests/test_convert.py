@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from bert_jax.weights import hf, mapping
+from bert_jax.weights import hf, hf_files, mapping
 from bert_jax.weights import load_params, load_pretrained
 from tests.helpers.checkpoints import CONFIG, random_state, write_tf
 
@@ -168,8 +168,8 @@ def test_convert_cli_round_trip(tmp_path, capsys):
   # The 50-entry vocab.txt has no [CLS] etc.: copied as it is, and the output says so.
   assert "lacks the special token(s)" in capsys.readouterr().out
   assert not os.path.exists(tmp_path / "back" / "tokenizer.json")
-  original = hf.read_state(folder)
-  back = hf.read_state(str(tmp_path / "back"))
+  original = hf_files.read_state(folder)
+  back = hf_files.read_state(str(tmp_path / "back"))
   assert original.keys() == back.keys()
   for k in original:
     np.testing.assert_array_equal(original[k], back[k], err_msg=k)

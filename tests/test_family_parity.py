@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from bert_jax.weights import checkpoint  # noqa: E402
-from bert_jax.weights import hf_families, hf, mapping  # noqa: E402
+from bert_jax.weights import hf_families, hf, hf_files, mapping  # noqa: E402
 from bert_jax.models import layout  # noqa: E402
 from bert_jax.models.bert import BertModel  # noqa: E402
 from bert_jax.models.config import BertConfig, config_for_size  # noqa: E402
@@ -265,7 +265,8 @@ def test_convert_cli_round_trip_keeps_the_family(family, tmp_path):
   convert(str(tmp_path / "hf"), str(tmp_path / "native"), to="native")
   assert checkpoint.read_model_config(str(tmp_path / "native")) == config
   convert(str(tmp_path / "native"), str(tmp_path / "back"), to="hf")
-  original, back = hf.read_state(str(tmp_path / "hf")), hf.read_state(str(tmp_path / "back"))
+  original = hf_files.read_state(str(tmp_path / "hf"))
+  back = hf_files.read_state(str(tmp_path / "back"))
   assert original.keys() == back.keys()
   for k in original:
     np.testing.assert_array_equal(original[k], back[k], err_msg=k)

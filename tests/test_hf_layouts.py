@@ -240,13 +240,13 @@ class _Runs:
 
 
 def test_a_bin_that_is_not_only_tensors_is_refused_and_nothing_in_it_runs(tmp_path):
-  from bert_jax.weights import hf
+  from bert_jax.weights import hf_files
   folder, _ = _bin_folder(tmp_path)
   marker = tmp_path / "ran"
   torch.save({"w": _Runs(str(marker))}, os.path.join(folder, "pytorch_model.bin"))
   with pytest.raises(ValueError, match=re.escape(os.path.join(folder, "pytorch_model.bin"))
                      + r": not readable as PyTorch weights with weights_only=True \("):
-    hf.bin_to_safetensors(folder, str(tmp_path / "out"))
+    hf_files.bin_to_safetensors(folder, str(tmp_path / "out"))
   assert not marker.exists()
 
 

@@ -18,7 +18,7 @@ from bert_jax import weights
 from bert_jax.models.bert import BertModel
 from bert_jax.models.config import config_for_size
 from bert_jax.models.headed import BertForPreTraining
-from bert_jax.weights import checkpoint, hf, hf_families, loader, mapping, tf_checkpoint
+from bert_jax.weights import checkpoint, hf, hf_families, hf_files, loader, mapping, tf_checkpoint
 from tests.helpers.checkpoints import write_tf
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -75,8 +75,8 @@ def test_a_run_from_init_from_detects_its_format_and_reads_its_config_once(
   from bert_jax.run import trainer
   from configs import glue
   detected = _counting(monkeypatch, loader, "_detect")  # where resolve detects the format
-  config_reads = _counting(monkeypatch, hf, "read_json")
-  weight_reads = _counting(monkeypatch, hf, "read_state")
+  config_reads = _counting(monkeypatch, hf_files, "read_json")
+  weight_reads = _counting(monkeypatch, hf_files, "read_state")
   run = glue.get_config("dataset=sst2,runlocal=True")
   run.init_from = hf_folder
   run.num_train_steps = 1
@@ -90,8 +90,8 @@ def test_a_run_from_init_from_detects_its_format_and_reads_its_config_once(
 
 
 READS = {  # format -> what a load of it looks up or reads, each exactly once
-    "hf": ((loader, "_detect"), (hf, "read_json"), (hf_families, "hf_family"),
-           (hf, "headed_spec_of"), (hf, "read_state")),
+    "hf": ((loader, "_detect"), (hf_files, "read_json"), (hf_families, "hf_family"),
+           (hf, "headed_spec_of"), (hf_files, "read_state")),
     "tf": ((loader, "_detect"), (tf_checkpoint, "locate"), (tf_checkpoint, "read_config"),
            (hf_families, "hf_family"), (tf_checkpoint, "read_state")),
 }

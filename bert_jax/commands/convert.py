@@ -29,7 +29,7 @@ from bert_jax.weights import checkpoint
 from bert_jax.startup import cli
 from bert_jax.files import hub
 from bert_jax.files import storage
-from bert_jax.weights import hf
+from bert_jax.weights import hf, hf_files
 from bert_jax.models.families import tokenizer_kinds
 from bert_jax.text import tokenizers
 from bert_jax.weights import label_names, load_params, model_spec, readable_path, resolve
@@ -48,7 +48,7 @@ TOKENIZER_SETTINGS = ("tokenizer_config.json", "special_tokens_map.json", "token
 
 
 def convert(input_path: str, output: str, to: str = "native", heads: str = "auto") -> None:
-  if hf.only_bin(_input_folder(input_path)):  # a Hub id: its snapshot's
+  if hf_files.only_bin(_input_folder(input_path)):  # a Hub id: its snapshot's
     return _convert_bin(_input_folder(input_path), output, to, heads)
   source = resolve(input_path)  # format and config read once
   config, params, _ = load_params(source, heads)
@@ -94,13 +94,13 @@ def _convert_bin(folder: str, output: str, to: str, heads: str) -> None:
   """An HF folder of pytorch_model.bin: its tensors as model.safetensors, the rest of the
   folder as it is (to="hf"); to="native" converts that folder on to ours."""
   if to == "hf":  # (bin_to_safetensors makes the folder once the weights have been read)
-    count = storage.write_folder(output, lambda local: hf.bin_to_safetensors(folder, local))
+    count = storage.write_folder(output, lambda local: hf_files.bin_to_safetensors(folder, local))
     resolve(output)  # the folder written loads: config, safetensors whole
     print(f"Wrote {os.path.join(output, 'model.safetensors')} ({count} tensors read from "
           f"{folder}'s pytorch_model.bin with torch.load(weights_only=True))")
     return
   with tempfile.TemporaryDirectory() as staged:
-    hf.bin_to_safetensors(folder, staged)
+    hf_files.bin_to_safetensors(folder, staged)
     convert(staged, output, to, heads)
 
 
@@ -112,7 +112,7 @@ def _input_folder(path: str) -> str:
 
 def main(argv):
   del argv
-  to = _TO.value or ("hf" if hf.only_bin(_input_folder(_INPUT.value)) else "native")
+  to = _TO.value or ("hf" if hf_files.only_bin(_input_folder(_INPUT.value)) else "native")
   convert(_INPUT.value, _OUTPUT.value, to, _HEADS.value)
 
 

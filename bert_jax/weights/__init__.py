@@ -1,8 +1,9 @@
 """Weights: one loader for HF folders, Google TF checkpoints and bert_jax saved models /
-training workdirs (loader.py), each format's files (hf.py with hf_families.py, its table
-of HF families; tf_checkpoint.py; checkpoint.py, our model folders' format), the HF names
-of our params as data (mapping.py), and a checkpoint's weights adapted to the model a run
-builds (transfer.py; the trainer's init chain around it is bert_jax/run/init_chain.py).
+training workdirs (loader.py), each format's files (hf_files.py, an HF folder's files on
+disk, with hf.py, its tensors <-> our params, and hf_families.py, its table of HF families;
+tf_checkpoint.py; checkpoint.py, our model folders' format), the HF names of our params as
+data (mapping.py), and a checkpoint's weights adapted to the model a run builds
+(transfer.py; the trainer's init chain around it is bert_jax/run/init_chain.py).
 
   source = weights.resolve(path)                     # format, config, task, labels: read once
   model, variables = weights.load_pretrained(source)

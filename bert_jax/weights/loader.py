@@ -38,7 +38,7 @@ from bert_jax.files.hub import HubModel
 from bert_jax.models import specs
 from bert_jax.models.config import BertConfig
 from bert_jax.models.layout import stack_layers, stacked_layout
-from bert_jax.weights import checkpoint, hf, hf_families, mapping, tf_checkpoint
+from bert_jax.weights import checkpoint, hf, hf_families, hf_files, mapping, tf_checkpoint
 
 
 def detect_format(path: str) -> str:
@@ -137,12 +137,12 @@ def _resolve_native(path: str, tf_files: None, check_weights: bool, **fields) ->
 
 def _resolve_hf(path: str, tf_files: None, check_weights: bool, **fields) -> Pretrained:
   del tf_files
-  recorded, config_path = hf.read_json(path)
+  recorded, config_path = hf_files.read_json(path)
   family = hf_families.hf_family(recorded.get("model_type", "bert"), config_path)
   config = family.config_from_hf(recorded, config_path)
   if check_weights:
-    hf.check_weights(path)
-  return Pretrained(path, "hf", config, path, family=family, labels=hf.labels_of(recorded),
+    hf_files.check_weights(path)
+  return Pretrained(path, "hf", config, path, family=family, labels=hf_files.labels_of(recorded),
                     recorded=recorded, **fields)
 
 
@@ -192,7 +192,8 @@ FORMATS = {
     "hf": _Format(_resolve_hf,
                   lambda s: hf.headed_spec_of(s.recorded, os.path.join(s.path, "config.json"),
                                             s.family),
-                  lambda s: hf.normalize_names(hf.read_state(s.path), s.path, s.config.family),
+                  lambda s: hf.normalize_names(hf_files.read_state(s.path), s.path,
+                                               s.config.family),
                   _hf_params),
     "tf": _Format(_resolve_tf, lambda s: None, lambda s: tf_checkpoint.read_tensors(s.tf_prefix),
                   _tf_params),
@@ -211,7 +212,7 @@ def resolve(path: "str | Pretrained", check_weights: bool = True,
     return path
   path, fetched = hub.locate(path)
   path = readable_path(path)
-  if fetched and hf.only_bin(path):
+  if fetched and hf_files.only_bin(path):
     raise ValueError(f"{fetched.repo_id}@{fetched.revision}: the Hub model has only "
                      "pytorch_model.bin; pickle files are not loaded. Convert it to "
                      f"model.safetensors first: python -m bert_jax.commands.convert "
