@@ -34,22 +34,18 @@ The bound ignores communication between chips and kernel launch overheads; it sa
 fast a step can be, not how fast it is (bench/device_check.sh measures that). The JSON of
 every row is the last line.
 
-`--recipes` plans the family configs' paper-scale recipes instead (RECIPES: `configs/
-NAME.py:size=...`, each paper's model, optimizer, objectives and rows) on one host of each
-TPU generation and 8 H100s (RECIPE_TARGETS):
+`--recipes` plans the family configs' paper-scale recipes instead, with the hours and
+chip-hours of each paper's token budget at the bound; their rows, budgets and table are
+bench/recipe_plan.py's (its docstring says what each row compiles):
 
   PYTHONPATH=~/targets JAX_PLATFORMS=cpu python bench/target_plan.py --recipes \
       --rows=modernbert --targets=tpu:v5p-8 --max_batch
 
-Each row compiles one micro-batch of the recipe's step (rows_per_chip x chips rows, the
-paper's global batch reached by accumulating that many: the optimizer's update, once per
-step, is left out of the bound), layers unrolled (the compiler's cost analysis counts a
-scanned loop's body once), the platform's fused attention with its dropout off. Beside
-the compiler facts and the bound it prints the estimates of the paper's token budget
-(steps x global batch x row length) at the bound: the hours the host needs (tokens /
-(tokens/s per chip x chips)) and its chip-hours, lower bounds like the bound they come
-from. A recipe the compiler cannot be given (DistilBERT's
-reads a trained teacher) is a row with its error.
+A row is anything with a target, a mesh, a global batch, config(batch) (the config to
+compile) and budget() (what else the plan holds: a recipe's token budget, which gets its
+hours at the bound): Row here, recipe_plan.RecipeRow there. recipe_plan imports this
+module at its top; this one imports recipe_plan only inside main(), for --recipes, so
+neither module is ever imported half-built.
 """
 import argparse
 import dataclasses
@@ -59,6 +55,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # configs/
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # recipe_plan (--recipes)
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -119,6 +116,14 @@ class Row:
   target: str  # bert_jax.run.targets name
   mesh: str    # "fsdp=16", "data=2,fsdp=4"
 
+  def config(self, batch: int | None = None):
+    """What plan compiles: row_config(self, batch)."""
+    return row_config(self, batch)
+
+  def budget(self) -> dict:
+    """What plan adds beside the compile report: nothing (a recipe row adds its budget)."""
+    return {}
+
 
 def _rows():
   rows = []
@@ -137,92 +142,6 @@ def _rows():
 
 
 ROWS = _rows()
-
-
-@dataclasses.dataclass(frozen=True)
-class RecipeRow:
-  recipe: str  # "NAME:ARG": configs/NAME.py's get_config(ARG)
-  target: str
-  mesh: str
-  batch: int   # global micro-batch (rows_per_chip x chips, at most the paper's batch)
-  steps: int = 0  # the budget's steps; 0: the config's num_train_steps
-
-
-# The papers' recipes: (configs/NAME.py arg, the budget's steps where the config's differ).
-# BERT (Devlin et al. 2019, Sec. A.2): 90% of 1M steps at 128 tokens, the rest at 512.
-# ERNIE's three stages share one step (one compile): the budget is all three.
-RECIPES = (
-    ("base:seq=128", 900_000), ("base:seq=512", 100_000),
-    ("large:seq=128", 900_000), ("large:seq=512", 100_000),
-    ("roberta:size=base", 0),
-    ("electra:size=small", 0), ("electra:size=base", 0), ("electra:size=large", 0),
-    ("albert:size=base", 0), ("albert:size=large", 0), ("albert:size=xxlarge", 0),
-    ("spanbert:size=base", 0), ("spanbert:size=large", 0),
-    ("modernbert:size=base", 0), ("modernbert:size=base,phase=2", 0),
-    ("modernbert:size=large", 0),
-    ("ernie:size=base", 1_000_000),
-    ("distilbert:size=base", 0),
-    ("reformer:size=enwik8", 0),
-)
-# One host of each TPU generation (v4-8 and v5p-8: 4 chips; v5e-8 and v6e-8: 8) and 8 H100s.
-RECIPE_TARGETS = (("tpu:v4-8", 4), ("tpu:v5e-8", 8), ("tpu:v5p-8", 4), ("tpu:v6e-8", 8),
-                  ("gpu:h100x8", 8))
-TOKENS_PER_CHIP = 16_384  # a micro-batch's rows per chip: this many tokens, at least one row
-
-
-def _recipe_config(recipe: str):
-  name, _, arg = recipe.partition(":")
-  return importlib.import_module(f"configs.{name}").get_config(arg)
-
-
-def _rows_per_chip(seq: int, batch: int, chips: int) -> int:
-  """The most rows per chip, up to TOKENS_PER_CHIP tokens (at least one row), that divide
-  the paper's batch evenly over the chips (1 where the chips do not divide it)."""
-  share = batch // chips if batch % chips == 0 else 1
-  most = max(1, min(TOKENS_PER_CHIP // seq, share))
-  return next(n for n in range(most, 0, -1) if share % n == 0)
-
-
-def recipe_rows(recipes=RECIPES, targets=RECIPE_TARGETS) -> tuple[RecipeRow, ...]:
-  """Every recipe on every target, fully sharded (fsdp over the host's chips)."""
-  rows = []
-  for recipe, steps in recipes:
-    config = _recipe_config(recipe)
-    batch, seq = int(config.data.batch_size), int(config.data.max_seq_length)
-    for target, chips in targets:
-      per_chip = _rows_per_chip(seq, batch, chips)
-      rows.append(RecipeRow(recipe, target, f"fsdp={chips}", per_chip * chips, steps))
-  return tuple(rows)
-
-
-def recipe_config(row: RecipeRow, batch: int | None = None):
-  """The recipe's config at the row's micro-batch and mesh: no accumulation, layers
-  unrolled, the platform's fused attention (dropout off: splash has none) where the family
-  takes one (Reformer's local and LSH attention are its own)."""
-  config = _recipe_config(row.recipe)
-  config.data.batch_size = batch or row.batch
-  config.grad_accum_steps = 1
-  # Unrolled: XLA's cost analysis counts a scanned loop's body once (SpanBERT-large on
-  # v5p-8 scanned: 2.2 of the model's 32.6 TFLOP per chip), its bytes likewise.
-  config.model.scan_layers = False
-  if config.model.get("family", "bert") != "reformer":
-    config.model.attention_impl = ATTENTION[row.target.split(":")[0]]
-    config.model.attention_probs_dropout_prob = 0.0
-  for axis in ("data", "fsdp", "tensor"):
-    config.mesh[axis] = 1
-  for part in row.mesh.split(","):
-    axis, size = part.split("=")
-    config.mesh[axis] = int(size)
-  return config
-
-
-def budget(row: RecipeRow) -> dict:
-  """The paper's token budget of the row's recipe: steps x global batch x row length."""
-  config = _recipe_config(row.recipe)
-  steps = row.steps or int(config.num_train_steps)
-  batch, seq = int(config.data.batch_size), int(config.data.max_seq_length)
-  return {"paper_steps": steps, "paper_batch": batch, "seq": seq,
-          "accumulation": -(-batch // row.batch), "budget_tokens": steps * batch * seq}
 
 
 def row_config(row: Row, batch: int | None = None):
@@ -253,14 +172,12 @@ def chip_of(device_kind: str) -> Chip | None:
 
 
 def plan(row: Row, batch: int | None = None) -> dict:
-  """The compile report of the row's step and its roofline estimates."""
-  build = recipe_config if isinstance(row, RecipeRow) else row_config
-  report = compile_report.compile_report(build(row, batch), row.target)
+  """The compile report of row.config(batch) (a Row or a recipe_plan.RecipeRow), row.budget()
+  and the roofline estimates: the bound, and the hours a token budget takes at it."""
+  report = compile_report.compile_report(row.config(batch), row.target)
   chip, peak = chip_of(report["device_kind"]), flops.peak_flops(report["device_kind"])
   out = {"row": dataclasses.asdict(row), "attention_impl": ATTENTION[row.target.split(":")[0]],
-         **report}
-  if isinstance(row, RecipeRow):
-    out.update(budget(row))
+         **report, **row.budget()}
   if chip is None or peak is None:
     return out
   if "out_of_memory" in report:  # refused by the TPU compiler: no memory or cost analysis
@@ -403,7 +320,7 @@ def largest_batch(row: Row, first: dict, multiple: int, cap: int = 1 << 16,
         high - low > width / 2)
 
 
-def _largest(r: dict) -> str:
+def largest_cell(r: dict) -> str:
   """The largest batch found, with the smallest that did not fit where they are not one
   sharding multiple apart (--max_batch_tolerance)."""
   low, high = r.get("largest_batch"), r.get("smallest_batch_over")
@@ -440,7 +357,7 @@ def table(results: list[dict], with_max_batch: bool) -> str:
              f"{r['peak_bytes_per_device'] / GIB:.2f}",
              f"{r['hbm_bytes'] / GIB:.0f}" if "hbm_bytes" in r else "n/a",
              {True: "yes", False: "no"}.get(r.get("fits"), "n/a"),
-             *([_largest(r)] if with_max_batch else []),
+             *([largest_cell(r)] if with_max_batch else []),
              "n/a" if tflops is None else f"{tflops / 1e12:.1f}",
              "n/a" if gbytes is None else f"{gbytes / 1e9:.1f}",
              f"{lower}{r['bound_seconds'] * 1e3:.0f}" if "bound_seconds" in r else "n/a",
@@ -449,58 +366,6 @@ def table(results: list[dict], with_max_batch: bool) -> str:
              "n/a" if tokens is None else f"{'≤ ' if lower else ''}{tokens:,.0f}"]
     lines.append("| " + " | ".join(map(str, cells)) + " |")
   return "\n".join(lines)
-
-
-def _figure(value: float) -> str:
-  """Whole numbers from 10 up, two significant digits below (0.14, not 0.0)."""
-  return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
-
-
-def recipe_table(results: list[dict], with_max_batch: bool) -> str:
-  """The recipes' rows: compiler facts (peak, the largest micro-batch found), the bound,
-  and the estimates of the paper's budget at it (hours on the host, chip-hours)."""
-  head = ["recipe", "seq", "target", "mesh", "micro-batch (x accum.)",
-          "peak GiB/chip (compiler)", "HBM GiB", "fits",
-          *(["largest micro-batch (per chip)"] if with_max_batch else []),
-          "bound ms/micro-step", "tokens/s/chip at the bound", "paper tokens",
-          "hours at the bound (estimate)", "chip-hours (estimate)"]
-  lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-  for r in results:
-    row = r["row"]
-    start = f"| {row['recipe']} | {r.get('seq', '')} | {row['target']} | {row['mesh']} | "
-    if "error" in r:
-      lines.append(start + f"{row['batch']} | error: {r['error'][:100]} |")
-      continue
-    micro = f"{r['global_batch']:,} (x {r['accumulation']})"
-    if "out_of_memory" in r:
-      need = r["temp_bytes_per_device"] or r["peak_bytes_per_device"]
-      lines.append(start + f"{micro} | > {r['compiler_hbm_bytes_per_device'] / GIB:.2f} "
-                   f"(refused: needs {need / GIB:.2f}) | {r['hbm_bytes'] / GIB:.0f} | no |" +
-                   (" n/a |" if with_max_batch else "") + " n/a | n/a | "
-                   f"{r['budget_tokens']:.3g} | n/a | n/a |")
-      continue
-    lower = "≥ " if r.get("bound_is_lower") else ""
-    largest = _largest(r)
-    if with_max_batch and r.get("largest_batch"):
-      largest += f" ({r['largest_batch'] // r['devices']:,})"
-    cells = [f"{micro}", f"{r['peak_bytes_per_device'] / GIB:.2f}",
-             f"{r['hbm_bytes'] / GIB:.0f}" if "hbm_bytes" in r else "n/a",
-             {True: "yes", False: "no"}.get(r.get("fits"), "n/a"),
-             *([largest] if with_max_batch else []),
-             f"{lower}{_figure(r['bound_seconds'] * 1e3)}" if "bound_seconds" in r else "n/a",
-             f"{'≤ ' if lower else ''}{r['tokens_per_s_per_chip']:,.0f}"
-             if "tokens_per_s_per_chip" in r else "n/a",
-             f"{r['budget_tokens']:.3g}",
-             f"{lower}{_figure(r['budget_hours'])}" if "budget_hours" in r else "n/a",
-             f"{lower}{_figure(r['budget_chip_hours'])}" if "budget_chip_hours" in r else "n/a"]
-    lines.append(start + " | ".join(cells) + " |")
-  return "\n".join(lines)
-
-
-def select_recipes(rows, prefix: str = "", targets: str = "") -> list[RecipeRow]:
-  """The recipe rows whose recipe starts with prefix and whose target is one of targets."""
-  return [r for r in rows if r.recipe.startswith(prefix) and (
-      not targets or r.target in targets.split(","))]
 
 
 def select(rows, model_prefix: str = "", targets: str = "", seqs: str = "") -> list[Row]:
@@ -534,9 +399,14 @@ def main(argv=None):
                       "the start of 'NAME:ARG'")
   args = parser.parse_args(argv)
   if args.recipes:
-    rows = select_recipes(recipe_rows(), args.rows, args.targets)
+    # Imported here, as recipe_plan imports this module. Run as a script, this file loads
+    # once more as `target_plan`: harmless, as plan() asks each row for its config and
+    # budget and no code compares one copy's classes with the other's.
+    import recipe_plan
+    rows = recipe_plan.select_recipes(recipe_plan.recipe_rows(), args.rows, args.targets)
+    print_table = recipe_plan.recipe_table
   else:
-    rows = select(ROWS, args.rows, args.targets, args.seqs)
+    rows, print_table = select(ROWS, args.rows, args.targets, args.seqs), table
   if args.max_batch_bracket and len(rows) != 1:
     parser.error(f"--max_batch_bracket is one row's: {len(rows)} rows are selected")
   if args.dry:
@@ -561,7 +431,7 @@ def main(argv=None):
                         f"peak {result['peak_bytes_per_device'] / GIB:.2f} GiB/chip") +
           (f", largest batch {result['largest_batch']}" if "largest_batch" in result else ""),
           file=sys.stderr, flush=True)
-  print((recipe_table if args.recipes else table)(results, args.max_batch))
+  print(print_table(results, args.max_batch))
   print(json.dumps(results))
   return results
 

@@ -1,0 +1,65 @@
+"""bench/recipe_plan.py: the paper recipes' rows (micro-batches of each paper's batch), their
+token budgets and the hours at the bound that bench/target_plan.py --recipes prints."""
+import importlib.util
+import os
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_spec = importlib.util.spec_from_file_location(
+    "recipe_plan", os.path.join(REPO, "bench", "recipe_plan.py"))
+recipe_plan = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(recipe_plan)
+
+
+def _fake_compiler(monkeypatch):
+  """A v6e-8 compile whose bound allows 1M tokens/s per chip for 256 rows of 512."""
+  report = {"device_kind": "TPU v6 lite", "devices": 8, "global_batch": 256, "seq_len": 512,
+            "peak_bytes_per_device": 2 ** 30, "model_flops_per_step": 8 * 918e12 * 0.016384,
+            "xla_flops_per_device": None, "xla_bytes_accessed_per_device": 0.0}
+  monkeypatch.setattr(recipe_plan.target_plan.compile_report, "compile_report",
+                      lambda *_: dict(report))
+
+
+def test_every_recipe_row_is_a_micro_batch_of_its_papers_batch():
+  """Each paper recipe on each host: a whole number of rows per chip whose accumulation
+  gives the paper's global batch, and the budget is the paper's steps x batch x length."""
+  rows = recipe_plan.recipe_rows()
+  assert len(rows) == len(recipe_plan.RECIPES) * len(recipe_plan.RECIPE_TARGETS)
+  for row in rows:
+    chips = int(row.mesh.split("=")[1])
+    plan = recipe_plan.budget(row)
+    assert row.batch % chips == 0 and plan["paper_batch"] % row.batch == 0, row
+    assert plan["accumulation"] * row.batch == plan["paper_batch"]
+  by_recipe = {row.recipe: recipe_plan.budget(row) for row in rows}
+  assert by_recipe["roberta:size=base"]["budget_tokens"] == 500_000 * 8192 * 512
+  assert by_recipe["base:seq=128"]["budget_tokens"] == 900_000 * 256 * 128
+  assert abs(by_recipe["modernbert:size=base"]["budget_tokens"] / 1.719e12 - 1) < 1e-4
+  assert by_recipe["ernie:size=base"]["budget_tokens"] == 1_000_000 * 256 * 512
+  config = recipe_plan.recipe_config(next(r for r in rows if r.recipe == "reformer:size=enwik8"
+                                          and r.target == "tpu:v5p-8"))
+  assert (config.data.batch_size, config.grad_accum_steps, config.mesh.fsdp) == (4, 1, 4)
+  assert recipe_plan.select_recipes(rows, "albert", "tpu:v6e-8") == [
+      r for r in rows if r.recipe.startswith("albert") and r.target == "tpu:v6e-8"]
+
+
+def test_a_recipes_hours_are_its_budget_at_the_bound(monkeypatch):
+  """RoBERTa-base's 2.1T tokens on a v6e-8 whose bound allows 1M tokens/s per chip: the
+  budget over 8M tokens/s, in hours, and 8 chip-hours an hour."""
+  _fake_compiler(monkeypatch)
+  row = recipe_plan.RecipeRow("roberta:size=base", "tpu:v6e-8", "fsdp=8", 256)
+  result = recipe_plan.target_plan.plan(row)
+  assert result["accumulation"] == 32 and round(result["tokens_per_s_per_chip"]) == 1_000_000
+  assert abs(result["budget_hours"] - 500_000 * 8192 * 512 / 8e6 / 3600) < 1e-6
+  assert abs(result["budget_chip_hours"] - 8 * result["budget_hours"]) < 1e-6
+  line = recipe_plan.recipe_table([result], False).splitlines()[-1]
+  assert line.startswith("| roberta:size=base | 512 | tpu:v6e-8 | fsdp=8 | 256 (x 32) |")
+
+
+def test_target_plan_with_recipes_prints_the_recipe_table(monkeypatch, capsys):
+  """bench/target_plan.py --recipes plans recipe_plan's rows and prints recipe_table, then
+  the rows' JSON (a fake compiler: no libtpu needed)."""
+  _fake_compiler(monkeypatch)
+  results = recipe_plan.target_plan.main(["--recipes", "--rows=roberta", "--targets=tpu:v6e-8"])
+  head, _, line, _ = capsys.readouterr().out.splitlines()
+  assert head.startswith("| recipe | seq | target | mesh | micro-batch (x accum.) |")
+  assert line.startswith("| roberta:size=base | 512 | tpu:v6e-8 | fsdp=8 | 256 (x 32) |")
+  assert [r["row"]["recipe"] for r in results] == ["roberta:size=base"]
