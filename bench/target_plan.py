@@ -409,8 +409,8 @@ def main(argv=None):
     rows, print_table = select(ROWS, args.rows, args.targets, args.seqs), table
   if args.max_batch_bracket and len(rows) != 1:
     parser.error(f"--max_batch_bracket is one row's: {len(rows)} rows are selected")
-  if args.dry:
-    rows = [Row("tiny", 128, 8, "host", "data=1")]
+  if args.dry:  # the plain table's code path, --recipes or not
+    rows, print_table = [Row("tiny", 128, 8, "host", "data=1")], table
   results = []
   for row in rows:
     try:
