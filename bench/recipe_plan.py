@@ -13,8 +13,9 @@ analysis counts a scanned loop's body once), the platform's fused attention with
 dropout off. Beside the compiler facts and the bound it prints the estimates of the
 paper's token budget (steps x global batch x row length) at the bound: the hours the host
 needs (tokens / (tokens/s per chip x chips)) and its chip-hours, lower bounds like the
-bound they come from. A recipe the compiler cannot be given (DistilBERT's reads a trained
-teacher) is a row with its error.
+bound they come from. DistilBERT's step runs its teacher's forward: the row's teacher is
+the architecture the recipe names (TEACHERS: BERT-base) from a config.json alone, so no
+weights are needed to plan it. A recipe the compiler refuses is a row with its error.
 
 This module has no command line of its own: bench/target_plan.py's `--recipes` imports it
 and plans its rows with the same machinery as its own (target_plan.plan, largest_batch),
@@ -26,15 +27,20 @@ main(): no cycle at import time.
   print(recipe_plan.recipe_table([target_plan.plan(row) for row in rows], False))
 """
 import dataclasses
+import functools
 import importlib
+import json
 import os
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # configs/
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # target_plan
 
 import target_plan  # noqa: E402
 from target_plan import ATTENTION, GIB  # noqa: E402
+from bert_jax.models.config import config_for_size  # noqa: E402
+from bert_jax.weights import hf_families  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,8 +82,26 @@ RECIPE_TARGETS = (("tpu:v4-8", 4), ("tpu:v5e-8", 8), ("tpu:v5p-8", 4), ("tpu:v6e
 TOKENS_PER_CHIP = 16_384  # a micro-batch's rows per chip: this many tokens, at least one row
 
 
+# A distillation recipe's teacher, by the size its docstring names: the plan compiles the
+# teacher's forward beside the student's step from its architecture alone (config.json), as
+# distillation reads a teacher's config without its weights until the run loads them.
+TEACHERS = {"distilbert:size=base": "base"}  # BERT-base-uncased (configs/distilbert.py)
+
+
+@functools.cache
+def _config_only_teacher(size: str) -> str:
+  """A folder holding only the HF config.json of BERT at `size` (no weights)."""
+  folder = os.path.join(tempfile.mkdtemp(prefix="recipe_plan_teacher_"), f"bert-{size}")
+  os.makedirs(folder)
+  with open(os.path.join(folder, "config.json"), "w") as f:
+    json.dump(hf_families.config_to_hf(config_for_size(size)), f)
+  return folder
+
+
 def _recipe_config(recipe: str):
   name, _, arg = recipe.partition(":")
+  if recipe in TEACHERS:
+    arg += f",teacher={_config_only_teacher(TEACHERS[recipe])}"
   return importlib.import_module(f"configs.{name}").get_config(arg)
 
 

@@ -139,7 +139,7 @@ def test_a_run_learns_and_resumes_after_sigkill_to_the_same_losses(corpus, tmp_p
   # Fine-tuning (config.init_from) starts from the discriminator; the generator is dropped.
   config = weights.load_config(reference)
   classifier = specs.build(config, {"headed_model": "sequence_classification",
-                                          "num_labels": 2})
+                                         "num_labels": 2})
   fresh = nn.unbox(classifier.init(jax.random.key(0), jnp.zeros((1, 8), jnp.int32))["params"])
   params, notes = weights.init_params(fresh, reference, config)
   saved = checkpoint.load_model_params(reference)[1]["discriminator"]

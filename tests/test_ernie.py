@@ -267,7 +267,7 @@ def test_parameter_counts_equal_hf_at_the_released_sizes():
     for model, cls in ((BertModel(ours), transformers.ErnieModel),
                        (BertForPreTraining(ours), transformers.ErnieForPreTraining),
                        (specs.build(ours, {"headed_model": "sequence_classification",
-                                                 "num_labels": 2}),
+                                                "num_labels": 2}),
                         transformers.ErnieForSequenceClassification)):
       counts[size, cls.__name__] = (_our_count(model), _hf_count(cls, theirs))
   for key, (ours, theirs) in counts.items():

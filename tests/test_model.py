@@ -279,7 +279,7 @@ def test_a_recorded_spec_with_the_old_key_is_read_and_a_given_one_refused():
   as today's; a spec given to `build` with the old key is a one-line pointer to the new."""
   old = {"task_model": "sequence_classification", "num_labels": 3}
   assert specs.recorded_spec(old) == {"headed_model": "sequence_classification",
-                                       "num_labels": 3}
+                                      "num_labels": 3}
   assert specs.recorded_spec({"headed_model": "encoder"}) == {"headed_model": "encoder"}
   assert specs.recorded_spec(None) is None
   model = specs.build(SMALL, specs.recorded_spec(old))

@@ -63,3 +63,16 @@ def test_target_plan_with_recipes_prints_the_recipe_table(monkeypatch, capsys):
   assert head.startswith("| recipe | seq | target | mesh | micro-batch (x accum.) |")
   assert line.startswith("| roberta:size=base | 512 | tpu:v6e-8 | fsdp=8 | 256 (x 32) |")
   assert [r["row"]["recipe"] for r in results] == ["roberta:size=base"]
+
+
+def test_distilberts_row_plans_with_a_config_only_bert_base_teacher():
+  """DistilBERT's recipe reads its teacher's architecture from a folder holding only the
+  config.json of BERT-base (12 x 768): the row is planned without any weights."""
+  from bert_jax import weights
+  row = next(r for r in recipe_plan.recipe_rows() if r.recipe == "distilbert:size=base")
+  config = recipe_plan.recipe_config(row)
+  teacher = config.distillation.teacher
+  assert os.listdir(teacher) == ["config.json"]
+  source = weights.resolve(teacher, check_weights=False)
+  assert (source.config.num_hidden_layers, source.config.hidden_size) == (12, 768)
+  assert config.model.num_hidden_layers == 6 and config.objectives == "distill:5,mlm:2,cosine:1"

@@ -205,7 +205,7 @@ def test_init_from_a_fine_tuned_model_of_another_label_count(num_labels, tmp_pat
   folder = _saved(tmp_path, config)  # BertForSequenceClassification, 3 labels
   _, loaded = load_pretrained(str(folder))
   fresh = nn.unbox(specs.build(config, {"headed_model": "sequence_classification",
-                                              "num_labels": num_labels}).init(
+                                             "num_labels": num_labels}).init(
       jax.random.key(1), np.zeros((1, 4), np.int32))["params"])
   params, notes = weights.init_params(fresh, str(folder), config)
   expected = loaded["params"] if num_labels == NUM_LABELS else {**loaded["params"],

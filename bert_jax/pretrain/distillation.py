@@ -145,7 +145,7 @@ class Teacher:
       raise ValueError(f"config.distillation.teacher={self.path}: vocab_size "
                        f"{self.config.vocab_size} != the student's {student_config.vocab_size}")
     self.model = specs.build(self.config, {"headed_model": "pretraining",
-                                                 "sentence_heads": []})
+                                                "sentence_heads": []})
     self.layers = None
     if fields.student_layers:
       if student_config.scan_layers:
