@@ -19,7 +19,7 @@ splits (default train, validation, none), text= and label= its features (a Class
 class names are the labels); predictions go to
 WORKDIR/predictions_<split>.jsonl, keyed by `index` (the record's place in its split) or id=.
 The labels are the training file's, sorted; `problem_type` is inferred
-(finetune/classify.py infer_problem): multi_label where the label is a JSON list or
+(finetune/classify_reader.py infer_problem): multi_label where the label is a JSON list or
 `label_sep=|` splits a CSV/TSV field; regression where every training label is a number and
 they take more than 10 distinct values; else single_label. `task=regression|single_label|
 multi_label` forces it. Scores: accuracy and macro_f1 (single label), pearson and spearman

@@ -1,7 +1,8 @@
-"""Fine-tuning on the user's own files (configs/classify.py, finetune/classify.py): real
-sentences of the data root (SST-2, MNLI, STS-B rows) written as CSV, TSV and JSON lines
-with string labels, trained a few steps from a random L2/H32 encoder, exported to HF,
-predicted; the readers' formats and bad rows checked against Python's csv and json.
+"""Fine-tuning on the user's own files (configs/classify.py, finetune/classify.py and
+finetune/classify_reader.py): real sentences of the data root (SST-2, MNLI, STS-B rows)
+written as CSV, TSV and JSON lines with string labels, trained a few steps from a random
+L2/H32 encoder, exported to HF, predicted; the readers' formats and bad rows checked
+against Python's csv and json.
 """
 import csv
 import json
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 import bert_jax
-from bert_jax.finetune import base, classify
+from bert_jax.finetune import base, classify, classify_reader
 from bert_jax.finetune.sources import DataFormatError
 from bert_jax.run import trainer
 from bert_jax.text.tokenizers import make_tokenizer
@@ -53,11 +54,11 @@ def _write_jsonl(path, records):
 
 
 def _columns(**fields):
-  return classify.Columns.of({"text": "sentence", "label": "label", **fields})
+  return classify_reader.Columns.of({"text": "sentence", "label": "label", **fields})
 
 
 def _read(path, **fields):
-  return classify.read_labelled(str(path), _columns(**fields), "", None)
+  return classify_reader.read_labelled(str(path), _columns(**fields), "", None)
 
 
 def _config(arg, small_bert):  # noqa: F811
@@ -102,11 +103,11 @@ def test_the_problem_is_inferred_and_can_be_forced(tmp_path, data_dir):
   stsb = _glue_rows(data_dir, "STS-B/train.tsv", 40)
   path = _write_jsonl(tmp_path / "s.jsonl",
                       [{"sentence": r["sentence1"], "label": float(r["score"])} for r in stsb])
-  assert len({r["score"] for r in stsb}) > classify.NUMERIC_CLASSES_MAX
+  assert len({r["score"] for r in stsb}) > classify_reader.NUMERIC_CLASSES_MAX
   problem, labels, examples = _read(path)
   assert (problem, labels) == ("regression", None)
   assert [e.label for e in examples] == [float(r["score"]) for r in stsb]
-  forced = classify.read_labelled(path, _columns(), "single_label", None)
+  forced = classify_reader.read_labelled(path, _columns(), "single_label", None)
   assert forced[0] == "single_label" and len(forced[1]) == len({r["score"] for r in stsb})
   # Lists (JSON, or label_sep in a CSV) are multi-label; a lone JSON label is a set of one.
   path = _write_jsonl(tmp_path / "m.jsonl", [{"sentence": "x", "label": ["b", "a"]},
@@ -114,7 +115,7 @@ def test_the_problem_is_inferred_and_can_be_forced(tmp_path, data_dir):
                                              {"sentence": "z", "label": []}])
   problem, labels, examples = _read(path)
   assert (problem, labels) == ("multi_label", ("a", "b", "c"))
-  assert classify.multi_hot(examples, labels).tolist() == [[1, 1, 0], [0, 0, 1], [0, 0, 0]]
+  assert classify_reader.multi_hot(examples, labels).tolist() == [[1, 1, 0], [0, 0, 1], [0, 0, 0]]
   path = _write_csv(tmp_path / "m.tsv", ["sentence", "label"], [["x", "a|b"], ["y", "b"]], "\t")
   assert _read(path, label_sep="|")[:2] == ("multi_label", ("a", "b"))
 
@@ -133,7 +134,7 @@ def test_a_bad_row_names_its_file_and_line(tmp_path, rows, fields, message):
   path = _write_csv(tmp_path / "x.csv", ["sentence", "label"], rows)
   problem = fields.pop("problem", "")
   with pytest.raises(DataFormatError, match=message):
-    classify.read_labelled(path, _columns(**fields), problem, None)
+    classify_reader.read_labelled(path, _columns(**fields), problem, None)
 
 
 def test_bad_rows_skipped_are_counted_once(tmp_path, capsys):
@@ -327,10 +328,11 @@ def test_a_tfds_dataset_trains_and_predicts_its_test_split(tmp_path, data_dir,
   # A feature the dataset lacks, and a labelled split's -1, name the dataset and record.
   with mock_tfds(records), pytest.raises(DataFormatError, match=r"tfds:glue/sst2:train: the "
                                                                  r"features have no column 'text'"):
-    classify.read_labelled("tfds:glue/sst2", _columns(text="text"), "", None, dataset_split="train")
+    classify_reader.read_labelled("tfds:glue/sst2", _columns(text="text"), "", None,
+                                  dataset_split="train")
   with mock_tfds({"test": records["test"]}), pytest.raises(
       DataFormatError, match=r"tfds:glue/sst2:test\[0\]: column 'label' is missing"):
-    classify.read_labelled("tfds:glue/sst2", _columns(), "", None, dataset_split="test")
+    classify_reader.read_labelled("tfds:glue/sst2", _columns(), "", None, dataset_split="test")
 
 
 def test_a_saved_hugging_face_dataset_reads_with_its_class_names(tmp_path, data_dir):
@@ -345,16 +347,16 @@ def test_a_saved_hugging_face_dataset_reads_with_its_class_names(tmp_path, data_
   datasets.DatasetDict({"train": split(rows[:8]), "validation": split(rows[8:])}).save_to_disk(
       str(tmp_path / "saved"))
   source = f"hf:{tmp_path / 'saved'}"
-  problem, labels, examples = classify.read_labelled(source, _columns(text="text"), "", None,
-                                                     dataset_split="train")
+  problem, labels, examples = classify_reader.read_labelled(
+      source, _columns(text="text"), "", None, dataset_split="train")
   assert (problem, labels) == ("single_label", SENTIMENT)
   assert [(e.text_a, e.label) for e in examples] == rows[:8]
   assert examples[3].provenance == f"{source}:train[3]"
   # A sequence of classes is multi-label; a split the folder lacks names the splits it has.
-  problem, labels, examples = classify.read_labelled(
+  problem, labels, examples = classify_reader.read_labelled(
       source, _columns(text="text", label="tags"), "", None, dataset_split="validation")
   assert (problem, labels) == ("multi_label", ("a", "b"))
   assert [e.label for e in examples] == [(), ("a",), ("a", "b"), ()]
   with pytest.raises(ValueError, match=r"saved: no split 'test' \(splits: \['train', "
                                        r"'validation'\]\)"):
-    classify.read_labelled(source, _columns(text="text"), "", None, dataset_split="test")
+    classify_reader.read_labelled(source, _columns(text="text"), "", None, dataset_split="test")

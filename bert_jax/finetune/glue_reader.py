@@ -311,7 +311,7 @@ def featurize(examples: Sequence[GlueExample], dataset: str | GlueDataset, token
               labels: np.ndarray | None = None) -> dict[str, np.ndarray]:
   """[CLS] a [SEP] (b [SEP]) model inputs (tokenizer.encode_for_model) plus labels; with a
   prompt template, b is the template (prompt_texts). labels: the label feature, when not
-  `label_array`'s (a multi-label file's [N, C] rows: finetune/classify.py)."""
+  `label_array`'s (a multi-label file's [N, C] rows: finetune/classify_reader.py)."""
   dataset = get_dataset(dataset)
   if not examples:
     raise ValueError("No examples to featurize.")

@@ -5,7 +5,7 @@ Every task reader (glue, conll, squad, swag) takes a *source* string:
     layout of ../shared/data, e.g. "glue/MNLI/k-shot/16-13/train.tsv";
   * or "tfds:<name>", e.g. "tfds:glue/sst2", "tfds:squad/v2.0", "tfds:conll2003". The
     reader maps its own split names (train/dev/test...) onto the tfds split names.
-  * the user's own data (finetune/classify.py) may also name a Hugging Face dataset,
+  * the user's own data (finetune/classify_reader.py) may also name a Hugging Face dataset,
     "hf:<folder or name>" (`load_hf`; DATASET_LOADERS reads either kind by its prefix).
 
 Bad input raises `DataFormatError`, whose message starts with "<path>:<line>: " (or a
