@@ -17,6 +17,14 @@ bound they come from. DistilBERT's step runs its teacher's forward: the row's te
 the architecture the recipe names (TEACHERS: BERT-base) from a config.json alone, so no
 weights are needed to plan it. A recipe the compiler refuses is a row with its error.
 
+`--set=KEY=VALUE` (repeatable) changes a config field of every row after the recipe's, and
+`--rows_per_chip=N` sets the micro-batch (it must divide the paper's batch): a recipe
+planned with bf16 compute, say, or at half its rows (`with_changes`); the table names the
+changes beside the recipe.
+
+  ... bench/target_plan.py --recipes --rows=base:seq=128 --targets=tpu:v5e-8 \
+      --set=model.dtype=bfloat16 --rows_per_chip=16
+
 This module has no command line of its own: bench/target_plan.py's `--recipes` imports it
 and plans its rows with the same machinery as its own (target_plan.plan, largest_batch),
 so the two take the same flags. It imports target_plan, which imports it only inside
@@ -26,10 +34,12 @@ main(): no cycle at import time.
   rows = recipe_plan.select_recipes(recipe_plan.recipe_rows(), "albert", "tpu:v6e-8")
   print(recipe_plan.recipe_table([target_plan.plan(row) for row in rows], False))
 """
+import ast
 import dataclasses
 import functools
 import importlib
 import json
+import math
 import os
 import sys
 import tempfile
@@ -50,6 +60,8 @@ class RecipeRow:
   mesh: str
   batch: int   # global micro-batch (rows_per_chip x chips, at most the paper's batch)
   steps: int = 0  # the budget's steps; 0: the config's num_train_steps
+  # ("model.dtype", "bfloat16"), ...: config fields set after the recipe's (--set)
+  overrides: tuple[tuple[str, str], ...] = ()
 
   def config(self, batch: int | None = None):
     """What target_plan.plan compiles: recipe_config(self, batch)."""
@@ -143,7 +155,51 @@ def recipe_config(row: RecipeRow, batch: int | None = None):
   for part in row.mesh.split(","):
     axis, size = part.split("=")
     config.mesh[axis] = int(size)
+  for key, value in row.overrides:
+    set_field(config, key, value)
   return config
+
+
+def set_field(config, key: str, value: str) -> None:
+  """config's dotted field `key` set to `value`, read as the field's type (a new field: as a
+  Python literal, else the string); a one-line error names a field the config lacks."""
+  *parents, leaf = key.split(".")
+  node = config
+  for part in parents:
+    if part not in node:
+      raise ValueError(f"--set {key}={value}: the config has no field {part!r}")
+    node = node[part]
+  old = node.get(leaf)
+  if isinstance(old, bool):
+    node[leaf] = value.lower() in ("1", "true", "yes")
+  elif isinstance(old, (int, float, str)):
+    node[leaf] = type(old)(value)
+  else:
+    try:
+      node[leaf] = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+      node[leaf] = value
+
+
+def with_changes(rows, overrides=(), rows_per_chip: int = 0) -> list[RecipeRow]:
+  """The rows with `overrides` ("KEY=VALUE" strings) set on their configs and, with
+  rows_per_chip, that many rows per chip as the micro-batch (the paper's batch reached by
+  accumulation, as it must divide it)."""
+  pairs = tuple(tuple(o.split("=", 1)) for o in overrides)
+  if any(len(p) != 2 for p in pairs):
+    raise ValueError(f"--set {overrides}: expected KEY=VALUE")
+  out = []
+  for row in rows:
+    batch = row.batch
+    if rows_per_chip:
+      batch = rows_per_chip * math.prod(int(p.split("=")[1]) for p in row.mesh.split(","))
+      paper = budget(row)["paper_batch"]
+      if paper % batch:
+        raise ValueError(f"--rows_per_chip={rows_per_chip}: {row.recipe} on {row.target} "
+                         f"gives a micro-batch of {batch}, which does not divide the paper's "
+                         f"batch of {paper}")
+    out.append(dataclasses.replace(row, batch=batch, overrides=row.overrides + pairs))
+  return out
 
 
 def budget(row: RecipeRow) -> dict:
@@ -171,7 +227,8 @@ def recipe_table(results: list[dict], with_max_batch: bool) -> str:
   lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
   for r in results:
     row = r["row"]
-    start = f"| {row['recipe']} | {r.get('seq', '')} | {row['target']} | {row['mesh']} | "
+    name = row["recipe"] + "".join(f", {k}={v}" for k, v in row.get("overrides", ()))
+    start = f"| {name} | {r.get('seq', '')} | {row['target']} | {row['mesh']} | "
     if "error" in r:
       lines.append(start + f"{row['batch']} | error: {r['error'][:100]} |")
       continue

@@ -397,13 +397,23 @@ def main(argv=None):
                       help="the family configs' paper-scale recipes (RECIPES), with the hours "
                       "and chip-hours of each paper's token budget; --rows picks recipes by "
                       "the start of 'NAME:ARG'")
+  parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                      help="with --recipes: a config field of every row changed after the "
+                      "recipe's (repeatable; e.g. --set=model.dtype=bfloat16)")
+  parser.add_argument("--rows_per_chip", type=int, default=0,
+                      help="with --recipes: this many rows per chip as the micro-batch (0: "
+                      "the recipe's, up to 16,384 tokens a chip)")
   args = parser.parse_args(argv)
+  if (args.set or args.rows_per_chip) and not args.recipes:
+    parser.error("--set and --rows_per_chip change --recipes rows")
   if args.recipes:
     # Imported here, as recipe_plan imports this module. Run as a script, this file loads
     # once more as `target_plan`: harmless, as plan() asks each row for its config and
     # budget and no code compares one copy's classes with the other's.
     import recipe_plan
-    rows = recipe_plan.select_recipes(recipe_plan.recipe_rows(), args.rows, args.targets)
+    rows = recipe_plan.with_changes(
+        recipe_plan.select_recipes(recipe_plan.recipe_rows(), args.rows, args.targets),
+        args.set, args.rows_per_chip)
     print_table = recipe_plan.recipe_table
   else:
     rows, print_table = select(ROWS, args.rows, args.targets, args.seqs), table

@@ -116,6 +116,14 @@ def test_a_teacher_without_weights_plans_but_does_not_train(corpus, tmp_path):
   task = tasks.make_task(config, trainer.resolve_model_config(config))
   with pytest.raises(ValueError, match=rf"config.distillation.teacher={teacher}: no weights"):
     task.frozen_params().load()
+  # The step's model FLOPs: the student's forward and backward and the teacher's forward.
+  from bert_jax.core import flops
+  batch = {"input_ids": np.zeros((4, 32), np.int32),
+           "masked_lm_positions": np.zeros((4, 5), np.int32)}
+  student = flops.pretraining_step_flops(task.model_config, 4, 32, 5)
+  teacher_forward = flops.mlm_forward_flops(task.teacher.config, 4, 32, 5)
+  assert task.teacher.config.num_hidden_layers == 3 and teacher_forward > 0
+  assert task.step_flops(batch) == pytest.approx(student + teacher_forward)
 
 
 @pytest.mark.slow

@@ -76,3 +76,25 @@ def test_distilberts_row_plans_with_a_config_only_bert_base_teacher():
   source = weights.resolve(teacher, check_weights=False)
   assert (source.config.num_hidden_layers, source.config.hidden_size) == (12, 768)
   assert config.model.num_hidden_layers == 6 and config.objectives == "distill:5,mlm:2,cosine:1"
+
+
+def test_set_and_rows_per_chip_change_the_rows_and_name_them_in_the_table(monkeypatch, capsys):
+  """--set=KEY=VALUE sets a config field (read as its type) after the recipe's, and
+  --rows_per_chip the micro-batch; the table names the change; bad input is refused in one
+  line naming the field or the batch."""
+  import pytest
+  rows = recipe_plan.select_recipes(recipe_plan.recipe_rows(), "base:seq=128", "tpu:v5e-8")
+  changed = recipe_plan.with_changes(rows, ["model.dtype=bfloat16", "optim.learning_rate=2e-4"],
+                                     rows_per_chip=16)
+  config = recipe_plan.recipe_config(changed[0])
+  assert (config.model.dtype, config.optim.learning_rate) == ("bfloat16", 2e-4)
+  assert config.data.batch_size == 16 * 8 and recipe_plan.budget(changed[0])["accumulation"] == 2
+  with pytest.raises(ValueError, match="micro-batch of 24, which does not divide"):
+    recipe_plan.with_changes(rows, rows_per_chip=3)
+  with pytest.raises(ValueError, match="no field 'modle'"):
+    recipe_plan.recipe_config(recipe_plan.with_changes(rows, ["modle.dtype=bfloat16"])[0])
+  _fake_compiler(monkeypatch)
+  recipe_plan.target_plan.main(["--recipes", "--rows=roberta", "--targets=tpu:v6e-8",
+                                "--set=model.dtype=float32"])
+  line = capsys.readouterr().out.splitlines()[2]
+  assert line.startswith("| roberta:size=base, model.dtype=float32 | 512 | tpu:v6e-8 |")

@@ -99,12 +99,18 @@ def encoder_forward_flops(config: BertConfig, batch: int, seq: int) -> float:
   return total + projection + pooler
 
 
-def pretraining_step_flops(config: BertConfig, batch: int, seq: int, predictions: int) -> float:
-  """Training FLOPs of one MLM (sparse, `predictions` per sequence) + NSP step."""
+def mlm_forward_flops(config: BertConfig, batch: int, seq: int, predictions: int) -> float:
+  """Matmul FLOPs of one forward pass of the encoder and its MLM head at `predictions`
+  positions a row (a distillation teacher's share of a step: no backward)."""
   h, v, e = config.hidden_size, config.vocab_size, config.embedding_width
   mlm = batch * predictions * 2 * (h * e + e * v)  # transform H -> E, decoder E -> V
-  nsp = batch * 2 * h * 2
-  return 3.0 * (encoder_forward_flops(config, batch, seq) + mlm + nsp)
+  return encoder_forward_flops(config, batch, seq) + mlm
+
+
+def pretraining_step_flops(config: BertConfig, batch: int, seq: int, predictions: int) -> float:
+  """Training FLOPs of one MLM (sparse, `predictions` per sequence) + NSP step."""
+  nsp = batch * 2 * config.hidden_size * 2
+  return 3.0 * (mlm_forward_flops(config, batch, seq, predictions) + nsp)
 
 
 @functools.cache

@@ -201,10 +201,14 @@ class PretrainingTask:
     return metrics
 
   def step_flops(self, batch) -> float:
-    """Model FLOPs of one training step on this batch."""
+    """Model FLOPs of one training step on this batch: the model's forward and backward, and
+    a distillation teacher's forward where the step runs one."""
     rows, seq_len = batch["input_ids"].shape
-    return flops.pretraining_step_flops(self.model_config, rows, seq_len,
-                                        batch["masked_lm_positions"].shape[1])
+    predictions = batch["masked_lm_positions"].shape[1]
+    total = flops.pretraining_step_flops(self.model_config, rows, seq_len, predictions)
+    if self.teacher is not None and self.teacher.in_step:
+      total += flops.mlm_forward_flops(self.teacher.config, rows, seq_len, predictions)
+    return total
 
   def eval_outputs(self, outputs, batch):
     return self.loss_sums(outputs, batch), self.denominators(batch)
