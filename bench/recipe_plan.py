@@ -10,7 +10,7 @@ objectives and rows); each is planned on one host of each TPU generation and 8 H
 chips rows, the paper's global batch reached by accumulating that many: the optimizer's
 update, once per step, is left out of the bound), layers unrolled (the compiler's cost
 analysis counts a scanned loop's body once), the platform's fused attention with its
-dropout off. Beside the compiler facts and the bound it prints the estimates of the
+dropout off (on GPUs XLA's for a recipe computing in float32: cuDNN's runs in bf16/fp16). Beside the compiler facts and the bound it prints the estimates of the
 paper's token budget (steps x global batch x row length) at the bound: the hours the host
 needs (tokens / (tokens/s per chip x chips)) and its chip-hours, lower bounds like the
 bound they come from. DistilBERT's step runs its teacher's forward: the row's teacher is
@@ -48,7 +48,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # target_plan
 
 import target_plan  # noqa: E402
-from target_plan import ATTENTION, GIB  # noqa: E402
+from target_plan import GIB, fused_attention  # noqa: E402
 from bert_jax.models.config import config_for_size  # noqa: E402
 from bert_jax.weights import hf_families  # noqa: E402
 
@@ -140,7 +140,8 @@ def recipe_rows(recipes=RECIPES, targets=RECIPE_TARGETS) -> tuple[RecipeRow, ...
 def recipe_config(row: RecipeRow, batch: int | None = None):
   """The recipe's config at the row's micro-batch and mesh: no accumulation, layers
   unrolled, the platform's fused attention (dropout off: splash has none) where the family
-  takes one (Reformer's local and LSH attention are its own)."""
+  takes one (Reformer's local and LSH attention are its own; XLA's on GPUs for a recipe
+  computing in float32, which cuDNN's kernel refuses); then row.overrides."""
   config = _recipe_config(row.recipe)
   config.data.batch_size = batch or row.batch
   config.grad_accum_steps = 1
@@ -148,7 +149,8 @@ def recipe_config(row: RecipeRow, batch: int | None = None):
   # v5p-8 scanned: 2.2 of the model's 32.6 TFLOP per chip), its bytes likewise.
   config.model.scan_layers = False
   if config.model.get("family", "bert") != "reformer":
-    config.model.attention_impl = ATTENTION[row.target.split(":")[0]]
+    dtype = dict(row.overrides).get("model.dtype", config.model.get("dtype"))
+    config.model.attention_impl = fused_attention(row.target, dtype)
     config.model.attention_probs_dropout_prob = 0.0
   for axis in ("data", "fsdp", "tensor"):
     config.mesh[axis] = 1

@@ -99,6 +99,15 @@ def _installed(name: str) -> bool:
 ATTENTION = {"tpu": "splash", "host": "xla",
              "gpu": "cudnn" if _installed("nvidia.cudnn") else "xla"}
 
+
+def fused_attention(target: str, dtype: str | None = "bfloat16") -> str:
+  """The fused attention a model computing in `dtype` takes on `target`: ATTENTION's, but
+  XLA's where cuDNN's would get float32 (its flash kernel runs in float16/bfloat16 only)."""
+  impl = ATTENTION[target.split(":")[0]]
+  if impl == "cudnn" and str(dtype or "float32") not in ("bfloat16", "float16"):
+    return "xla"
+  return impl
+
 # Model sizes beyond bert_jax.models.config.SIZES: the papers' largest members.
 EXTRA_SIZES = {
     "albert-xxlarge": dict(config_for_size("albert-base-v2").to_json_dict(), hidden_size=4096,
@@ -148,10 +157,9 @@ def row_config(row: Row, batch: int | None = None):
   """configs/base.py with the row's model, shapes and mesh; bf16 compute."""
   config = base.get_config()
   fields = EXTRA_SIZES.get(row.model) or config_for_size(row.model).to_json_dict()
-  platform = row.target.split(":")[0]
   config.model = dict(fields, dtype="bfloat16", max_position_embeddings=max(
       fields.get("max_position_embeddings", 512), row.seq),
-      attention_impl=ATTENTION[platform],
+      attention_impl=fused_attention(row.target),
       attention_probs_dropout_prob=0.0)
   config.data.max_seq_length = row.seq
   config.data.max_predictions_per_seq = max(1, round(0.15 * row.seq))
@@ -174,10 +182,12 @@ def chip_of(device_kind: str) -> Chip | None:
 def plan(row: Row, batch: int | None = None) -> dict:
   """The compile report of row.config(batch) (a Row or a recipe_plan.RecipeRow), row.budget()
   and the roofline estimates: the bound, and the hours a token budget takes at it."""
-  report = compile_report.compile_report(row.config(batch), row.target)
+  config = row.config(batch)
+  report = compile_report.compile_report(config, row.target)
   chip, peak = chip_of(report["device_kind"]), flops.peak_flops(report["device_kind"])
-  out = {"row": dataclasses.asdict(row), "attention_impl": ATTENTION[row.target.split(":")[0]],
-         **report, **row.budget()}
+  out = {"row": dataclasses.asdict(row),
+         "attention_impl": config.model.get("attention_impl", "einsum"), **report,
+         **row.budget()}
   if chip is None or peak is None:
     return out
   if "out_of_memory" in report:  # refused by the TPU compiler: no memory or cost analysis

@@ -98,3 +98,17 @@ def test_set_and_rows_per_chip_change_the_rows_and_name_them_in_the_table(monkey
                                 "--set=model.dtype=float32"])
   line = capsys.readouterr().out.splitlines()[2]
   assert line.startswith("| roberta:size=base, model.dtype=float32 | 512 | tpu:v6e-8 |")
+
+
+def test_a_float32_recipe_plans_with_xla_attention_on_gpus():
+  """BERT's recipe computes in float32, which cuDNN's flash kernel refuses: on 8 H100s its
+  row takes XLA's attention, and cuDNN's (where installed) once --set makes it bfloat16;
+  a TPU row takes splash either way."""
+  rows = recipe_plan.recipe_rows()
+  gpu = next(r for r in rows if r.recipe == "base:seq=128" and r.target == "gpu:h100x8")
+  assert recipe_plan.recipe_config(gpu).model.attention_impl == "xla"
+  bf16 = recipe_plan.with_changes([gpu], ["model.dtype=bfloat16"])[0]
+  assert (recipe_plan.recipe_config(bf16).model.attention_impl
+          == recipe_plan.target_plan.ATTENTION["gpu"])
+  tpu = next(r for r in rows if r.recipe == "base:seq=128" and r.target == "tpu:v5e-8")
+  assert recipe_plan.recipe_config(tpu).model.attention_impl == "splash"

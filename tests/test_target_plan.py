@@ -153,6 +153,15 @@ def test_every_row_builds_a_config_its_target_can_take():
   assert target_plan.ATTENTION["gpu"] in ("cudnn", "xla")
 
 
+def test_a_float32_model_takes_xla_attention_on_gpus_where_cudnn_would_refuse_it():
+  gpu = target_plan.ATTENTION["gpu"]
+  assert target_plan.fused_attention("gpu:h100x8") == gpu  # bf16, as the table rows compute
+  assert target_plan.fused_attention("gpu:h100x8", "bfloat16") == gpu
+  assert target_plan.fused_attention("gpu:h100x8", "float32") == "xla"
+  assert target_plan.fused_attention("gpu:h100x8", None) == "xla"  # a config's default
+  assert target_plan.fused_attention("tpu:v5e-8", "float32") == "splash"
+
+
 def test_rows_are_chosen_by_the_start_of_the_model_name_and_the_target():
   models = lambda *args: {(r.model, r.seq, r.target) for r in target_plan.select(  # noqa: E731
       target_plan.ROWS, *args)}

@@ -177,6 +177,17 @@ def test_cudnn_attention_compiles_for_gpus_under_a_mesh(mesh):
   assert compiled.memory_analysis().temp_size_in_bytes > 0
 
 
+@needs_cudnn
+def test_cudnn_attention_in_float32_is_a_one_line_error_naming_the_dtype():
+  """configs/base.py computes in float32; cuDNN's flash kernel takes float16/bfloat16 only.
+  Traced for an H100, the step stops at the attention with the field to change, not with
+  the kernel's NotImplementedError from inside jax."""
+  from bert_jax.run import compile_report
+  with pytest.raises(ValueError, match=r"attention_impl='cudnn' runs in float16 or bfloat16; "
+                     r"the model computes in float32 \(model.dtype\)"):
+    compile_report.lower_train_step(_tiny_config("cudnn", {"fsdp": 1}), "gpu:h100x1")
+
+
 @pytest.mark.slow
 @needs_libtpu
 def test_two_programs_compiling_for_a_tpu_at_once_both_get_its_devices():

@@ -185,6 +185,10 @@ def _cudnn_attention(query, key, value, mask, dropout_rate, dropout_rng, window)
   if platform not in ("gpu", "cuda"):
     raise ValueError(f"attention_impl='cudnn' needs an NVIDIA GPU; the program is compiled "
                      f"for {platform}: use 'einsum' or 'xla'")
+  if query.dtype not in (jnp.float16, jnp.bfloat16):
+    raise ValueError(f"attention_impl='cudnn' runs in float16 or bfloat16; the model computes "
+                     f"in {query.dtype} (model.dtype): set model.dtype=bfloat16 or "
+                     "attention_impl='xla'")
   (b, f), t = query.shape[:2], key.shape[1]
   bias = None if mask is None else mask.bias()
   if window:
