@@ -35,7 +35,12 @@ tokens, dropout 0.2 (LSH's 0.1); rows of 65,536 tokens, one per device on 8 devi
 warmup steps to d_model^-0.5 x 2000^-0.5 = 7e-4. What differs: the paper's is a causal
 byte-level LM (258 symbols) with an rsqrt decay; here MLM (15%, 80/10/10) over a
 SentencePiece vocabulary (`vocab_size=258` by default, the paper's symbol count) with a
-linear decay, the schedules this codebase has. bf16 compute, fp32 params and Adam state:
+linear decay, the schedules this codebase has. bf16 compute, fp32 params and Adam state.
+Two memory settings (the same outputs) let a 65,536-token row train on a 16 GiB chip: the
+feed-forward 4,096 tokens at a time and LSH attention's sorted chunks in 16 groups
+(`chunk_size_feed_forward`, `lsh_attention_groups`); compiled for a v5e-8, one row a chip,
+the step's peak is 14.74 GiB with both, 23.90 without (bench/target_plan.py --recipes
+--rows=reformer --targets=tpu:v5e-8, docs/results/scaling.md):
 
   python -m bert_jax.train --config=configs/reformer.py:size=enwik8,corpus=/data/enwik8.txt \
       --workdir=gs://bucket/reformer_enwik8
@@ -44,6 +49,8 @@ linear decay, the schedules this codebase has. bf16 compute, fp32 params and Ada
 of `corpus`, `seq=N` another row length (a multiple of 256 up to 65,536), `runlocal=True`
 the same model for a smoke test (T64, batch 8, 20 steps).
 """
+import math
+
 from bert_jax.files import storage
 from bert_jax.models.config import config_for_size
 from bert_jax.configs import tiny
@@ -82,7 +89,11 @@ def paper_config(arg):
       axial_pos_embds_dim=(256, 768),  # axial_pos_embds_dim [256, 768]
       hidden_dropout_prob=0.2, attention_probs_dropout_prob=0.2,  # dropout 0.2
       lsh_attention_probs_dropout_prob=0.1,  # lsh_attention_probs_dropout_prob 0.1
-      layer_norm_eps=1e-12, vocab_size=arg.vocab_size or 258)  # 258 byte symbols
+      layer_norm_eps=1e-12, vocab_size=arg.vocab_size or 258,  # 258 byte symbols
+      # Memory settings, not the paper's (the same outputs): the feed-forward 4,096 tokens
+      # at a time, LSH attention's 4 x 65,536 / 256 sorted chunks in 16 groups.
+      chunk_size_feed_forward=math.gcd(4096, arg.seq or 65536),
+      lsh_attention_groups=math.gcd(16, 4 * (arg.seq or 65536) // 256))
   set_pretraining_data(config, recipe_data_arg(arg, seq=65536))  # max_len 65536
   config.data.vocab_path = storage.absolute(arg.vocab or "runs/corpus/spm-enwik8")
   config.data.example_builder = "full_sentences"

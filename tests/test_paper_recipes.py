@@ -150,6 +150,9 @@ def test_the_other_members_own_choices():
   assert (reformer.num_hashes, reformer.num_buckets, reformer.lsh_attn_chunk_length,
           reformer.local_attn_chunk_length, reformer.attention_head_size) == (4, 512, 256, 128, 128)
   assert reformer.max_position_embeddings == 65536 and reformer.reversible
+  assert (reformer.chunk_size_feed_forward, reformer.lsh_attention_groups) == (4096, 16)
+  shorter = BertConfig(**_config("reformer", "size=enwik8,seq=1280").model)  # 20 LSH chunks
+  assert (shorter.chunk_size_feed_forward, shorter.lsh_attention_groups) == (256, 4)
 
 
 @pytest.mark.parametrize("name,size", sorted(PAPER))

@@ -37,7 +37,7 @@ REFORMER_FIELDS = ("attn_layers", "attention_head_size", "axial_pos_shape",
                    "local_num_chunks_before", "local_num_chunks_after", "lsh_attn_chunk_length",
                    "lsh_num_chunks_before", "lsh_num_chunks_after",
                    "lsh_attention_probs_dropout_prob", "num_buckets", "num_hashes", "hash_seed",
-                   "chunk_size_feed_forward", "reversible")
+                   "chunk_size_feed_forward", "reversible", "lsh_attention_groups")
 # How attention is computed (bert_jax.models.layers.ATTENTION_IMPLS; same outputs).
 ATTENTION_IMPLS = ("einsum", "xla", "cudnn", "splash")
 
@@ -145,6 +145,10 @@ class BertConfig:
     chunk_size_feed_forward: tokens per feed-forward chunk (0: the whole row at once).
     reversible: the backward pass recomputes each layer from the next one's output
       (RevNet) instead of storing activations; False: plain autodiff, same values.
+    lsh_attention_groups: LSH attention scores its sorted chunks this many groups at a time
+      (in sequence, each group's scores recomputed in the backward pass): its largest
+      temporaries / groups, the same outputs (dropout masks drawn per group); 1: all
+      chunks at once. It must divide num_hashes x length / lsh_attn_chunk_length.
     projection_init: how the E -> H projection (`projects_embeddings`) starts, one of
       PROJECTION_INITS: "normal" (truncated normal at initializer_range, as HF and
       google-research/albert) or "fan_in" (normal at 1/sqrt(E), so the first layer's input
@@ -200,6 +204,7 @@ class BertConfig:
   hash_seed: Optional[int] = None
   chunk_size_feed_forward: int = 0
   reversible: bool = True
+  lsh_attention_groups: int = 1
 
   def __post_init__(self):
     for name in ("attn_layers", "axial_pos_shape", "axial_pos_embds_dim", "num_buckets"):

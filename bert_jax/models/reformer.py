@@ -66,6 +66,9 @@ def validate(cfg: BertConfig) -> None:
     raise ValueError(f"BertConfig: scan_layers={cfg.scan_layers}, remat_policy="
                      f"{cfg.remat_policy!r}: Reformer's layers run unrolled and reversible "
                      "(they recompute themselves); set scan_layers=False, remat_policy='none'")
+  if cfg.lsh_attention_groups < 1:
+    raise ValueError(f"BertConfig: lsh_attention_groups={cfg.lsh_attention_groups} must be "
+                     "at least 1")
   factors = (cfg.num_buckets if isinstance(cfg.num_buckets, tuple)
              else (cfg.num_buckets,) if cfg.num_buckets is not None else ())
   if any(f % 2 for f in factors):

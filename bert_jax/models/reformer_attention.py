@@ -110,16 +110,47 @@ def lsh_attention(cfg: BertConfig, query_key, value, mask, buckets, rng):
   positions = order % length  # each sorted item's token
   gather = lambda x: jnp.take_along_axis(x, positions[..., None], axis=2)  # noqa: E731
   query = chunked(gather(query_key), chunk)  # [B, N, C, L, D], C = R T / L
-  key = look_adjacent(chunked(gather(key), chunk), before, after)  # [B, N, C, K, D]
-  value = look_adjacent(chunked(gather(value), chunk), before, after)
+  keys, values = chunked(gather(key), chunk), chunked(gather(value), chunk)
   query_pos = chunked(positions, chunk)  # [B, N, C, L]
-  key_pos = look_adjacent(query_pos, before, after)  # [B, N, C, K]
-  dots = jnp.einsum("bncqd,bnckd->bncqk", query, key, preferred_element_type=jnp.float32)
-  key_mask = jnp.take_along_axis(
-      jnp.broadcast_to(mask[:, None, None, :], key_pos.shape[:3] + (length,)), key_pos, axis=-1)
-  dots = jnp.where(key_mask[..., None, :], dots, MASK_VALUE)
-  dots = jnp.where(query_pos[..., :, None] == key_pos[..., None, :], SELF_MASK_VALUE, dots)
-  out, lse = softmax_attend(dots, value, rate, rng)  # [B, N, C, L, D], [B, N, C, L]
+  valid = chunked(jnp.take_along_axis(  # [B, N, C, L]: each sorted item a real token
+      jnp.broadcast_to(mask[:, None, :], (b, n, length)), positions, axis=-1), chunk)
+
+  def attend(query, query_pos, key, value, key_pos, key_valid, rng):
+    """Chunks [B, N, c, L, ...] and the keys they see [B, N, c, K, ...]."""
+    dots = jnp.einsum("bncqd,bnckd->bncqk", query, key, preferred_element_type=jnp.float32)
+    dots = jnp.where(key_valid[..., None, :], dots, MASK_VALUE)
+    dots = jnp.where(query_pos[..., :, None] == key_pos[..., None, :], SELF_MASK_VALUE, dots)
+    return softmax_attend(dots, value, rate, rng)  # [B, N, c, L, D], [B, N, c, L]
+
+  groups, count = cfg.lsh_attention_groups, query.shape[2]
+  if groups == 1:
+    near = lambda x: look_adjacent(x, before, after)  # noqa: E731
+    out, lse = attend(query, query_pos, near(keys), near(values), near(query_pos),
+                      near(valid), rng)
+  else:  # `groups` runs over count / groups chunks each; scores recomputed in the backward
+    if count % groups:
+      raise ValueError(f"BertConfig: lsh_attention_groups={groups} does not divide LSH "
+                       f"attention's {count} chunks (num_hashes x length / "
+                       "lsh_attn_chunk_length)")
+    size = count // groups
+
+    def near(x, start):  # chunks start ... start + size - 1 of x, each with its neighbours
+      ids = (start - before + jnp.arange(size + before + after)) % count  # wrapping, as
+      window = jnp.take(x, ids, axis=2)                                   # look_adjacent
+      return jnp.concatenate([window[:, :, i:i + size] for i in range(before + after + 1)],
+                             axis=3)
+
+    @jax.checkpoint
+    def group(index):
+      start = index * size
+      own = lambda x: jax.lax.dynamic_slice_in_dim(x, start, size, axis=2)  # noqa: E731
+      return attend(own(query), own(query_pos), near(keys, start), near(values, start),
+                    near(query_pos, start), near(valid, start),
+                    None if rng is None else jax.random.fold_in(rng, index))
+
+    out, lse = jax.lax.map(group, jnp.arange(groups))  # [G, B, N, c, L, ...]
+    out, lse = (jnp.moveaxis(x, 0, 2).reshape(x.shape[1:3] + (count,) + x.shape[4:])
+                for x in (out, lse))
   out = jnp.take_along_axis(out.reshape(b, n, rounds * length, d), undo[..., None], axis=2)
   lse = jnp.take_along_axis(lse.reshape(b, n, rounds * length), undo, axis=2)
   out, lse = out.reshape(b, n, rounds, length, d), lse.reshape(b, n, rounds, length, 1)
