@@ -40,7 +40,9 @@ Two memory settings (the same outputs) let a 65,536-token row train on a 16 GiB 
 feed-forward 4,096 tokens at a time and LSH attention's sorted chunks in 16 groups
 (`chunk_size_feed_forward`, `lsh_attention_groups`); compiled for a v5e-8, one row a chip,
 the step's peak is 14.74 GiB with both, 23.90 without (bench/target_plan.py --recipes
---rows=reformer --targets=tpu:v5e-8, docs/results/scaling.md):
+--rows=reformer --targets=tpu:v5e-8, docs/results/scaling.md). Compiled for 8 H100s the
+feed-forward chunks cost memory instead (44.22 GiB, 31.05 with the groups alone): add
+--config.model.chunk_size_feed_forward=0 on GPUs.
 
   python -m bert_jax.train --config=configs/reformer.py:size=enwik8,corpus=/data/enwik8.txt \
       --workdir=gs://bucket/reformer_enwik8
