@@ -10,8 +10,9 @@ objectives and rows); each is planned on one host of each TPU generation and 8 H
 chips rows, the paper's global batch reached by accumulating that many: the optimizer's
 update, once per step, is left out of the bound), layers unrolled (the compiler's cost
 analysis counts a scanned loop's body once), the platform's fused attention with its
-dropout off (on GPUs XLA's for a recipe computing in float32: cuDNN's runs in bf16/fp16). Beside the compiler facts and the bound it prints the estimates of the
-paper's token budget (steps x global batch x row length) at the bound: the hours the host
+dropout off (on GPUs XLA's for a recipe computing in float32: cuDNN's runs in bf16/fp16).
+Beside the compiler facts and the bound it prints the estimates of the paper's token
+budget (steps x global batch x row length) at the bound: the hours the host
 needs (tokens / (tokens/s per chip x chips)) and its chip-hours, lower bounds like the
 bound they come from. DistilBERT's step runs its teacher's forward: the row's teacher is
 the architecture the recipe names (TEACHERS: BERT-base) from a config.json alone, so no
