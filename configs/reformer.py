@@ -79,6 +79,7 @@ def get_config(arg=None):
 
 def paper_config(arg):
   """configs/reformer.py:size=enwik8 (module docstring); each value's source beside it."""
+  seq = arg.seq or 65536  # the row length: seq=N, else the paper's
   # google/reformer-enwik8 config.json (HF), trax reformer_enwik8.gin's "if more memory"
   # widths: d_model 1024, d_ff 4096, 8 heads, attention_head_size 128, 12 layers.
   config = pretraining_config(
@@ -94,8 +95,8 @@ def paper_config(arg):
       layer_norm_eps=1e-12, vocab_size=arg.vocab_size or 258,  # 258 byte symbols
       # Memory settings, not the paper's (the same outputs): the feed-forward 4,096 tokens
       # at a time, LSH attention's 4 x 65,536 / 256 sorted chunks in 16 groups.
-      chunk_size_feed_forward=math.gcd(4096, arg.seq or 65536),
-      lsh_attention_groups=math.gcd(16, 4 * (arg.seq or 65536) // 256))
+      chunk_size_feed_forward=math.gcd(4096, seq),
+      lsh_attention_groups=math.gcd(16, 4 * seq // 256))
   set_pretraining_data(config, recipe_data_arg(arg, seq=65536))  # max_len 65536
   config.data.vocab_path = storage.absolute(arg.vocab or "runs/corpus/spm-enwik8")
   config.data.example_builder = "full_sentences"

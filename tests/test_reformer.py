@@ -289,7 +289,7 @@ def test_lsh_attention_groups_give_the_same_loss_and_gradients_in_less_memory():
   loss and gradients of all at once (1e-5) without dropout; with dropout (masks drawn per
   group) the reversible stack's gradients still equal plain autodiff's; compiled for an LSH
   layer at 2,048 tokens (4 rounds, chunks of 128: 64 chunks), 8 groups hold under half the
-  temporaries (27.1 against 81.9 MiB on the CPU backend)."""
+  temporaries (24.1 against 81.9 MiB on the CPU backend)."""
   config = CONFIGS["reformer_mixed_h32_l3"]  # 3 rounds x 16 tokens / chunks of 4: 12 chunks
   ids, _, mask = random_batch(config, LSH_LENGTHS, LSH_LEN, seed=3)
   rotations = _rotations(config, LSH_LEN, seed=4)

@@ -134,7 +134,7 @@ def lsh_attention(cfg: BertConfig, query_key, value, mask, buckets, rng):
                        "lsh_attn_chunk_length)")
     size = count // groups
 
-    def near(x, start):  # chunks start ... start + size - 1 of x, each with its neighbours
+    def near_group(x, start):  # chunks start ... start + size - 1, each with its neighbours
       ids = (start - before + jnp.arange(size + before + after)) % count  # wrapping, as
       window = jnp.take(x, ids, axis=2)                                   # look_adjacent
       return jnp.concatenate([window[:, :, i:i + size] for i in range(before + after + 1)],
@@ -144,8 +144,9 @@ def lsh_attention(cfg: BertConfig, query_key, value, mask, buckets, rng):
     def group(index):
       start = index * size
       own = lambda x: jax.lax.dynamic_slice_in_dim(x, start, size, axis=2)  # noqa: E731
-      return attend(own(query), own(query_pos), near(keys, start), near(values, start),
-                    near(query_pos, start), near(valid, start),
+      return attend(own(query), own(query_pos), near_group(keys, start),
+                    near_group(values, start), near_group(query_pos, start),
+                    near_group(valid, start),
                     None if rng is None else jax.random.fold_in(rng, index))
 
     out, lse = jax.lax.map(group, jnp.arange(groups))  # [G, B, N, c, L, ...]
