@@ -95,15 +95,26 @@ def _whole_word_selection(input_ids, eligible, scores, budget, options):
 def _whole_units(words: _Words, eligible, budget) -> Selection:
   """Whole units (`words`) taken greedily in score order while they fit `budget` [B]."""
   order, inverse = _random_word_order(words)
-  size_in_order = tf.gather(words.size, order, batch_dims=1)
+  size_in_order = tf.gather(words.size, order, batch_dims=1)                       # [B, W]
+  num_slots = size_in_order.shape[1]
+  slot = tf.range(num_slots)[None, :]
 
-  def take_if_it_fits(carry, size):  # one rank of the order, for every row at once
-    used, _ = carry
+  def step(rank, used, taken_in_order):  # one rank of the order, for every row at once
+    size = size_in_order[:, rank]
     take = (size > 0) & (used + size <= budget)
-    return used + tf.where(take, size, 0), take
-  _, taken_in_order = tf.scan(take_if_it_fits, tf.transpose(size_in_order),
-                              initializer=(tf.zeros_like(budget), tf.zeros_like(budget, bool)))
-  taken_word = tf.gather(tf.transpose(taken_in_order), inverse, batch_dims=1)     # [B, W]
+    return (rank + 1, used + tf.where(take, size, 0),
+            taken_in_order | ((slot == rank) & take[:, None]))
+
+  # Ranks in order while a row has budget left and words to try (the empty ones sort last):
+  # a rank after that takes nothing, so the loop stops there, usually long before W.
+  def unmet(rank, used, _):
+    return (rank < num_slots) & tf.reduce_any(
+        (used < budget) & (tf.gather(size_in_order, tf.minimum(rank, num_slots - 1),
+                                     axis=1) > 0))
+
+  _, _, taken_in_order = tf.while_loop(
+      unmet, step, (tf.constant(0), tf.zeros_like(budget), tf.zeros_like(size_in_order, bool)))
+  taken_word = tf.gather(taken_in_order, inverse, batch_dims=1)                   # [B, W]
   return Selection(_pieces_of_words(words, eligible, taken_word),
                    _unit_start(words, tf.where(taken_word, inverse + 1, 0)))
 
