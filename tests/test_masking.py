@@ -216,6 +216,33 @@ def test_whole_word_masking_equals_the_reference_rule():
   assert chosen_continuations > 0.2 * out["masked_lm_weights"].sum()
 
 
+def test_whole_word_masking_past_the_first_2p_words_equals_the_reference_rule():
+  # Three-piece words and one single piece a row, 4 predictions: after one word the budget
+  # of 4 has room for 1 piece, so a row is met only where its single piece comes, often
+  # past the 2P = 8 best-scoring words the greedy pass reads first: the full pass decides.
+  rng = np.random.default_rng(3)
+  ids = np.zeros((200, T), np.int32)
+  for row in range(len(ids)):
+    words = [[rng.integers(5000, 6000), *rng.integers(7000, 8000, 2)] for _ in range(19)]
+    words.insert(rng.integers(0, 20), [rng.integers(5000, 6000)])
+    ids[row, :60] = [CLS, *[piece for word in words for piece in word], SEP]
+  opts = options(selector="whole_word", continuation_table=CONTINUATION,
+                 max_predictions_per_seq=4)
+  noise = masking.example_noise(0, 0, tf.constant(np.arange(len(ids)), tf.int64),
+                                masking.noise_size(T, opts)).numpy()
+  out = run(ids, opts)
+  late_single_pieces = 0
+  for row in range(len(ids)):
+    want = reference_whole_word(ids[row], noise[row, :T], 4)
+    count = int(out["masked_lm_weights"][row].sum())
+    assert out["masked_lm_positions"][row, :count].tolist() == want, row
+    starts = [p for p in range(1, 59) if not CONTINUATION[ids[row, p]]]
+    single = next(p for p in starts if not CONTINUATION[ids[row, p + 1]])
+    rank = sum(noise[row, p] > noise[row, single] for p in starts)
+    late_single_pieces += single in want and rank >= 8
+  assert late_single_pieces > 10, late_single_pieces
+
+
 def test_whole_word_masking_without_continuations_selects_as_many_pieces():
   ids = packed_rows(64)  # every word is one piece
   plain = run(ids, options())

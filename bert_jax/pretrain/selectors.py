@@ -80,43 +80,56 @@ def _pieces_of_words(words: _Words, eligible, taken_word) -> tf.Tensor:
   return eligible & tf.gather(taken_word, tf.maximum(words.index, 0), batch_dims=1)
 
 
-def _random_word_order(words: _Words) -> tuple[tf.Tensor, tf.Tensor]:
-  """(order int32 [B, W]: words by descending score, the empty ones last; its inverse)."""
-  order = tf.argsort(words.score, axis=1, direction="DESCENDING", stable=True)
-  return order, tf.argsort(order, axis=1)
+def _random_word_order(words: _Words) -> tf.Tensor:
+  """order int32 [B, W]: words by descending score, the empty ones last."""
+  return tf.argsort(words.score, axis=1, direction="DESCENDING", stable=True)
 
 
 def _whole_word_selection(input_ids, eligible, scores, budget, options):
   """Whole words taken greedily in score order while their pieces fit `budget` [B]. A
   word's score is its first piece's, so the order is uniformly random."""
-  return _whole_units(_words(input_ids, eligible, scores, options), eligible, budget)
+  return _whole_units(_words(input_ids, eligible, scores, options), eligible, budget,
+                      options.max_predictions_per_seq)
 
 
-def _whole_units(words: _Words, eligible, budget) -> Selection:
-  """Whole units (`words`) taken greedily in score order while they fit `budget` [B]."""
-  order, inverse = _random_word_order(words)
-  size_in_order = tf.gather(words.size, order, batch_dims=1)                       # [B, W]
-  num_slots = size_in_order.shape[1]
-  slot = tf.range(num_slots)[None, :]
+def _whole_units(words: _Words, eligible, budget, predictions: int) -> Selection:
+  """Whole units (`words`) taken greedily in score order while they fit `budget` [B].
 
-  def step(rank, used, taken_in_order):  # one rank of the order, for every row at once
-    size = size_in_order[:, rank]
-    take = (size > 0) & (used + size <= budget)
-    return (rank + 1, used + tf.where(take, size, 0),
-            taken_in_order | ((slot == rank) & take[:, None]))
+  The greedy pass reads the 2P best-scoring words (P = predictions >= budget): a row takes
+  at most P words and most words fit, so its budget is met within them. Only when a row's
+  budget is unmet there and more words follow is the pass rerun over all W words: the
+  selection is the full pass's either way, and the full sort is rarely paid for."""
+  num_slots = words.size.shape[1]
+  few = min(num_slots, 2 * predictions)
 
-  # Ranks in order while a row has budget left and words to try (the empty ones sort last):
-  # a rank after that takes nothing, so the loop stops there, usually long before W.
-  def unmet(rank, used, _):
-    return (rank < num_slots) & tf.reduce_any(
-        (used < budget) & (tf.gather(size_in_order, tf.minimum(rank, num_slots - 1),
-                                     axis=1) > 0))
+  def greedy(k):  # word_value int32 [B, W]: rank + 1 at the words taken, else 0; unmet [B]
+    _, order = tf.math.top_k(words.score, k=k)  # ties: the lower index first (stable)
+    size_in_order = tf.gather(words.size, order, batch_dims=1)                    # [B, k]
+    slot = tf.range(k)[None, :]
 
-  _, _, taken_in_order = tf.while_loop(
-      unmet, step, (tf.constant(0), tf.zeros_like(budget), tf.zeros_like(size_in_order, bool)))
-  taken_word = tf.gather(taken_in_order, inverse, batch_dims=1)                   # [B, W]
-  return Selection(_pieces_of_words(words, eligible, taken_word),
-                   _unit_start(words, tf.where(taken_word, inverse + 1, 0)))
+    def step(rank, used, taken):  # one rank of the order, for every row at once
+      size = size_in_order[:, rank]
+      take = (size > 0) & (used + size <= budget)
+      return rank + 1, used + tf.where(take, size, 0), taken | ((slot == rank) & take[:, None])
+
+    def any_left(rank, used, _):  # a rank once every row's budget is met takes nothing
+      return (rank < k) & tf.reduce_any(
+          (used < budget) & (tf.gather(size_in_order, tf.minimum(rank, k - 1), axis=1) > 0))
+
+    _, used, taken = tf.while_loop(any_left, step, (tf.constant(0), tf.zeros_like(budget),
+                                                    tf.zeros_like(size_in_order, bool)))
+    rows = tf.broadcast_to(tf.range(tf.shape(order)[0])[:, None], tf.shape(order))
+    word_value = tf.scatter_nd(tf.stack([rows, order], axis=-1),
+                               tf.where(taken, slot + 1, 0), tf.shape(words.size))
+    more_words = tf.reduce_sum(tf.cast(words.size > 0, tf.int32), axis=1) > k
+    return word_value, (used < budget) & more_words
+
+  word_value, unmet = greedy(few)
+  if few < num_slots:
+    word_value = tf.cond(tf.reduce_any(unmet), lambda: greedy(num_slots)[0],
+                         lambda: word_value)
+  return Selection(_pieces_of_words(words, eligible, word_value > 0),
+                   _unit_start(words, word_value))
 
 
 def _unit_start(words: _Words, word_value) -> tf.Tensor:
@@ -134,7 +147,7 @@ def _ngram_selection(input_ids, eligible, draws, budget, options):
   seq_length = input_ids.shape[1]
   order_scores, n_draws = tf.split(draws, 2, axis=1)
   words = _words(input_ids, eligible, order_scores, options)
-  order, _ = _random_word_order(words)
+  order = _random_word_order(words)
   max_n = len(NGRAM_PROBS)
   cdf = tf.constant(np.cumsum(NGRAM_PROBS)[:-1], tf.float32)
   first_piece = tf.sort(tf.where(words.start, tf.range(seq_length)[None, :], seq_length - 1),
@@ -234,7 +247,8 @@ def _knowledge_selection(kind: str):
     start = eligible & tf.where(
         code == spans_lib.INSIDE, ~continues_unit,
         vocabulary_start | (code == spans_lib.BEGIN) | (before != spans_lib.OUTSIDE))
-    return _whole_units(_words(input_ids, eligible, scores, options, start), eligible, budget)
+    return _whole_units(_words(input_ids, eligible, scores, options, start), eligible, budget,
+                        options.max_predictions_per_seq)
   return select
 
 
