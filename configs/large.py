@@ -10,7 +10,11 @@ GiB). Numbers from `python bench/memory_table.py` (XLA CPU compiler, 8 simulated
 The TPU's own compiler plans less (`--compile_only --target=tpu:v5e-16
 --config.mesh.fsdp=16`, splash, bf16 compute, no remat, layers unscanned; 2026-11-28,
 f32b1c4, docs/results/scaling.md): 3.61 GiB per v5e chip at seq 128 and 11.52 GiB at 512
-of its 16, steps of >= 72 ms / 211 ms. `runlocal=True` for a smoke test.
+of its 16, steps of >= 72 ms / 211 ms. On a v6e-8 the seq-512 recipe (fsdp=8, 32 rows a
+chip, layers unrolled) plans 23.67 GiB a chip of its 32 against 4.52 on a v5e-8; with
+`LIBTPU_INIT_ARGS=--xla_tpu_enable_latency_hiding_scheduler=false` 13.50 (compiler facts,
+2026-12-03, ed7d4e7; scaling.md, "The v6e compiler's memory"). `runlocal=True` for a smoke
+test.
 """
 from bert_jax.configs.base import set_pretraining_data
 from bert_jax.configs.common import parse_arg, pretraining_config
