@@ -18,6 +18,12 @@ bound they come from. DistilBERT's step runs its teacher's forward: the row's te
 the architecture the recipe names (TEACHERS: BERT-base) from a config.json alone, so no
 weights are needed to plan it. A recipe the compiler refuses is a row with its error.
 
+`--max_batch` plans each row at the largest micro-batch that fits the chip and divides
+the paper's batch (`fewest_accumulation`: the fewest accumulation steps, 2-4 more
+compiles), with the next micro-batch's peak and the hours at the recipe's own micro-batch
+beside it: more rows a chip amortise the weights' and Adam state's traffic over more
+tokens (the traffic that does not grow with the rows: weights, gradients, Adam state), which the bound counts.
+
 `--set=KEY=VALUE` (repeatable) changes a config field of every row after the recipe's, and
 `--rows_per_chip=N` sets the micro-batch (it must divide the paper's batch): a recipe
 planned with bf16 compute, say, or at half its rows (`with_changes`); the table names the
@@ -214,19 +220,106 @@ def budget(row: RecipeRow) -> dict:
           "accumulation": -(-batch // row.batch), "budget_tokens": steps * batch * seq}
 
 
+def micro_batches(row: RecipeRow) -> list[int]:
+  """The global micro-batches that reach the paper's batch by whole accumulation steps on
+  the row's chips, smallest first: chips x every divisor of the paper's rows per chip (the
+  row's own micro-batch alone where the chips do not divide the paper's batch)."""
+  chips = math.prod(int(part.split("=")[1]) for part in row.mesh.split(","))
+  paper = budget(row)["paper_batch"]
+  if paper % chips:
+    return [row.batch]
+  share = paper // chips
+  return [d * chips for d in range(1, share + 1) if share % d == 0]
+
+
+def fewest_accumulation(row: RecipeRow, first: dict, trail: list | None = None) -> dict:
+  """The plan at the largest micro-batch of micro_batches(row) whose compile fits the chip
+  (the fewest accumulation steps), from `first` (the plan at row.batch): its result dict,
+  with "recipe_micro_batch" (row.batch's batch, accumulation and hours) and "next_micro_batch"
+  (the next candidate's batch, peak bytes and whether the compiler refused it; None where
+  the paper's whole batch fits). With no candidate fitting, the smallest's plan.
+
+  The per-chip peak grows with the batch by a fixed step per row (activations) over the
+  sharded weights and Adam state: from the largest fit, the next compile is the largest
+  candidate under where the line through the two largest fits (through zero while there
+  is one) meets the chip's HBM (or the compiler's own limit, once a refusal names it),
+  at least the next candidate; between a fit and a miss the candidates are bisected, as the
+  TPU compiler rematerialises near its limit and the peak bends (bench/target_plan.py's
+  largest_batch). Divisors are few (12 for 2,048 rows a chip), so a search is 2-4 compiles.
+  `trail` gets each compile's batch, fit and peak bytes."""
+  candidates = micro_batches(row)
+  plans = {row.batch: first}
+  hbm = first.get("hbm_bytes") or 0
+
+  def peak(result):
+    return result["peak_bytes_per_device"] or (
+        result["temp_bytes_per_device"] + result.get("params_bytes_per_device", 0) +
+        result.get("opt_state_bytes_per_device", 0))
+
+  def compile_at(index):
+    nonlocal hbm
+    batch = candidates[index]
+    result = target_plan.plan(dataclasses.replace(row, batch=batch))
+    plans[batch] = result
+    hbm = min(hbm, result.get("compiler_hbm_bytes_per_device") or hbm)
+    if trail is not None:
+      trail.append({"batch": batch, "fits": result["fits"], "peak_bytes": peak(result),
+                    "refused": "out_of_memory" in result})
+    print(f"  micro-batch {batch}: {'fits' if result['fits'] else 'does not fit'} "
+          f"({peak(result) / GIB:.2f} GiB/chip)", file=sys.stderr, flush=True)
+    return result["fits"]
+
+  start = candidates.index(row.batch) if row.batch in candidates else 0
+  low, high = (start, None) if first["fits"] else (None, start)
+  while True:
+    if low is not None and (low == len(candidates) - 1 or high == low + 1):
+      break
+    if low is None and high == 0:
+      break
+    if low is not None and high is not None:
+      guess = (low + high) // 2
+    elif low is not None:  # everything so far fits: where the line meets the HBM
+      fits = sorted(b for b, r in plans.items() if r["fits"])
+      b1 = fits[-1]
+      b0 = fits[-2] if len(fits) > 1 else 0
+      p0 = peak(plans[b0]) if b0 else 0
+      slope = (peak(plans[b1]) - p0) / (b1 - b0)
+      aim = b1 + (hbm - peak(plans[b1])) / slope if slope > 0 else candidates[-1]
+      guess = max([i for i, b in enumerate(candidates) if b <= aim] + [low + 1])
+    else:  # nothing fits yet: halve the batch
+      guess = min(max([i for i, b in enumerate(candidates) if b <= candidates[high] // 2] +
+                      [0]), high - 1)
+    if compile_at(guess):
+      low = guess
+    else:
+      high = guess
+  best = dict(plans[candidates[low if low is not None else 0]])
+  best["recipe_micro_batch"] = {key: first.get(key) for key in (
+      "global_batch", "accumulation", "peak_bytes_per_device", "budget_hours",
+      "budget_chip_hours", "bound_is_lower")}
+  over = candidates[high] if high is not None else None
+  best["next_micro_batch"] = over and {
+      "batch": over, "peak_bytes": peak(plans[over]),
+      "refused": "out_of_memory" in plans[over]}
+  return best
+
+
 def _figure(value: float) -> str:
   """Whole numbers from 10 up, two significant digits below (0.14, not 0.0)."""
   return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
 
 
 def recipe_table(results: list[dict], with_max_batch: bool) -> str:
-  """The recipes' rows: compiler facts (peak, the largest micro-batch found), the bound,
-  and the estimates of the paper's budget at it (hours on the host, chip-hours)."""
+  """The recipes' rows: compiler facts (peak, fit), the bound, and the estimates of the
+  paper's budget at it (hours on the host, chip-hours). with_max_batch: rows from
+  fewest_accumulation, with the next micro-batch's peak (the one that does not fit) and the
+  hours at the recipe's own micro-batch beside them."""
   head = ["recipe", "seq", "target", "mesh", "micro-batch (x accum.)",
           "peak GiB/chip (compiler)", "HBM GiB", "fits",
-          *(["largest micro-batch (per chip)"] if with_max_batch else []),
+          *(["next micro-batch: peak GiB/chip"] if with_max_batch else []),
           "bound ms/micro-step", "tokens/s/chip at the bound", "paper tokens",
-          "hours at the bound (estimate)", "chip-hours (estimate)"]
+          "hours at the bound (estimate)", "chip-hours (estimate)",
+          *(["hours at the recipe's micro-batch (estimate)"] if with_max_batch else [])]
   lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
   for r in results:
     row = r["row"]
@@ -241,24 +334,44 @@ def recipe_table(results: list[dict], with_max_batch: bool) -> str:
       lines.append(start + f"{micro} | > {r['compiler_hbm_bytes_per_device'] / GIB:.2f} "
                    f"(refused: needs {need / GIB:.2f}) | {r['hbm_bytes'] / GIB:.0f} | no |" +
                    (" n/a |" if with_max_batch else "") + " n/a | n/a | "
-                   f"{r['budget_tokens']:.3g} | n/a | n/a |")
+                   f"{r['budget_tokens']:.3g} | n/a | n/a |" +
+                   (" n/a |" if with_max_batch else ""))
       continue
     lower = "≥ " if r.get("bound_is_lower") else ""
-    largest = target_plan.largest_cell(r)
-    if with_max_batch and r.get("largest_batch"):
-      largest += f" ({r['largest_batch'] // r['devices']:,})"
     cells = [f"{micro}", f"{r['peak_bytes_per_device'] / GIB:.2f}",
              f"{r['hbm_bytes'] / GIB:.0f}" if "hbm_bytes" in r else "n/a",
              {True: "yes", False: "no"}.get(r.get("fits"), "n/a"),
-             *([largest] if with_max_batch else []),
+             *([_next_cell(r)] if with_max_batch else []),
              f"{lower}{_figure(r['bound_seconds'] * 1e3)}" if "bound_seconds" in r else "n/a",
              f"{'≤ ' if lower else ''}{r['tokens_per_s_per_chip']:,.0f}"
              if "tokens_per_s_per_chip" in r else "n/a",
              f"{r['budget_tokens']:.3g}",
              f"{lower}{_figure(r['budget_hours'])}" if "budget_hours" in r else "n/a",
-             f"{lower}{_figure(r['budget_chip_hours'])}" if "budget_chip_hours" in r else "n/a"]
+             f"{lower}{_figure(r['budget_chip_hours'])}" if "budget_chip_hours" in r else "n/a",
+             *([_recipe_cell(r)] if with_max_batch else [])]
     lines.append(start + " | ".join(cells) + " |")
   return "\n".join(lines)
+
+
+def _next_cell(r: dict) -> str:
+  """The candidate micro-batch over the largest fit: its batch and peak (or the refusal)."""
+  if "next_micro_batch" not in r:
+    return "n/a"
+  over = r["next_micro_batch"]
+  if over is None:
+    return "none: the paper's batch fits"
+  peak = f"{over['peak_bytes'] / GIB:.2f}"
+  return f"{over['batch']:,}: {'refused, needs ' if over['refused'] else ''}{peak}"
+
+
+def _recipe_cell(r: dict) -> str:
+  """The hours at the recipe's own micro-batch (the plan before the search), with it."""
+  own = r.get("recipe_micro_batch")
+  if not own or own.get("budget_hours") is None:
+    return "n/a"
+  lower = "≥ " if own.get("bound_is_lower") else ""
+  return (f"{lower}{_figure(own['budget_hours'])} "
+          f"({own['global_batch']:,} x {own['accumulation']})")
 
 
 def select_recipes(rows, prefix: str = "", targets: str = "") -> list[RecipeRow]:

@@ -36,7 +36,9 @@ every row is the last line.
 
 `--recipes` plans the family configs' paper-scale recipes instead, with the hours and
 chip-hours of each paper's token budget at the bound; their rows, budgets and table are
-bench/recipe_plan.py's (its docstring says what each row compiles):
+bench/recipe_plan.py's (its docstring says what each row compiles). With `--max_batch` a
+recipe's row is planned at the largest micro-batch that fits and divides the paper's batch
+(the fewest accumulation steps: recipe_plan.fewest_accumulation), beside its own:
 
   PYTHONPATH=~/targets JAX_PLATFORMS=cpu python bench/target_plan.py --recipes \
       --rows=modernbert --targets=tpu:v5p-8 --max_batch
@@ -435,7 +437,12 @@ def main(argv=None):
   for row in rows:
     try:
       result = plan(row)
-      if args.max_batch and "fits" in result:
+      if args.max_batch and "fits" in result and args.recipes:
+        # A recipe's micro-batch must divide its paper's batch: the fewest accumulation steps.
+        trail = []
+        result = recipe_plan.fewest_accumulation(row, result, trail)
+        result["max_batch_compiles"] = trail
+      elif args.max_batch and "fits" in result:
         multiple = result["mesh"].get("data", 1) * result["mesh"].get("fsdp", 1)
         bracket = (tuple(int(b) for b in args.max_batch_bracket.split(","))
                    if args.max_batch_bracket else None)

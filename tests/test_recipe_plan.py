@@ -112,3 +112,85 @@ def test_a_float32_recipe_plans_with_xla_attention_on_gpus():
           == recipe_plan.target_plan.ATTENTION["gpu"])
   tpu = next(r for r in rows if r.recipe == "base:seq=128" and r.target == "tpu:v5e-8")
   assert recipe_plan.recipe_config(tpu).model.attention_impl == "splash"
+
+
+def _linear_compiler(monkeypatch, fixed_gib, gib_per_row, seq=512, refuse_over_gib=None):
+  """A v4-8 (4 chips, 32 GiB) compile whose per-chip peak is fixed_gib + gib_per_row x rows
+  per chip, its bytes (and so the bound) the same; over refuse_over_gib the compiler refuses
+  it, naming what it needs. Returns the batches compiled."""
+  compiled = []
+
+  def compile_report(config, target):
+    batch = int(config.data.batch_size)
+    compiled.append(batch)
+    peak = (fixed_gib + gib_per_row * batch / 4) * 2 ** 30
+    report = {"device_kind": "TPU v4", "devices": 4, "global_batch": batch, "seq_len": seq,
+              "model_flops_per_step": 1.0, "xla_flops_per_device": None,
+              "xla_bytes_accessed_per_device": peak}
+    if refuse_over_gib and peak > refuse_over_gib * 2 ** 30:
+      return dict(report, out_of_memory="RESOURCE_EXHAUSTED", peak_bytes_per_device=0,
+                  temp_bytes_per_device=peak, compiler_hbm_bytes_per_device=30.75 * 2 ** 30)
+    return dict(report, peak_bytes_per_device=peak)
+
+  monkeypatch.setattr(recipe_plan.target_plan.compile_report, "compile_report", compile_report)
+  return compiled
+
+
+def test_the_fewest_accumulation_steps_are_the_largest_dividing_micro_batch_that_fits(
+    monkeypatch):
+  """RoBERTa-base's 8,192 rows on a v4-8 (2,048 a chip): the micro-batches are 4 x the
+  divisors of 2,048. With 2 GiB fixed and 0.1 GiB a row, 300 rows a chip fit 32 GiB and 512
+  do not: the search ends at 256 a chip (x 8) in three compiles (the line through zero
+  and the recipe's 32 a chip aims at 128, the line through both at 256, then 512 misses);
+  the bound's bytes fall per token, so the hours fall below the recipe's own
+  micro-batch's."""
+  compiled = _linear_compiler(monkeypatch, fixed_gib=2.0, gib_per_row=0.1)
+  row = next(r for r in recipe_plan.recipe_rows()
+             if r.recipe == "roberta:size=base" and r.target == "tpu:v4-8")
+  assert recipe_plan.micro_batches(row) == [4 * 2 ** k for k in range(12)]
+  first = recipe_plan.target_plan.plan(row)
+  trail = []
+  best = recipe_plan.fewest_accumulation(row, first, trail)
+  assert (best["global_batch"], best["accumulation"]) == (1024, 8)
+  assert compiled == [128, 512, 1024, 2048]
+  assert [t["fits"] for t in trail] == [True, True, False]
+  assert best["next_micro_batch"]["batch"] == 2048 and not best["next_micro_batch"]["refused"]
+  assert best["recipe_micro_batch"]["accumulation"] == 64
+  assert best["budget_hours"] < best["recipe_micro_batch"]["budget_hours"]
+  line = recipe_plan.recipe_table([best], True).splitlines()[-1]
+  assert line.startswith("| roberta:size=base | 512 | tpu:v4-8 | fsdp=4 | 1,024 (x 8) | 27.60 "
+                         "| 32 | yes | 2,048: 53.20 |")
+  assert line.endswith(f"({first['global_batch']:,} x 64) |")
+
+
+def test_the_search_bisects_past_a_refusal_and_stops_at_the_papers_batch(monkeypatch):
+  """A compiler that refuses past 20 GiB: the line's guess is refused, and the divisors
+  between are bisected to the last that fits. ELECTRA-small's 128 rows on 8 chips fit at
+  once: no compile beyond the recipe's, and the table says the paper's batch fits."""
+  compiled = _linear_compiler(monkeypatch, fixed_gib=2.0, gib_per_row=0.1, refuse_over_gib=20)
+  row = next(r for r in recipe_plan.recipe_rows()
+             if r.recipe == "roberta:size=base" and r.target == "tpu:v4-8")
+  best = recipe_plan.fewest_accumulation(row, recipe_plan.target_plan.plan(row))
+  assert best["global_batch"] == 512 and best["next_micro_batch"]["refused"]
+  assert compiled[0] == 128 and compiled[-1] in (512, 1024) and len(compiled) <= 4
+  small = next(r for r in recipe_plan.recipe_rows()
+               if r.recipe == "electra:size=small" and r.target == "tpu:v5e-8")
+  compiled.clear()
+  first = recipe_plan.target_plan.plan(small)
+  best = recipe_plan.fewest_accumulation(small, first)
+  assert compiled == [small.batch] and best["accumulation"] == 1
+  assert "none: the paper's batch fits" in recipe_plan.recipe_table([best], True)
+
+
+def test_target_plan_with_recipes_and_max_batch_prints_the_searched_row(monkeypatch, capsys):
+  """`--recipes --max_batch`: the row at the fewest accumulation steps, its compiles in the
+  JSON and the recipe's own micro-batch's hours in the last column."""
+  _linear_compiler(monkeypatch, fixed_gib=2.0, gib_per_row=0.1)
+  results = recipe_plan.target_plan.main(
+      ["--recipes", "--rows=roberta", "--targets=tpu:v4-8", "--max_batch"])
+  head, _, line, _ = capsys.readouterr().out.splitlines()
+  assert head.endswith("| next micro-batch: peak GiB/chip | bound ms/micro-step | tokens/s/chip "
+                       "at the bound | paper tokens | hours at the bound (estimate) | chip-hours "
+                       "(estimate) | hours at the recipe's micro-batch (estimate) |")
+  assert "| 1,024 (x 8) |" in line and line.endswith("(128 x 64) |")
+  assert [c["batch"] for c in results[0]["max_batch_compiles"]] == [512, 1024, 2048]
