@@ -273,7 +273,7 @@ def mask_batch(input_ids: tf.Tensor, noise: tf.Tensor, options: MaskingOptions,
   in_order = tf.sort(tf.where(selected, tf.range(seq_length)[None, :], seq_length), axis=1)
   positions = tf.where(is_prediction, _pad_last_axis(in_order[:, :predictions], predictions), 0)
   original_ids = tf.gather(input_ids, positions, batch_dims=1)                      # [B, P]
-  spans = _spans(selected, positions)
+  spans = _spans(positions, is_prediction, seq_length)
 
   replacement_table = tf.constant(options.replacement_ids, tf.int32)
   table_size = int(replacement_table.shape[0])
@@ -310,24 +310,23 @@ SPAN_FIELDS = ("masked_lm_span_left", "masked_lm_span_right", "masked_lm_span_of
                "masked_lm_unit_start")
 
 
-def _spans(selected: tf.Tensor, positions: tf.Tensor) -> dict[str, tf.Tensor]:
-  """Each prediction's span, a maximal run of chosen tokens: selected bool [B, T],
-  positions int32 [B, P] (ascending) -> left, right, offset, first_slot int32 [B, P]
-  (first_slot: the slot of the span's first prediction). Unused slots hold junk."""
-  seq_length = selected.shape[1]
-  before = tf.pad(selected[:, :-1], [[0, 0], [1, 0]])
-  after = tf.pad(selected[:, 1:], [[0, 0], [0, 1]])
-  position = tf.range(seq_length)[None, :]
-  starts = tf.sort(tf.where(selected & ~before, position, seq_length), axis=1)      # [B, T]
-  ends = tf.sort(tf.where(selected & ~after, position, seq_length), axis=1)         # [B, T]
-  run_index = tf.maximum(tf.cumsum(tf.cast(selected & ~before, tf.int32), axis=1) - 1, 0)
-  run = tf.gather(run_index, positions, batch_dims=1)                               # [B, P]
-  start = tf.gather(starts, run, batch_dims=1)
-  end = tf.gather(ends, run, batch_dims=1)
-  slot_of_position = tf.cumsum(tf.cast(selected, tf.int32), axis=1) - 1             # [B, T]
-  first_slot = tf.gather(slot_of_position, tf.minimum(start, seq_length - 1), batch_dims=1)
+def _spans(positions: tf.Tensor, is_prediction: tf.Tensor,
+           seq_length: int) -> dict[str, tf.Tensor]:
+  """Each prediction's span, a maximal run of chosen tokens: positions int32 [B, P] (the
+  chosen tokens of rows of seq_length, ascending), is_prediction bool [B, P] -> left, right, offset, first_slot
+  int32 [B, P] (first_slot: the slot of the span's first prediction). Unused slots hold
+  junk. Every chosen token has a slot, so a run is a run of slots whose positions step by
+  one: position - slot is the same along a run and grows between runs, and a run's first
+  and last slots are where that key's first and last copies sit (two binary searches over
+  the P slots, in place of sorting the T positions)."""
+  slot = tf.range(tf.shape(positions)[1])[None, :]
+  key = tf.where(is_prediction, positions - slot, tf.int32.max)                     # [B, P]
+  first_slot = tf.searchsorted(key, key, side="left")
+  last_slot = tf.minimum(tf.searchsorted(key, key, side="right"), tf.shape(key)[1]) - 1
+  start = tf.gather(positions, first_slot, batch_dims=1)
+  end = tf.gather(positions, last_slot, batch_dims=1)
   return {"left": start - 1, "right": tf.minimum(end + 1, seq_length - 1),
-          "offset": positions - start, "first_slot": tf.maximum(first_slot, 0)}
+          "offset": positions - start, "first_slot": first_slot}
 
 
 def _pad_last_axis(values: tf.Tensor, size: int) -> tf.Tensor:

@@ -33,11 +33,12 @@ def _token_selection(input_ids, eligible, scores, budget, options):
   seq_length = input_ids.shape[1]
   k = min(options.max_predictions_per_seq, seq_length)
   _, top_positions = tf.math.top_k(tf.where(eligible, scores, -1.0), k=k)           # [B, K]
-  taken = tf.range(k)[None, :] < budget[:, None]                                    # [B, K]
-  hits = tf.one_hot(top_positions, seq_length, on_value=True, off_value=False,
-                    dtype=tf.bool) & taken[:, :, None]                              # [B, K, T]
-  rank = tf.range(1, k + 1)[None, :, None]
-  return Selection(tf.reduce_any(hits, axis=1), tf.reduce_max(tf.where(hits, rank, 0), 1))
+  rank = tf.where(tf.range(k)[None, :] < budget[:, None], tf.range(1, k + 1)[None, :], 0)
+  batch = tf.broadcast_to(tf.range(tf.shape(input_ids)[0])[:, None], tf.shape(top_positions))
+  # top_k's positions are distinct in a row: the scatter's sum writes each rank once.
+  unit_start = tf.scatter_nd(tf.stack([batch, top_positions], axis=-1), rank,
+                             tf.shape(input_ids))                                    # [B, T]
+  return Selection(unit_start > 0, unit_start)
 
 
 class _Words(NamedTuple):
@@ -191,45 +192,72 @@ SPAN_LENGTH_PROBS /= SPAN_LENGTH_PROBS.sum()  # P(l) for l = 1..10; mean 3.78
 
 def _span_selection(input_ids, eligible, draws, budget, options):
   """SpanBERT's span masking (module docstring). draws [B, 2P]: per attempt a (P of them,
-  each adds >= 1 piece until the budget is met) an anchor draw and a length draw."""
+  each adds >= 1 piece until the budget is met) an anchor draw and a length draw.
+
+  An attempt anchors on a uniformly drawn free piece, covers whole words from the anchor's
+  word on (at most `length` of them, not past its segment's end) and takes the first of
+  their free pieces up to the row's remaining budget. The loop carries one [B, T] array:
+  `free_upto`, the free eligible pieces at or before each position (its last column the
+  free count). The anchor is where it first reaches the drawn rank (a binary search); the
+  attempt's words are one range of positions, found by gathers at [B]; the pieces it takes
+  are the free ones whose rank within the range is 1..added, so they leave free_upto as
+  free_upto - clip(rank within the range, 0, added): three elementwise ops an attempt and
+  no sort or scan inside the loop. The chosen pieces are where free_upto stops rising."""
   predictions = options.max_predictions_per_seq
+  seq_length = input_ids.shape[1]
   anchor_draws, length_draws = tf.split(draws, 2, axis=1)
   words = _words(input_ids, eligible, tf.zeros_like(input_ids, tf.float32), options)
+  position = tf.range(seq_length)[None, :]
   segment = tf.cumsum(tf.cast(~eligible, tf.int32), axis=1)  # runs between special tokens
+  # [B, T]: the k-th word's first position, and the k-th ineligible position (T past the
+  # last): a segment s ends at the s-th ineligible position (0-based).
+  word_first = tf.sort(tf.where(words.start, position, seq_length), axis=1)
+  segment_end = tf.sort(tf.where(eligible, seq_length, position), axis=1)
   cdf = tf.constant(np.cumsum(SPAN_LENGTH_PROBS)[:-1], tf.float32)
+  lengths = 1 + tf.reduce_sum(tf.cast(length_draws[:, :, None] >= cdf, tf.int32), axis=2)
+  last = seq_length - 1
 
-  def remaining_of(chosen):                                                          # [B]
-    return budget - tf.reduce_sum(tf.cast(chosen, tf.int32), axis=1)
+  def at(values, index):  # values [B, T] at index [B], clipped to the row
+    return tf.gather(values, tf.clip_by_value(index, 0, last), batch_dims=1)
 
-  def step(number, chosen, starts):
-    anchor_draw, length_draw = anchor_draws[:, number], length_draws[:, number]       # [B]
-    remaining = remaining_of(chosen)
-    free = eligible & ~chosen
-    num_free = tf.reduce_sum(tf.cast(free, tf.int32), axis=1)
-    rank = tf.minimum(tf.cast(anchor_draw * tf.cast(num_free, tf.float32), tf.int32),
-                      num_free - 1)
-    anchor = free & (tf.cumsum(tf.cast(free, tf.int32), axis=1) - 1 == rank[:, None])
-    anchor_word = tf.reduce_sum(tf.where(anchor, words.index, 0), axis=1)
-    anchor_segment = tf.reduce_sum(tf.where(anchor, segment, 0), axis=1)
-    length = 1 + tf.reduce_sum(tf.cast(length_draw[:, None] >= cdf, tf.int32), axis=1)
-    in_span = (eligible & (segment == anchor_segment[:, None])
-               & (words.index >= anchor_word[:, None])
-               & (words.index < (anchor_word + length)[:, None]))
-    new = in_span & ~chosen
-    new_before = tf.cumsum(tf.cast(new, tf.int32), axis=1, exclusive=True)
-    active = (remaining > 0)[:, None]
-    covered = in_span & (new_before < remaining[:, None]) & active
-    first = in_span & words.start & (words.index == anchor_word[:, None]) & active
-    return number + 1, chosen | covered, tf.where(first, number + 1, starts)
+  def step(number, free_upto, remaining, first_pieces):
+    num_free = free_upto[:, -1]
+    rank = tf.minimum(tf.cast(anchor_draws[:, number] * tf.cast(num_free, tf.float32),
+                              tf.int32), num_free - 1)
+    anchor = tf.searchsorted(free_upto, (rank + 1)[:, None], side="left")[:, 0]     # [B]
+    anchor_word = at(words.index, anchor)
+    start = at(word_first, anchor_word)
+    end_word = anchor_word + lengths[:, number]
+    end = tf.minimum(tf.where(end_word < seq_length, at(word_first, end_word), seq_length),
+                     at(segment_end, at(segment, anchor)))       # [start, end): the words
+    before = tf.where(start > 0, at(free_upto, start - 1), 0)
+    added = tf.where(remaining > 0,
+                     tf.minimum(remaining, at(free_upto, end - 1) - before), 0)
+    taken_upto = tf.clip_by_value(free_upto - before[:, None], 0, added[:, None])
+    return (number + 1, free_upto - taken_upto, remaining - added,
+            first_pieces.write(number, tf.where(remaining > 0, start, -1)))
 
   # An attempt after every row's budget is met changes nothing, so the loop stops there:
   # each attempt adds at least one piece and spans average 3.78 words, so the budget is
   # usually met long before the P attempts are used up.
-  def unmet(number, chosen, starts):
-    return (number < predictions) & tf.reduce_any(remaining_of(chosen) > 0)
+  def unmet(number, free_upto, remaining, first_pieces):
+    return (number < predictions) & tf.reduce_any(remaining > 0)
 
-  _, chosen, starts = tf.while_loop(
-      unmet, step, (tf.constant(0), tf.zeros_like(eligible), tf.zeros_like(input_ids)))
+  free_upto = tf.cumsum(tf.cast(eligible, tf.int32), axis=1)
+  attempts, free_upto, _, first_pieces = tf.while_loop(
+      unmet, step, (tf.constant(0), free_upto, budget,
+                    tf.TensorArray(tf.int32, size=predictions, element_shape=[None])))
+  rises = free_upto - tf.pad(free_upto[:, :-1], [[0, 0], [1, 0]])
+  chosen = eligible & tf.equal(rises, 0)
+  # Each drawn span's first piece gets its attempt's number (a later attempt's over an
+  # earlier's at the same piece); attempts that found the budget met wrote -1.
+  firsts = tf.transpose(first_pieces.stack()[:attempts])                            # [B, A]
+  drawn = firsts >= 0
+  number = tf.broadcast_to(tf.range(1, attempts + 1)[None, :], tf.shape(firsts))
+  batch = tf.broadcast_to(tf.range(tf.shape(firsts)[0])[:, None], tf.shape(firsts))
+  at_piece = tf.boolean_mask(tf.stack([batch, tf.maximum(firsts, 0)], axis=-1), drawn)
+  starts = tf.tensor_scatter_nd_max(tf.zeros_like(input_ids), at_piece,
+                                    tf.boolean_mask(number, drawn))
   return Selection(chosen, starts)
 
 
