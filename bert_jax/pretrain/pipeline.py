@@ -262,14 +262,15 @@ class PretrainingInput:
       if int(state[key]) != mine:
         raise ValueError(f"data state was saved with {key}={state[key]}, this input has {mine}"
                          + (" (set config.data.num_shards)" if key == "num_shards" else ""))
-    for stream in self._streams:
-      saved = state["shards"].get(str(stream.shard))
+    for shard_stream in self._streams:
+      saved = state["shards"].get(str(shard_stream.shard))
       if saved is None:
-        raise ValueError(f"data state holds no position for shard {stream.shard}")
-      if int(saved["tokens"]) != stream.corpus.num_tokens:
-        raise ValueError(f"data shard {stream.shard} was saved with {saved['tokens']} tokens, "
-                         f"this input has {stream.corpus.num_tokens}: not the same corpus")
-      stream.move_to(int(saved["epoch"]), int(saved["step_in_epoch"]))
+        raise ValueError(f"data state holds no position for shard {shard_stream.shard}")
+      if int(saved["tokens"]) != shard_stream.corpus.num_tokens:
+        raise ValueError(f"data shard {shard_stream.shard} was saved with {saved['tokens']} "
+                         f"tokens, this input has {shard_stream.corpus.num_tokens}: not the "
+                         "same corpus")
+      shard_stream.move_to(int(saved["epoch"]), int(saved["step_in_epoch"]))
 
   def steps_in_epoch(self, epoch: int) -> int:
     """Batches in epoch_batches(epoch): the fewest of this process's shards."""
