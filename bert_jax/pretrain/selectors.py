@@ -139,6 +139,35 @@ def _unit_start(words: _Words, word_value) -> tf.Tensor:
                                          batch_dims=1), 0)
 
 
+# Helpers of the span selector's loop, which carries a running count [B, X] (the free
+# pieces up to each slot) and records the slot each attempt drew.
+def _at(values, index):
+  """values [B, X] at index [B], clipped to [0, X)."""
+  return tf.gather(values, tf.clip_by_value(index, 0, values.shape[1] - 1), batch_dims=1)
+
+
+def _rises(upto):
+  """[B, X] -> [B, X]: each entry's step over the one before (the first's over 0)."""
+  return upto - tf.pad(upto[:, :-1], [[0, 0], [1, 0]])
+
+
+def _attempts(size: int) -> tf.TensorArray:
+  """Per attempt of a selector's loop, the slot [B] it drew from (-1: none)."""
+  return tf.TensorArray(tf.int32, size=size, element_shape=[None])
+
+
+def _numbered(slots: tf.TensorArray, attempts, shape) -> tf.Tensor:
+  """int32 `shape` [B, X]: at each slot an attempt drew from (_attempts), the number
+  (1-based) of the last attempt that drew from it; 0 elsewhere."""
+  drawn_at = tf.transpose(slots.stack()[:attempts])                                # [B, A]
+  drawn = drawn_at >= 0
+  number = tf.broadcast_to(tf.range(1, attempts + 1)[None, :], tf.shape(drawn_at))
+  row = tf.broadcast_to(tf.range(tf.shape(drawn_at)[0])[:, None], tf.shape(drawn_at))
+  where = tf.boolean_mask(tf.stack([row, tf.maximum(drawn_at, 0)], axis=-1), drawn)
+  return tf.tensor_scatter_nd_max(tf.zeros(shape, tf.int32), where,
+                                  tf.boolean_mask(number, drawn))
+
+
 NGRAM_PROBS = np.array([1.0, 1.0 / 2, 1.0 / 3]) / (1.0 + 1.0 / 2 + 1.0 / 3)  # 6/11 3/11 2/11
 
 
@@ -215,24 +244,20 @@ def _span_selection(input_ids, eligible, draws, budget, options):
   segment_end = tf.sort(tf.where(eligible, seq_length, position), axis=1)
   cdf = tf.constant(np.cumsum(SPAN_LENGTH_PROBS)[:-1], tf.float32)
   lengths = 1 + tf.reduce_sum(tf.cast(length_draws[:, :, None] >= cdf, tf.int32), axis=2)
-  last = seq_length - 1
-
-  def at(values, index):  # values [B, T] at index [B], clipped to the row
-    return tf.gather(values, tf.clip_by_value(index, 0, last), batch_dims=1)
 
   def step(number, free_upto, remaining, first_pieces):
     num_free = free_upto[:, -1]
     rank = tf.minimum(tf.cast(anchor_draws[:, number] * tf.cast(num_free, tf.float32),
                               tf.int32), num_free - 1)
     anchor = tf.searchsorted(free_upto, (rank + 1)[:, None], side="left")[:, 0]     # [B]
-    anchor_word = at(words.index, anchor)
-    start = at(word_first, anchor_word)
+    anchor_word = _at(words.index, anchor)
+    start = _at(word_first, anchor_word)
     end_word = anchor_word + lengths[:, number]
-    end = tf.minimum(tf.where(end_word < seq_length, at(word_first, end_word), seq_length),
-                     at(segment_end, at(segment, anchor)))       # [start, end): the words
-    before = tf.where(start > 0, at(free_upto, start - 1), 0)
+    end = tf.minimum(tf.where(end_word < seq_length, _at(word_first, end_word), seq_length),
+                     _at(segment_end, _at(segment, anchor)))       # [start, end): the words
+    before = tf.where(start > 0, _at(free_upto, start - 1), 0)
     added = tf.where(remaining > 0,
-                     tf.minimum(remaining, at(free_upto, end - 1) - before), 0)
+                     tf.minimum(remaining, _at(free_upto, end - 1) - before), 0)
     taken_upto = tf.clip_by_value(free_upto - before[:, None], 0, added[:, None])
     return (number + 1, free_upto - taken_upto, remaining - added,
             first_pieces.write(number, tf.where(remaining > 0, start, -1)))
@@ -245,20 +270,11 @@ def _span_selection(input_ids, eligible, draws, budget, options):
 
   free_upto = tf.cumsum(tf.cast(eligible, tf.int32), axis=1)
   attempts, free_upto, _, first_pieces = tf.while_loop(
-      unmet, step, (tf.constant(0), free_upto, budget,
-                    tf.TensorArray(tf.int32, size=predictions, element_shape=[None])))
-  rises = free_upto - tf.pad(free_upto[:, :-1], [[0, 0], [1, 0]])
-  chosen = eligible & tf.equal(rises, 0)
-  # Each drawn span's first piece gets its attempt's number (a later attempt's over an
-  # earlier's at the same piece); attempts that found the budget met wrote -1.
-  firsts = tf.transpose(first_pieces.stack()[:attempts])                            # [B, A]
-  drawn = firsts >= 0
-  number = tf.broadcast_to(tf.range(1, attempts + 1)[None, :], tf.shape(firsts))
-  batch = tf.broadcast_to(tf.range(tf.shape(firsts)[0])[:, None], tf.shape(firsts))
-  at_piece = tf.boolean_mask(tf.stack([batch, tf.maximum(firsts, 0)], axis=-1), drawn)
-  starts = tf.tensor_scatter_nd_max(tf.zeros_like(input_ids), at_piece,
-                                    tf.boolean_mask(number, drawn))
-  return Selection(chosen, starts)
+      unmet, step, (tf.constant(0), free_upto, budget, _attempts(predictions)))
+  # The chosen pieces are where free_upto stopped rising; each drawn span's first piece
+  # gets its attempt's number (a later attempt's over an earlier's at the same piece).
+  return Selection(eligible & tf.equal(_rises(free_upto), 0),
+                   _numbered(first_pieces, attempts, tf.shape(input_ids)))
 
 
 def _knowledge_selection(kind: str):
