@@ -246,7 +246,9 @@ def fewest_accumulation(row: RecipeRow, first: dict, trail: list | None = None) 
   at least the next candidate; between a fit and a miss the candidates are bisected, as the
   TPU compiler rematerialises near its limit and the peak bends (bench/target_plan.py's
   largest_batch). Divisors are few (12 for 2,048 rows a chip), so a search is 2-4 compiles.
-  `trail` gets each compile's batch, fit and peak bytes."""
+  `trail` gets each compile's batch, fit, peak bytes and its bound's tokens/s per chip and
+  hours. The fewest steps are not always the fastest: a micro-batch that fits only by the
+  compiler's rematerialisation does more FLOPs a token, which the bound counts."""
   candidates = micro_batches(row)
   plans = {row.batch: first}
   hbm = first.get("hbm_bytes") or 0
@@ -264,9 +266,13 @@ def fewest_accumulation(row: RecipeRow, first: dict, trail: list | None = None) 
     hbm = min(hbm, result.get("compiler_hbm_bytes_per_device") or hbm)
     if trail is not None:
       trail.append({"batch": batch, "fits": result["fits"], "peak_bytes": peak(result),
-                    "refused": "out_of_memory" in result})
+                    "refused": "out_of_memory" in result,
+                    **{key: result[key] for key in ("tokens_per_s_per_chip", "budget_hours")
+                       if key in result}})
+    rate = (f", {result['tokens_per_s_per_chip']:,.0f} tokens/s/chip at the bound"
+            if "tokens_per_s_per_chip" in result else "")
     print(f"  micro-batch {batch}: {'fits' if result['fits'] else 'does not fit'} "
-          f"({peak(result) / GIB:.2f} GiB/chip)", file=sys.stderr, flush=True)
+          f"({peak(result) / GIB:.2f} GiB/chip{rate})", file=sys.stderr, flush=True)
     return result["fits"]
 
   start = candidates.index(row.batch) if row.batch in candidates else 0
