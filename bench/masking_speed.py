@@ -1,4 +1,4 @@
-"""Input throughput of each masking selector on the real corpus, next to what the tiny
+r"""Input throughput of each masking selector on the real corpus, next to what the tiny
 train step consumes (shared machine: run both in one process, compare the ratio).
 
   python bench/masking_speed.py --corpus=runs/corpus/pretrain.txt [--batches=150]
