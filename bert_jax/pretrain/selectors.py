@@ -186,31 +186,38 @@ def _ngram_selection(input_ids, eligible, draws, budget, options):
   word_n = 1 + tf.reduce_sum(tf.cast(word_n_draw[:, :, None] >= cdf, tf.int32), -1)  # [B, W]
   # Pieces in words [w, w + k): size_ends[:, w + k] - size_ends[:, w].
   size_ends = tf.pad(tf.cumsum(words.size, axis=1), [[0, 0], [1, max_n]])          # [B, W+1+n]
-  word_slot = tf.range(seq_length)[None, :]                                         # [1, W]
+  grams = tf.range(1, max_n + 1)[None, :]                                           # [1, n]
 
-  def step(rank, used, covered, starts):  # the rank's candidate word w [B], every row at once
+  # The loop reads and writes `covered` [B, W + n] only at the n slots from the rank's word
+  # (gathers and a scatter of [B, n]); the n slots past W stay False.
+  batch = tf.broadcast_to(tf.range(tf.shape(input_ids)[0])[:, None], tf.shape(order[:, :max_n]))
+
+  def step(rank, used, covered, taken_at):  # the rank's candidate word w [B], every row at once
     w = order[:, rank]
-    exists = tf.gather(words.size, w[:, None], batch_dims=1)[:, 0] > 0
-    n = tf.gather(word_n, w[:, None], batch_dims=1)[:, 0]
-    first = tf.gather(size_ends, w[:, None], batch_dims=1)[:, 0]
-    sizes = tf.gather(size_ends, w[:, None] + tf.range(1, max_n + 1)[None, :],
-                      batch_dims=1) - first[:, None]                                # [B, n]
-    fits = ((tf.range(1, max_n + 1)[None, :] <= n[:, None])
-            & (used[:, None] + sizes <= budget[:, None]))
-    k = tf.reduce_max(tf.where(fits, tf.range(1, max_n + 1)[None, :], 0), axis=1)  # [B]
-    in_gram = (word_slot >= w[:, None]) & (word_slot < (w + k)[:, None])            # [B, W]
-    clash = tf.reduce_any(in_gram & covered, axis=1)
-    take = exists & (used < budget) & (k > 0) & ~clash
-    size = tf.gather(sizes, tf.maximum(k - 1, 0)[:, None], batch_dims=1)[:, 0]
-    return (rank + 1, used + tf.where(take, size, 0), covered | (in_gram & take[:, None]),
-            tf.where((word_slot == w[:, None]) & take[:, None], rank + 1, starts))
+    exists = tf.gather(words.size, w, batch_dims=1) > 0
+    n = tf.gather(word_n, w, batch_dims=1)
+    first = tf.gather(size_ends, w, batch_dims=1)
+    slots = w[:, None] + grams - 1                                                   # [B, n]
+    sizes = tf.gather(size_ends, slots + 1, batch_dims=1) - first[:, None]           # [B, n]
+    fits = (grams <= n[:, None]) & (used[:, None] + sizes <= budget[:, None])
+    k = tf.reduce_max(tf.where(fits, grams, 0), axis=1)                              # [B]
+    in_gram = grams <= k[:, None]
+    covered_now = tf.gather(covered, slots, batch_dims=1)                            # [B, n]
+    take = exists & (used < budget) & (k > 0) & ~tf.reduce_any(in_gram & covered_now, 1)
+    size = tf.gather(sizes, tf.maximum(k - 1, 0), batch_dims=1)
+    newly = in_gram & take[:, None] & (slots < seq_length)
+    covered = tf.tensor_scatter_nd_update(covered, tf.stack([batch, slots], axis=-1),
+                                          covered_now | newly)
+    return (rank + 1, used + tf.where(take, size, 0), covered,
+            taken_at.write(rank, tf.where(take, w, -1)))
 
   # Ranks in order until every row's budget is met (ALBERT stops there too).
-  no_words = tf.zeros_like(words.size, bool)
-  _, _, covered, starts = tf.while_loop(
+  ranks, _, covered, taken_at = tf.while_loop(
       lambda rank, used, *_: (rank < seq_length) & tf.reduce_any(used < budget), step,
-      (tf.constant(0), tf.zeros_like(budget), no_words, tf.zeros_like(words.size)))
-  return Selection(_pieces_of_words(words, eligible, covered), _unit_start(words, starts))
+      (tf.constant(0), tf.zeros_like(budget),
+       tf.zeros([tf.shape(input_ids)[0], seq_length + max_n], tf.bool), _attempts(seq_length)))
+  return Selection(_pieces_of_words(words, eligible, covered[:, :seq_length]),
+                   _unit_start(words, _numbered(taken_at, ranks, tf.shape(words.size))))
 
 
 SPAN_GEOMETRIC_P = 0.2
