@@ -7,22 +7,25 @@ and the table of `bench/target_plan.py --recipes`.
 RECIPES names each recipe (`configs/NAME.py:size=...`, each paper's model, optimizer,
 objectives and rows); each is planned on one host of each TPU generation and 8 H100s
 (RECIPE_TARGETS). Each row compiles one micro-batch of the recipe's step (rows_per_chip x
-chips rows, the paper's global batch reached by accumulating that many: the optimizer's
-update, once per step, is left out of the bound), layers unrolled (the compiler's cost
-analysis counts a scanned loop's body once), the platform's fused attention with its
-dropout off (on GPUs XLA's for a recipe computing in float32: cuDNN's runs in bf16/fp16).
-Beside the compiler facts and the bound it prints the estimates of the paper's token
-budget (steps x global batch x row length) at the bound: the hours the host
-needs (tokens / (tokens/s per chip x chips)) and its chip-hours, lower bounds like the
-bound they come from. DistilBERT's step runs its teacher's forward: the row's teacher is
-the architecture the recipe names (TEACHERS: BERT-base) from a config.json alone, so no
-weights are needed to plan it. A recipe the compiler refuses is a row with its error.
+chips rows, the paper's global batch reached by accumulating that many; the compile is
+the trainer's step without accumulation, so it holds the optimizer's update, which the
+bound then charges to every micro-step, not once a step), layers unrolled (the
+compiler's cost analysis counts a scanned loop's body once), the platform's fused
+attention with its dropout off (on GPUs XLA's for a recipe computing in float32:
+cuDNN's runs in bf16/fp16). Beside the compiler facts and the bound it prints the
+estimates of the paper's token budget (steps x global batch x row length) at the bound:
+the hours the host needs (tokens / (tokens/s per chip x chips)) and its chip-hours, lower
+bounds like the bound they come from but for the update it charges to every micro-step.
+DistilBERT's step runs its teacher's forward: the row's teacher is the architecture the
+recipe names (TEACHERS: BERT-base) from a config.json alone, so no weights are needed to
+plan it. A recipe the compiler refuses is a row with its error.
 
 `--max_batch` plans each row at the largest micro-batch that fits the chip and divides
-the paper's batch (`fewest_accumulation`: the fewest accumulation steps, 2-4 more
+the paper's batch (`fewest_accumulation`: the fewest accumulation steps, 2-5 more
 compiles), with the next micro-batch's peak and the hours at the recipe's own micro-batch
-beside it: more rows a chip amortise the weights' and Adam state's traffic over more
-tokens (the traffic that does not grow with the rows: weights, gradients, Adam state), which the bound counts.
+beside it: more rows a chip spread the traffic that does not grow with the rows (the
+weights, their gradients, Adam's state) over more tokens, which the bound counts; a
+micro-batch the compiler fits only by recomputing activations counts more FLOPs.
 
 `--set=KEY=VALUE` (repeatable) changes a config field of every row after the recipe's, and
 `--rows_per_chip=N` sets the micro-batch (it must divide the paper's batch): a recipe
