@@ -313,12 +313,12 @@ SPAN_FIELDS = ("masked_lm_span_left", "masked_lm_span_right", "masked_lm_span_of
 def _spans(positions: tf.Tensor, is_prediction: tf.Tensor,
            seq_length: int) -> dict[str, tf.Tensor]:
   """Each prediction's span, a maximal run of chosen tokens: positions int32 [B, P] (the
-  chosen tokens of rows of seq_length, ascending), is_prediction bool [B, P] -> left, right, offset, first_slot
-  int32 [B, P] (first_slot: the slot of the span's first prediction). Unused slots hold
-  junk. Every chosen token has a slot, so a run is a run of slots whose positions step by
-  one: position - slot is the same along a run and grows between runs, and a run's first
-  and last slots are where that key's first and last copies sit (two binary searches over
-  the P slots, in place of sorting the T positions)."""
+  chosen tokens of rows of seq_length, ascending), is_prediction bool [B, P] -> left,
+  right, offset, first_slot int32 [B, P] (first_slot: the slot of the span's first
+  prediction). Unused slots hold junk. Every chosen token has a slot, so a run is a run of
+  slots whose positions step by one: position - slot is the same along a run and grows
+  between runs, and a run's first and last slots are where that key's first and last
+  copies sit (two binary searches over the P slots, in place of sorting the T positions)."""
   slot = tf.range(tf.shape(positions)[1])[None, :]
   key = tf.where(is_prediction, positions - slot, tf.int32.max)                     # [B, P]
   first_slot = tf.searchsorted(key, key, side="left")

@@ -139,8 +139,8 @@ def _unit_start(words: _Words, word_value) -> tf.Tensor:
                                          batch_dims=1), 0)
 
 
-# Helpers of the span selector's loop, which carries a running count [B, X] (the free
-# pieces up to each slot) and records the slot each attempt drew.
+# Helpers of the n-gram and span selectors' loops: each records the slot every attempt drew
+# (_attempts, _numbered); the span loop carries a running count [B, X] (_at, _rises).
 def _at(values, index):
   """values [B, X] at index [B], clipped to [0, X)."""
   return tf.gather(values, tf.clip_by_value(index, 0, values.shape[1] - 1), batch_dims=1)
