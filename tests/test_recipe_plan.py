@@ -194,3 +194,16 @@ def test_target_plan_with_recipes_and_max_batch_prints_the_searched_row(monkeypa
                        "(estimate) | hours at the recipe's micro-batch (estimate) |")
   assert "| 1,024 (x 8) |" in line and line.endswith("(128 x 64) |")
   assert [c["batch"] for c in results[0]["max_batch_compiles"]] == [512, 1024, 2048]
+
+
+def test_the_search_goes_down_when_the_recipes_micro_batch_does_not_fit(monkeypatch):
+  """A chip that takes 3 GiB (refusing more): the recipe's 32 rows a chip (5.2 GiB) do
+  are refused, so the search halves the micro-batch: 16 a chip (3.6 GiB) is refused too,
+  8 (2.8 GiB) fits, and the row is planned there with 16 a chip as its next."""
+  compiled = _linear_compiler(monkeypatch, fixed_gib=2.0, gib_per_row=0.1, refuse_over_gib=3)
+  row = next(r for r in recipe_plan.recipe_rows()
+             if r.recipe == "roberta:size=base" and r.target == "tpu:v4-8")
+  best = recipe_plan.fewest_accumulation(row, recipe_plan.target_plan.plan(row))
+  assert (best["global_batch"], best["accumulation"]) == (32, 256)
+  assert compiled == [128, 64, 32] and best["next_micro_batch"]["batch"] == 64
+  assert best["fits"] and best["next_micro_batch"]["refused"]
